@@ -1,0 +1,63 @@
+// Package webhookpatch mutates pods idempotently and computes the RFC 6902 patches a
+// mutating admission webhook returns.
+//
+// # Overview
+//
+// A webhook deep-copies the pod it is asked about, calls the [Injector] primitives on
+// the copy, checks the result with [Validate], and returns [Diff] of the two as the
+// patch ([Patch] gives the bytes and patch type). Webhooks are invoked again
+// (reinvocationPolicy IfNeeded) and pods are re-created from templates, so:
+//
+//   - every Ensure primitive is idempotent: a second call changes nothing and
+//     [Diff] then returns no operations;
+//   - what an injector injected is recorded in one annotation, [RecordAnnotation]
+//     (names plus content hashes, no timestamps), so an injector can update its own
+//     objects, tell them apart from the user's, and [Injector.Strip] them;
+//   - a same-named object that differs and is not ours is a conflict error wrapping
+//     [ErrConflict], never silently kept or overwritten.
+//
+// Sidecars run as native sidecars (init containers with restartPolicy Always) from
+// Kubernetes 1.29 on and as the first app container with OpenKruise's container launch
+// priority before; [SidecarModeFor] picks the mode from the cluster version.
+//
+// [MergeContainer] and [MergePodSpec] merge runtime defaults with user overrides the
+// way KServe does, and [AddFinalizer], [RemoveFinalizer], [AddFinalizerPatch] and
+// [RemoveFinalizerPatch] manage finalizers in place or as merge patches.
+//
+// # Algorithm
+//
+// [Diff] walks the two typed pods together, using type information computed once from
+// the corev1.Pod type graph (JSON names, omitempty/omitzero, Kubernetes patchMergeKey
+// tags). A field present in only one pod is added or removed whole; present in both,
+// it is compared: leaves (strings, numbers, json.Marshalers such as Quantity and Time)
+// are replaced when their values differ; maps are diffed key by key in sorted order;
+// lists with a merge key, and lists of distinct strings, are matched by key:
+//
+//  1. if before's keys are a prefix of after's, elements are diffed in place and the
+//     rest appended with "add /-";
+//  2. otherwise removed keys are removed from the highest index down, and after is
+//     walked in order: kept elements are diffed in place, new ones added at their
+//     index (or "/-" when nothing of before follows);
+//  3. if kept elements changed their relative order, the list is replaced whole.
+//
+// Lists without keys are diffed by position with their tail appended or removed. Only
+// the changed parts are marshalled.
+//
+// # Invariants
+//
+//   - Applying Diff(before, after) to before's JSON yields after's JSON (tested with
+//     evanphx/json-patch, the library the API server applies patches with).
+//   - Diff never mutates its inputs and returns operations in a deterministic order.
+//   - Applying a primitive twice equals applying it once; every primitive's result
+//     passes [Validate] when its input did.
+//   - A primitive that returns an error leaves the pod unchanged.
+//
+// # Differences from the design
+//
+//   - The ranktable design injects its init container without recording it; here every
+//     injection is recorded so re-invocation is idempotent and conflicts are reported.
+//   - The ConfigMapSet design always uses container launch priority; here native
+//     sidecars are used where the cluster supports them.
+//   - KServe's merge leaves both value and valueFrom when runtime and user set different
+//     ones; here the user's choice wins whole.
+package webhookpatch

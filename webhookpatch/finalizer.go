@@ -1,0 +1,73 @@
+package webhookpatch
+
+import (
+	"encoding/json"
+	"slices"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// AddFinalizer adds name to obj's finalizers in place and reports whether it changed
+// anything. Calling it again changes nothing. Existing finalizers keep their order;
+// the new one is appended.
+func AddFinalizer(obj metav1.Object, name string) bool {
+	fs := obj.GetFinalizers()
+	if slices.Contains(fs, name) {
+		return false
+	}
+	obj.SetFinalizers(append(slices.Clone(fs), name))
+	return true
+}
+
+// RemoveFinalizer removes every occurrence of name from obj's finalizers in place and
+// reports whether it changed anything. An emptied list becomes nil.
+func RemoveFinalizer(obj metav1.Object, name string) bool {
+	fs := obj.GetFinalizers()
+	if !slices.Contains(fs, name) {
+		return false
+	}
+	out := slices.DeleteFunc(slices.Clone(fs), func(f string) bool { return f == name })
+	if len(out) == 0 {
+		out = nil
+	}
+	obj.SetFinalizers(out)
+	return true
+}
+
+// AddFinalizerPatch returns the JSON merge patch (RFC 7386) that adds name to obj's
+// finalizers, or nil when obj already has it. obj is not changed.
+//
+// A merge patch replaces lists whole, so the patch carries the full new list. When
+// obj has a resourceVersion the patch carries it too: the API server then rejects the
+// patch with a conflict if someone changed the finalizers since obj was read, instead
+// of silently dropping their change.
+func AddFinalizerPatch(obj metav1.Object, name string) ([]byte, error) {
+	if slices.Contains(obj.GetFinalizers(), name) {
+		return nil, nil
+	}
+	return finalizerPatch(obj, append(slices.Clone(obj.GetFinalizers()), name))
+}
+
+// RemoveFinalizerPatch returns the JSON merge patch that removes name from obj's
+// finalizers, or nil when obj does not have it. obj is not changed. Removing the last
+// finalizer writes null, which deletes the field. See [AddFinalizerPatch] for the
+// resourceVersion.
+func RemoveFinalizerPatch(obj metav1.Object, name string) ([]byte, error) {
+	if !slices.Contains(obj.GetFinalizers(), name) {
+		return nil, nil
+	}
+	return finalizerPatch(obj, slices.DeleteFunc(slices.Clone(obj.GetFinalizers()), func(f string) bool { return f == name }))
+}
+
+func finalizerPatch(obj metav1.Object, finalizers []string) ([]byte, error) {
+	type metadata struct {
+		Finalizers      []string `json:"finalizers"` // null deletes the field
+		ResourceVersion string   `json:"resourceVersion,omitempty"`
+	}
+	if len(finalizers) == 0 {
+		finalizers = nil
+	}
+	return json.Marshal(struct {
+		Metadata metadata `json:"metadata"`
+	}{metadata{finalizers, obj.GetResourceVersion()}})
+}

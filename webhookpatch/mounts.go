@@ -1,0 +1,157 @@
+package webhookpatch
+
+import (
+	"fmt"
+	"reflect"
+	"slices"
+
+	corev1 "k8s.io/api/core/v1"
+)
+
+// ContainerSelector picks the containers that [Injector.EnsureVolumeMount] and
+// [Injector.EnsureEnv] change.
+//
+//   - Names empty: every app container (spec.containers), plus every init container
+//     when IncludeInit is set.
+//   - Names set: exactly the named containers, app or init; a name the pod does not
+//     have is an error.
+//   - Exclude removes names from either selection (for example the injected sidecar).
+//
+// Containers are changed in pod order: init containers first, then app containers.
+type ContainerSelector struct {
+	Names       []string
+	Exclude     []string
+	IncludeInit bool
+}
+
+// target is one selected container: its field path and a pointer into the pod.
+type target struct {
+	field string
+	c     *corev1.Container
+}
+
+func (s ContainerSelector) targets(pod *corev1.Pod) ([]target, error) {
+	var out []target
+	pick := func(field string, list []corev1.Container, defaultOn bool) {
+		for i := range list {
+			name := list[i].Name
+			on := defaultOn
+			if len(s.Names) > 0 {
+				on = slices.Contains(s.Names, name)
+			}
+			if on && !slices.Contains(s.Exclude, name) {
+				out = append(out, target{field: field + "[" + name + "]", c: &list[i]})
+			}
+		}
+	}
+	pick("spec.initContainers", pod.Spec.InitContainers, s.IncludeInit)
+	pick("spec.containers", pod.Spec.Containers, true)
+	for _, n := range s.Names {
+		if !slices.ContainsFunc(out, func(t target) bool { return t.c.Name == n }) && !slices.Contains(s.Exclude, n) {
+			return nil, fmt.Errorf("%s: container %q: no such container", podRef(pod), n)
+		}
+	}
+	return out, nil
+}
+
+// EnsureVolumeMount makes every selected container mount m. The volume must exist in
+// the pod. A mount at the same mountPath that differs (another volume, subPath or
+// readOnly) and was not injected by this injector is a conflict. Either every selected
+// container is changed or none is.
+func (in Injector) EnsureVolumeMount(pod *corev1.Pod, m corev1.VolumeMount, sel ContainerSelector) (bool, error) {
+	rec, err := in.check(pod)
+	if err != nil {
+		return false, err
+	}
+	if m.MountPath == "" {
+		return false, fmt.Errorf("%s: volume mount %q: empty mountPath", podRef(pod), m.Name)
+	}
+	if !slices.ContainsFunc(pod.Spec.Volumes, func(v corev1.Volume) bool { return v.Name == m.Name }) {
+		return false, fmt.Errorf("%s: volume mount %s: the pod has no volume %q", podRef(pod), m.MountPath, m.Name)
+	}
+	return in.ensureInContainers(pod, rec, sel, "mount", m.MountPath, contentHash(m),
+		func(c *corev1.Container) int {
+			return slices.IndexFunc(c.VolumeMounts, func(x corev1.VolumeMount) bool { return x.MountPath == m.MountPath })
+		},
+		func(c *corev1.Container, i int) bool { return reflect.DeepEqual(c.VolumeMounts[i], m) },
+		func(c *corev1.Container, i int) {
+			if i < 0 {
+				c.VolumeMounts = append(c.VolumeMounts, m)
+			} else {
+				c.VolumeMounts[i] = m
+			}
+		},
+		func(c *corev1.Container, i int) string {
+			return fmt.Sprintf("mountPath %s is already used by volume %q", m.MountPath, c.VolumeMounts[i].Name)
+		})
+}
+
+// EnsureEnv makes every selected container have env var e. A same-named variable that
+// differs and was not injected by this injector is a conflict. Either every selected
+// container is changed or none is.
+func (in Injector) EnsureEnv(pod *corev1.Pod, e corev1.EnvVar, sel ContainerSelector) (bool, error) {
+	rec, err := in.check(pod)
+	if err != nil {
+		return false, err
+	}
+	if e.Name == "" {
+		return false, fmt.Errorf("%s: env var: empty name", podRef(pod))
+	}
+	e = *e.DeepCopy()
+	return in.ensureInContainers(pod, rec, sel, "env", e.Name, contentHash(e),
+		func(c *corev1.Container) int {
+			return slices.IndexFunc(c.Env, func(x corev1.EnvVar) bool { return x.Name == e.Name })
+		},
+		func(c *corev1.Container, i int) bool { return reflect.DeepEqual(c.Env[i], e) },
+		func(c *corev1.Container, i int) {
+			if i < 0 {
+				c.Env = append(c.Env, *e.DeepCopy())
+			} else {
+				c.Env[i] = *e.DeepCopy()
+			}
+		},
+		func(c *corev1.Container, i int) string {
+			return fmt.Sprintf("env var %s is already set differently", e.Name)
+		})
+}
+
+// ensureInContainers is the shared two-phase walk of EnsureVolumeMount and EnsureEnv:
+// check every selected container first, then change them, so a conflict changes
+// nothing.
+func (in Injector) ensureInContainers(pod *corev1.Pod, rec record, sel ContainerSelector, kind, key, hash string,
+	find func(*corev1.Container) int, equal func(*corev1.Container, int) bool,
+	put func(*corev1.Container, int), describe func(*corev1.Container, int) string) (bool, error) {
+	targets, err := sel.targets(pod)
+	if err != nil {
+		return false, err
+	}
+	type change struct {
+		t    target
+		at   int
+		item string
+	}
+	var changes []change
+	for _, t := range targets {
+		item := kind + "/" + t.c.Name + "/" + key
+		i := find(t.c)
+		switch {
+		case i < 0:
+		case equal(t.c, i):
+			if !rec.owns(in.Name, item) || rec.hash(in.Name, item) == hash {
+				continue
+			}
+		case rec.owns(in.Name, item):
+		default:
+			return false, in.conflict(pod, t.field, "%s", describe(t.c, i))
+		}
+		changes = append(changes, change{t, i, item})
+	}
+	for _, ch := range changes {
+		put(ch.t.c, ch.at)
+		rec.set(in.Name, ch.item, hash)
+	}
+	if len(changes) > 0 {
+		writeRecord(pod, rec)
+	}
+	return len(changes) > 0, nil
+}

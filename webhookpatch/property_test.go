@@ -1,0 +1,190 @@
+package webhookpatch
+
+import (
+	"encoding/json"
+	"errors"
+	"reflect"
+	"slices"
+	"strings"
+	"testing"
+
+	jsonpatch "gopkg.in/evanphx/json-patch.v4"
+	corev1 "k8s.io/api/core/v1"
+	"pgregory.net/rapid"
+)
+
+func TestGeneratedPodsAreValid(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		if errs := Validate(genPod(t)); len(errs) > 0 {
+			t.Fatalf("generator made an invalid pod: %v", errs)
+		}
+	})
+}
+
+// (a) + (d): applying Diff(before, after) to before yields after, and Diff mutates
+// neither pod, for any sequence of primitives.
+func TestDiffOfPrimitivesAppliesToAfter(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		before := genPod(t)
+		after := before.DeepCopy()
+		for i, n := 0, rapid.IntRange(1, 8).Draw(t, "steps"); i < n; i++ {
+			_, _ = genPrimitive(t, "p").apply(after)
+		}
+		beforeCopy, afterCopy := before.DeepCopy(), after.DeepCopy()
+		applyDiff(t, before, after)
+		if !reflect.DeepEqual(before, beforeCopy) || !reflect.DeepEqual(after, afterCopy) {
+			t.Fatal("Diff mutated its input")
+		}
+	})
+}
+
+// (a) for edits no primitive makes: removals, inserts in the middle, reorders, map
+// and finalizer changes.
+func TestDiffOfArbitraryEditsAppliesToAfter(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		before := genPod(t)
+		after := before.DeepCopy()
+		for i, n := 0, rapid.IntRange(1, 6).Draw(t, "edits"); i < n; i++ {
+			rawEdit(t, after)
+		}
+		applyDiff(t, before, after)
+	})
+}
+
+func rawEdit(t *rapid.T, p *corev1.Pod) {
+	cs := &p.Spec.Containers
+	switch rapid.IntRange(0, 9).Draw(t, "edit") {
+	case 0:
+		if len(*cs) > 1 {
+			i := rapid.IntRange(0, len(*cs)-1).Draw(t, "removeAt")
+			*cs = slices.Delete(*cs, i, i+1)
+		}
+	case 1:
+		i := rapid.IntRange(0, len(*cs)).Draw(t, "insertAt")
+		*cs = slices.Insert(*cs, i, genContainer(t, "new-"+genName.Draw(t, "newName")))
+	case 2:
+		if len(*cs) > 1 {
+			i := rapid.IntRange(1, len(*cs)-1).Draw(t, "swap")
+			(*cs)[0], (*cs)[i] = (*cs)[i], (*cs)[0]
+		}
+	case 3:
+		if len(*cs) > 0 {
+			c := &(*cs)[rapid.IntRange(0, len(*cs)-1).Draw(t, "envIn")]
+			c.Env = append([]corev1.EnvVar{{Name: "FIRST", Value: "1"}}, c.Env...)
+			if len(c.Env) > 2 {
+				c.Env = slices.Delete(c.Env, 1, 2)
+			}
+		}
+	case 4:
+		if p.Annotations == nil {
+			p.Annotations = map[string]string{}
+		}
+		p.Annotations[genRawKey.Draw(t, "annKey")] = genValue.Draw(t, "annValue")
+	case 5:
+		for k := range p.Labels {
+			delete(p.Labels, k)
+			break
+		}
+	case 6:
+		p.Finalizers = append([]string{"z.io/first"}, p.Finalizers...)
+	case 7:
+		p.Spec.Volumes = nil
+		for i := range p.Spec.InitContainers {
+			p.Spec.InitContainers[i].VolumeMounts = nil
+		}
+		for i := range *cs {
+			(*cs)[i].VolumeMounts = nil
+		}
+	case 8:
+		if len(*cs) > 0 {
+			(*cs)[0].Args = append((*cs)[0].Args, "--tail")
+			(*cs)[0].Image = "other"
+		}
+	default:
+		p.Annotations = nil
+		p.Spec.NodeName = genValue.Draw(t, "node")
+	}
+}
+
+// (b): applying any primitive twice equals applying it once; a primitive that fails
+// leaves the pod unchanged.
+func TestPrimitivesAreIdempotent(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		pod := genPod(t)
+		for i, n := 0, rapid.IntRange(0, 4).Draw(t, "setup"); i < n; i++ {
+			_, _ = genPrimitive(t, "setup").apply(pod)
+		}
+		p := genPrimitive(t, "p")
+		before := pod.DeepCopy()
+		if _, err := p.apply(pod); err != nil {
+			if !reflect.DeepEqual(pod, before) {
+				t.Fatalf("%s failed (%v) but changed the pod", p.desc, err)
+			}
+			return
+		}
+		once := pod.DeepCopy()
+		changed, err := p.apply(pod)
+		if err != nil || changed {
+			t.Fatalf("%s second call: changed=%v err=%v", p.desc, changed, err)
+		}
+		if !reflect.DeepEqual(pod, once) {
+			t.Fatalf("%s second call changed the pod", p.desc)
+		}
+		if ops, _ := Diff(once, pod); len(ops) != 0 {
+			t.Fatalf("%s second call: Diff has %d operations", p.desc, len(ops))
+		}
+	})
+}
+
+// (c): every primitive's result passes Validate.
+func TestPrimitiveResultsPassValidate(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		pod := genPod(t)
+		for i, n := 0, rapid.IntRange(1, 8).Draw(t, "steps"); i < n; i++ {
+			p := genPrimitive(t, "p")
+			_, err := p.apply(pod)
+			if err != nil && !errors.Is(err, ErrConflict) && !isInputError(err) {
+				t.Fatalf("%s: unexpected error %v", p.desc, err)
+			}
+			if errs := Validate(pod); len(errs) > 0 {
+				t.Fatalf("after %s: %v", p.desc, errs)
+			}
+		}
+	})
+}
+
+// isInputError recognises the non-conflict errors a generated call can hit: a mount
+// of a volume the pod lacks, or a selector naming a missing container.
+func isInputError(err error) bool {
+	msg := err.Error()
+	return containsAny(msg, "has no volume", "no such container", "used by an init and an app container")
+}
+
+// Strip after injecting from scratch gives back the pod's original JSON, so a webhook
+// can strip and re-inject to the same pod.
+func TestStripRestoresThePod(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		orig := genPod(t)
+		pod := orig.DeepCopy()
+		in := Injector{Name: "ranktable"}
+		for i, n := 0, rapid.IntRange(1, 6).Draw(t, "steps"); i < n; i++ {
+			p := genPrimitiveBy(t, "p", in.Name)
+			if strings.HasPrefix(p.desc, "strip") {
+				continue
+			}
+			_, _ = p.apply(pod)
+		}
+		if _, err := in.Strip(pod); err != nil {
+			t.Fatalf("Strip: %v", err)
+		}
+		a, _ := json.Marshal(orig)
+		b, _ := json.Marshal(pod)
+		if !jsonpatch.Equal(a, b) {
+			t.Fatalf("strip did not restore the pod\norig: %s\ngot:  %s", a, b)
+		}
+	})
+}
+
+func containsAny(s string, subs ...string) bool {
+	return slices.ContainsFunc(subs, func(sub string) bool { return strings.Contains(s, sub) })
+}

@@ -1,0 +1,104 @@
+package webhookpatch
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/kplan-dev/kplan/internal/canonhash"
+)
+
+// RecordAnnotation is the pod annotation that lists what each [Injector] injected: a
+// JSON object mapping the injector's name to its items, each item to the content hash
+// it had when injected. It holds no timestamps, so re-injection is byte-identical.
+//
+//	kplan.dev/injected: {"ranktable":{"initContainer/wait-ranktable":"1f0c…","volume/ranktable":"9a2e…"}}
+//
+// Item names: volume/<name>, initContainer/<name>, container/<name>,
+// mount/<container>/<mountPath>, env/<container>/<name>, annotation/<key>, label/<key>.
+const RecordAnnotation = "kplan.dev/injected"
+
+// ErrConflict is wrapped by every error an Ensure primitive returns because the pod
+// already holds a same-named object that differs and that the injector did not inject.
+// Test for it with errors.Is.
+var ErrConflict = errors.New("conflict")
+
+// record is the decoded RecordAnnotation: injector -> item -> content hash.
+type record map[string]map[string]string
+
+func readRecord(pod *corev1.Pod) (record, error) {
+	raw, ok := pod.Annotations[RecordAnnotation]
+	if !ok || raw == "" {
+		return record{}, nil
+	}
+	rec := record{}
+	if err := json.Unmarshal([]byte(raw), &rec); err != nil {
+		return nil, fmt.Errorf("%s: annotation %s: %w", podRef(pod), RecordAnnotation, err)
+	}
+	return rec, nil
+}
+
+// owns reports whether item is recorded for injector.
+func (r record) owns(injector, item string) bool {
+	_, ok := r[injector][item]
+	return ok
+}
+
+func (r record) hash(injector, item string) string { return r[injector][item] }
+
+// writeRecord stores rec on the pod, removing the annotation when rec is empty and the
+// annotations map when nothing else is left in it.
+func writeRecord(pod *corev1.Pod, rec record) {
+	for k, items := range rec {
+		if len(items) == 0 {
+			delete(rec, k)
+		}
+	}
+	if len(rec) == 0 {
+		delete(pod.Annotations, RecordAnnotation)
+		if len(pod.Annotations) == 0 {
+			pod.Annotations = nil
+		}
+		return
+	}
+	b, err := json.Marshal(rec) // map keys are sorted: canonical
+	if err != nil {
+		panic(err) // map[string]map[string]string always marshals
+	}
+	if pod.Annotations == nil {
+		pod.Annotations = map[string]string{}
+	}
+	pod.Annotations[RecordAnnotation] = string(b)
+}
+
+func (r record) set(injector, item, hash string) {
+	if r[injector] == nil {
+		r[injector] = map[string]string{}
+	}
+	r[injector][item] = hash
+}
+
+func (r record) unset(injector, item string) { delete(r[injector], item) }
+
+// contentHash is the hash recorded for an injected object: 16 hex digits of the
+// canonical hash of its JSON encoding.
+func contentHash(v any) string {
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic(err) // k8s API types always marshal
+	}
+	return canonhash.New().Bytes(b).Hex(16)
+}
+
+func podRef(pod *corev1.Pod) string {
+	name := pod.Name
+	if name == "" && pod.GenerateName != "" {
+		name = pod.GenerateName + "*"
+	}
+	if pod.Namespace == "" {
+		return "pod " + name
+	}
+	return "pod " + pod.Namespace + "/" + name
+}
