@@ -189,3 +189,9 @@ func applyDiff(t failer, before, after *corev1.Pod) []Operation {
 	}
 	return ops
 }
+
+func equalJSON(a, b any) bool {
+	ja, _ := json.Marshal(a)
+	jb, _ := json.Marshal(b)
+	return jsonpatch.Equal(ja, jb)
+}

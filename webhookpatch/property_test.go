@@ -154,10 +154,12 @@ func TestPrimitiveResultsPassValidate(t *testing.T) {
 }
 
 // isInputError recognises the non-conflict errors a generated call can hit: a mount
-// of a volume the pod lacks, or a selector naming a missing container.
+// of a volume the pod lacks, a selector naming a missing container, or a Strip that
+// would leave another injector's mount without its volume.
 func isInputError(err error) bool {
 	msg := err.Error()
-	return containsAny(msg, "has no volume", "no such container", "used by an init and an app container")
+	return containsAny(msg, "has no volume", "no such container", "used by an init and an app container",
+		"which the injector does not own")
 }
 
 // Strip after injecting from scratch gives back the pod's original JSON, so a webhook
