@@ -3,6 +3,7 @@ module github.com/kplan-dev/kplan
 go 1.25.0
 
 require (
+	gomodules.xyz/jsonpatch/v2 v2.5.0
 	gopkg.in/evanphx/json-patch.v4 v4.12.0
 	k8s.io/api v0.34.13
 	k8s.io/apimachinery v0.34.13
@@ -29,7 +30,6 @@ require (
 	go.yaml.in/yaml/v3 v3.0.4 // indirect
 	golang.org/x/net v0.56.0 // indirect
 	golang.org/x/text v0.39.0 // indirect
-	gomodules.xyz/jsonpatch/v2 v2.5.0 // indirect
 	google.golang.org/protobuf v1.36.12-0.20260120151049-f2248ac996af // indirect
 	gopkg.in/inf.v0 v0.9.1 // indirect
 	gopkg.in/yaml.v3 v3.0.1 // indirect
