@@ -19,7 +19,11 @@ import (
 // record says this injector owns is updated in place (its position is kept); an item
 // the injector does not own is never overwritten. An item that already exists exactly
 // as wanted but is not recorded is left alone and not recorded, so [Injector.Strip]
-// never removes what the user wrote.
+// never removes what the user wrote. An item the record holds with the content hash of
+// what is wanted now is left as it is: the API server defaults fields of injected
+// objects (a ConfigMap volume's defaultMode, a container's terminationMessagePath and
+// imagePullPolicy), and a webhook re-invoked on the defaulted pod must not patch them
+// away.
 type Injector struct {
 	// Name identifies the injecting component in the record, e.g. "ranktable". It must
 	// be a DNS-1123 label.
@@ -56,6 +60,8 @@ func (in Injector) EnsureVolume(pod *corev1.Pod, v corev1.Volume) (bool, error) 
 	switch {
 	case i < 0:
 		pod.Spec.Volumes = append(pod.Spec.Volumes, *v.DeepCopy())
+	case rec.injected(in.Name, item, hash):
+		return false, nil // ours as injected; fields the API server defaulted stay
 	case reflect.DeepEqual(pod.Spec.Volumes[i], v):
 		if !rec.owns(in.Name, item) || rec.hash(in.Name, item) == hash {
 			return false, nil
@@ -154,6 +160,8 @@ func (in Injector) ensureContainer(pod *corev1.Pod, c corev1.Container, init, fi
 		} else {
 			*list = append(*list, *c.DeepCopy())
 		}
+	case rec.injected(in.Name, item, hash) && (!first || i == 0):
+		return false, nil // ours as injected; fields the API server defaulted stay
 	case reflect.DeepEqual((*list)[i], c) && (!first || i == 0):
 		if !rec.owns(in.Name, item) || rec.hash(in.Name, item) == hash {
 			return false, nil

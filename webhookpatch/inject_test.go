@@ -321,3 +321,69 @@ func names(cs []corev1.Container) string {
 	}
 	return strings.Join(out, ",")
 }
+
+// TestReinjectionLeavesServerDefaultsAlone re-runs the injection on a pod as the API
+// server returns it: the objects we injected now carry defaulted fields. A webhook
+// re-invoked on that pod must change nothing and return an empty patch; a changed
+// wanted object must still replace ours.
+func TestReinjectionLeavesServerDefaultsAlone(t *testing.T) {
+	mount := corev1.VolumeMount{Name: "ranktable", MountPath: "/etc/ascend/ranktable", ReadOnly: true}
+	sidecar := corev1.Container{Name: "reload", Image: "reloader:v1"}
+	inject := func(p *corev1.Pod, wait corev1.Container) (bool, error) {
+		changed := false
+		for _, step := range []func() (bool, error){
+			func() (bool, error) { return rankTable.EnsureVolume(p, configMap) },
+			func() (bool, error) { return rankTable.EnsureInitContainer(p, wait) },
+			func() (bool, error) { return rankTable.EnsureSidecar(p, sidecar, SidecarNative) },
+			func() (bool, error) {
+				return rankTable.EnsureVolumeMount(p, mount, ContainerSelector{Exclude: []string{"reload"}})
+			},
+		} {
+			c, err := step()
+			if err != nil {
+				return false, err
+			}
+			changed = changed || c
+		}
+		return changed, nil
+	}
+	applyServerDefaults := func(p *corev1.Pod) {
+		mode := int32(0o644)
+		p.Spec.Volumes[0].ConfigMap.DefaultMode = &mode
+		for _, list := range [][]corev1.Container{p.Spec.InitContainers, p.Spec.Containers} {
+			for i := range list {
+				list[i].TerminationMessagePath = corev1.TerminationMessagePathDefault
+				list[i].TerminationMessagePolicy = corev1.TerminationMessageReadFile
+				list[i].ImagePullPolicy = corev1.PullIfNotPresent
+			}
+		}
+	}
+
+	pod := pf.Pod("ns", "p", pf.Containers("engine"))
+	if changed, err := inject(pod, waitInit); err != nil || !changed {
+		t.Fatalf("first injection: changed=%v err=%v", changed, err)
+	}
+	applyServerDefaults(pod)
+	stored := pod.DeepCopy()
+
+	again := stored.DeepCopy()
+	changed, err := inject(again, waitInit)
+	if err != nil || changed {
+		t.Fatalf("re-injection on the defaulted pod: changed=%v err=%v", changed, err)
+	}
+	ops, err := Diff(stored, again)
+	if err != nil || len(ops) != 0 {
+		t.Fatalf("re-injection patch = %v, %v; want no operations", ops, err)
+	}
+
+	newWait := *waitInit.DeepCopy()
+	newWait.Image = "busybox:1.37"
+	changed, err = inject(again, newWait)
+	if err != nil || !changed {
+		t.Fatalf("injection of a changed init container: changed=%v err=%v", changed, err)
+	}
+	if got := again.Spec.InitContainers[0]; got.Image != "busybox:1.37" || got.TerminationMessagePath != "" {
+		t.Errorf("the changed init container replaced ours as wanted: got image %q, terminationMessagePath %q",
+			got.Image, got.TerminationMessagePath)
+	}
+}

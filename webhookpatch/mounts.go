@@ -136,6 +136,8 @@ func (in Injector) ensureInContainers(pod *corev1.Pod, rec record, sel Container
 		i := find(t.c)
 		switch {
 		case i < 0:
+		case rec.injected(in.Name, item, hash):
+			continue // ours as injected; fields the API server defaulted stay
 		case equal(t.c, i):
 			if !rec.owns(in.Name, item) || rec.hash(in.Name, item) == hash {
 				continue

@@ -48,6 +48,13 @@ func (r record) owns(injector, item string) bool {
 
 func (r record) hash(injector, item string) string { return r[injector][item] }
 
+// injected reports whether item is recorded for injector with content hash hash: the
+// item is what the injector wants now, as it injected it.
+func (r record) injected(injector, item, hash string) bool {
+	h, ok := r[injector][item]
+	return ok && h == hash
+}
+
 // writeRecord stores rec on the pod, removing the annotation when rec is empty and the
 // annotations map when nothing else is left in it.
 func writeRecord(pod *corev1.Pod, rec record) {
