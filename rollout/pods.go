@@ -1,0 +1,197 @@
+package rollout
+
+import (
+	"fmt"
+	"slices"
+	"strconv"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/kplan-dev/kplan/internal/natural"
+)
+
+// PodLabels names the pod labels [FromPods] reads.
+type PodLabels struct {
+	// Revision holds the pod's revision.
+	Revision string
+	// Gang groups pods into gang replicas named by its value; empty means every pod
+	// is a replica of its own.
+	Gang string
+	// Column holds a single pod's column (group mode); empty means none.
+	Column string
+}
+
+// DeletionCostAnnotation is read into [Replica.DeletionCost].
+const DeletionCostAnnotation = "controller.kubernetes.io/pod-deletion-cost"
+
+var (
+	// DefaultLabels reads the revision from the label StatefulSets, DaemonSets and
+	// ControllerRevision-based controllers set.
+	DefaultLabels = PodLabels{Revision: "controller-revision-hash"}
+	// KthenaLabels reads kthena ModelServing pods: the revision, the serving group
+	// as the gang, and the role as the column.
+	KthenaLabels = PodLabels{
+		Revision: "modelserving.volcano.sh/revision",
+		Gang:     "modelserving.volcano.sh/group-name",
+		Column:   "modelserving.volcano.sh/role",
+	}
+)
+
+// PodOptions configures [FromPods].
+type PodOptions struct {
+	// Labels names the labels to read; the zero value means [DefaultLabels].
+	Labels PodLabels
+	// MinReadySeconds is how long a pod must be ready to be available. When it is
+	// above 0, Now must be set.
+	MinReadySeconds int32
+	// Now is the time availability is judged at.
+	Now time.Time
+	// GangSize is how many members a gang should have; missing members are added
+	// with Missing set. 0 means gangs have as many members as they have pods.
+	GangSize int
+	// MissingSince maps a gang name to when the caller first saw one of its members
+	// missing; it becomes the missing members' UnreadySince.
+	MissingSince map[string]time.Time
+}
+
+// FromPods builds replicas from pods: one per pod, or one per gang when
+// opts.Labels.Gang is set. Pod state maps as follows: Ready is the PodReady
+// condition; ReadySince / UnreadySince its last transition (UnreadySince falls
+// back to the creation time); Available is Ready for MinReadySeconds at Now;
+// Healthy is false while a container waits in CrashLoopBackOff, ImagePullBackOff,
+// ErrImagePull or CreateContainerConfigError; Failed is phase Failed or Succeeded
+// (the process exited); Lost is status reason NodeLost; Terminating is a deletion
+// timestamp. Priority is spec.priority and DeletionCost the
+// controller.kubernetes.io/pod-deletion-cost annotation.
+//
+// A gang's revision is the one most of its members run (the newest by
+// [CompareRevisions] on ties); its members are in natural name order. Replicas are
+// returned in natural name order. pods are not modified.
+func FromPods(pods []*corev1.Pod, opts PodOptions) ([]Replica, error) {
+	if opts.Labels == (PodLabels{}) {
+		opts.Labels = DefaultLabels
+	}
+	if opts.Labels.Revision == "" {
+		return nil, fmt.Errorf("options: labels.revision: must not be empty")
+	}
+	if opts.MinReadySeconds > 0 && opts.Now.IsZero() {
+		return nil, fmt.Errorf("options: now: must be set when minReadySeconds is %d", opts.MinReadySeconds)
+	}
+	var out []Replica
+	gangs := map[string]int{}
+	for i, pod := range pods {
+		if pod == nil {
+			return nil, fmt.Errorf("pods[%d]: is nil", i)
+		}
+		id := pod.Namespace + "/" + pod.Name
+		rev := pod.Labels[opts.Labels.Revision]
+		if rev == "" {
+			return nil, fmt.Errorf("pod %s: label %s: missing or empty", id, opts.Labels.Revision)
+		}
+		st := podState(pod, opts)
+		var cost int64
+		if v, ok := pod.Annotations[DeletionCostAnnotation]; ok {
+			c, err := strconv.ParseInt(v, 10, 32)
+			if err != nil {
+				return nil, fmt.Errorf("pod %s: annotation %s: %q is not a 32-bit integer", id, DeletionCostAnnotation, v)
+			}
+			cost = c
+		}
+		var prio int32
+		if pod.Spec.Priority != nil {
+			prio = *pod.Spec.Priority
+		}
+		if opts.Labels.Gang == "" {
+			out = append(out, Replica{Name: pod.Name, Revision: rev, State: st, Priority: prio,
+				DeletionCost: cost, Column: pod.Labels[opts.Labels.Column]})
+			continue
+		}
+		g := pod.Labels[opts.Labels.Gang]
+		if g == "" {
+			return nil, fmt.Errorf("pod %s: label %s: missing or empty", id, opts.Labels.Gang)
+		}
+		k, ok := gangs[g]
+		if !ok {
+			k = len(out)
+			gangs[g] = k
+			out = append(out, Replica{Name: g, Priority: prio, DeletionCost: cost})
+		}
+		r := &out[k]
+		r.Priority = max(r.Priority, prio)
+		r.DeletionCost = max(r.DeletionCost, cost)
+		r.Members = append(r.Members, Member{Name: pod.Name, Revision: rev, State: st})
+	}
+	for i := range out {
+		r := &out[i]
+		if len(r.Members) == 0 {
+			continue
+		}
+		slices.SortFunc(r.Members, func(a, b Member) int { return natural.Compare(a.Name, b.Name) })
+		if opts.GangSize > 0 && len(r.Members) > opts.GangSize {
+			return nil, fmt.Errorf("gang %s: %d members, more than gangSize %d", r.Name, len(r.Members), opts.GangSize)
+		}
+		r.Revision = majorityRevision(r.Members)
+		for j := len(r.Members); j < opts.GangSize; j++ {
+			r.Members = append(r.Members, Member{Name: fmt.Sprintf("%s-missing-%d", r.Name, j), Missing: true,
+				State: State{UnreadySince: opts.MissingSince[r.Name]}})
+		}
+	}
+	slices.SortFunc(out, func(a, b Replica) int { return natural.Compare(a.Name, b.Name) })
+	return out, nil
+}
+
+func majorityRevision(ms []Member) string {
+	count := map[string]int{}
+	best := ""
+	for _, m := range ms {
+		count[m.Revision]++
+	}
+	for rev, c := range count {
+		if best == "" || c > count[best] || (c == count[best] && CompareRevisions(rev, best, nil) > 0) {
+			best = rev
+		}
+	}
+	return best
+}
+
+func unhealthyWaiting(reason string) bool {
+	switch reason {
+	case "CrashLoopBackOff", "ImagePullBackOff", "ErrImagePull", "CreateContainerConfigError":
+		return true
+	}
+	return false
+}
+
+func podState(pod *corev1.Pod, opts PodOptions) State {
+	s := State{Healthy: true, Terminating: pod.DeletionTimestamp != nil}
+	s.UnreadySince = pod.CreationTimestamp.Time
+	for _, c := range pod.Status.Conditions {
+		if c.Type != corev1.PodReady {
+			continue
+		}
+		if c.Status == corev1.ConditionTrue {
+			s.Ready = true
+			s.ReadySince = c.LastTransitionTime.Time
+			s.UnreadySince = time.Time{}
+		} else if !c.LastTransitionTime.IsZero() {
+			s.UnreadySince = c.LastTransitionTime.Time
+		}
+	}
+	for _, cs := range pod.Status.ContainerStatuses {
+		if cs.State.Waiting != nil && unhealthyWaiting(cs.State.Waiting.Reason) {
+			s.Healthy = false
+		}
+	}
+	switch pod.Status.Phase {
+	case corev1.PodFailed, corev1.PodSucceeded:
+		s.Failed = true
+	}
+	s.Lost = pod.Status.Reason == "NodeLost"
+	if s.Ready && !s.Healthy {
+		s.UnreadySince = s.ReadySince
+	}
+	s.Available = s.Ready && (opts.MinReadySeconds == 0 ||
+		(!s.ReadySince.IsZero() && opts.Now.Sub(s.ReadySince) >= time.Duration(opts.MinReadySeconds)*time.Second))
+	return s
+}

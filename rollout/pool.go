@@ -1,0 +1,216 @@
+package rollout
+
+import "fmt"
+
+// run picks each pool's target count and plans every pool.
+func (p *planner) run() error {
+	latest := p.latest
+	if p.s.Mode == Group {
+		latest = p.window()
+	}
+	p.step.Latest = latest
+	complete := true
+	for k := range p.pools {
+		pl := &p.pools[k]
+		t := p.latest
+		if p.s.Mode == Group && pl.latest <= p.latest {
+			// Moving forward: never below what the column already runs, never past
+			// the window.
+			t = max(pl.latest, latest)
+		}
+		done, err := p.planPool(pl, t)
+		if err != nil {
+			return err
+		}
+		complete = complete && done
+	}
+	p.step.Complete = complete && p.step.Empty() && latest == p.latest
+	return nil
+}
+
+// window is group mode's latest count for this step: the latest version's
+// availability TargetRatio_n = min over columns of its available replicas, plus one
+// step, capped at the requested count.
+func (p *planner) window() int {
+	t := -1
+	for k := range p.pools {
+		if a := p.pools[k].latestAvail; t < 0 || a < t {
+			t = a
+		}
+	}
+	return min(p.latest, max(t, 0)+p.b.Step())
+}
+
+// planPool plans one pool toward t replicas at the target revision and n-t at the
+// stable one. It reports whether the pool is already complete.
+func (p *planner) planPool(pl *pool, t int) (bool, error) {
+	n := p.n
+	total := len(pl.units)
+	avail := pl.avail
+	newCnt := pl.latest
+	oldCnt := total - newCnt
+	// 1. Surplus: delete over-quota replicas, unavailable first, keeping the floor.
+	newOver, oldOver := 0, 0
+	if excess := total - n; excess > 0 {
+		newOver, oldOver = max(0, newCnt-t), max(0, oldCnt-(n-t))
+		for i := range pl.units {
+			if excess == 0 {
+				break
+			}
+			u := &pl.units[i]
+			isNew := u.rev == p.target
+			if u.recovering || (isNew && newOver == 0) || (!isNew && oldOver == 0) {
+				continue
+			}
+			if u.avail {
+				if avail-1 < p.minAvail {
+					continue
+				}
+				avail--
+			}
+			u.done = true
+			p.step.Delete = append(p.step.Delete, u.r.Name)
+			excess--
+			if excess == 0 {
+				newOver, oldOver = 0, 0
+			}
+			total--
+			if isNew {
+				newOver--
+				newCnt--
+			} else {
+				oldOver--
+				oldCnt--
+			}
+		}
+	}
+	// 2. Missing replicas: create them, target first up to the requested count
+	// (creating does not cost availability, so the group window does not apply).
+	if missing := n - total; missing > 0 {
+		cNew := min(missing, max(0, p.latest-newCnt))
+		if missing > cNew && p.stable < 0 {
+			return false, p.noStable(n - t)
+		}
+		p.create(p.target, pl.column, cNew)
+		p.create(p.stable, pl.column, missing-cNew)
+		newCnt += cNew
+		oldCnt += missing - cNew
+		total = n
+		if newCnt > t && newCnt <= p.latest {
+			t = newCnt
+		}
+	}
+	// 3. Move replicas in place: old to target when short, target to stable when over.
+	forward := newCnt < t
+	need := t - newCnt
+	to := p.target
+	if !forward {
+		need = newCnt - t
+		to = p.stable
+		if need > 0 && to < 0 {
+			return false, p.noStable(n - t)
+		}
+	}
+	for i := range pl.units {
+		u := &pl.units[i]
+		if u.done || u.recovering {
+			continue
+		}
+		candidate := need > 0 && forward != (u.rev == p.target)
+		if !candidate {
+			if u.partial {
+				// Finish a half-updated gang at its own revision: it is unavailable, so free.
+				p.update(u, u.r.Revision, pl.column)
+			}
+			continue
+		}
+		if u.avail {
+			if avail-1 < p.minAvail {
+				continue
+			}
+			avail--
+		}
+		p.update(u, p.revs.names[to], pl.column)
+		need--
+	}
+	// 4. Surge: when the floor blocks in-place moves, create replicas above n.
+	short := need
+	if need > 0 {
+		if room := n + p.b.MaxSurge - total; room > 0 {
+			c := min(need, room)
+			p.create(to, pl.column, c)
+			need -= c
+			total += c
+		}
+	}
+	p.explain(pl, waits{forward: forward, short: short, window: t < p.latest && forward,
+		newOver: newOver > 0, oldOver: oldOver > 0})
+	complete := total == n && newCnt == t && avail == total
+	for i := range pl.units {
+		if pl.units[i].partial || pl.units[i].recovering {
+			complete = false
+		}
+	}
+	return complete, nil
+}
+
+func (p *planner) create(rev int32, column string, count int) {
+	if count <= 0 || rev < 0 {
+		return
+	}
+	p.step.Create = append(p.step.Create, Create{Revision: p.revs.names[rev], Column: column, Count: count})
+}
+
+func (p *planner) update(u *unit, to, column string) {
+	u.done = true
+	up := Update{Replica: u.r.Name, From: u.r.Revision, To: to, Column: column}
+	if len(u.r.Members) > 0 {
+		up.Members = make([]string, len(u.r.Members))
+		for i := range u.r.Members {
+			up.Members[i] = u.r.Members[i].Name
+		}
+	}
+	p.step.Update = append(p.step.Update, up)
+}
+
+// waits is what a pool still lacks after its actions.
+type waits struct {
+	forward bool // the pool moves toward the target (else back to stable)
+	short   int  // how many more replicas the budget kept from moving
+	window  bool // group mode: the window holds old replicas back
+	newOver bool // surplus target replicas could not be deleted
+	oldOver bool // surplus old replicas could not be deleted
+}
+
+// explain records why each untouched replica that still has to change waits.
+func (p *planner) explain(pl *pool, w waits) {
+	for i := range pl.units {
+		u := &pl.units[i]
+		if u.done {
+			continue
+		}
+		isNew := u.rev == p.target
+		var reason string
+		switch {
+		case u.recovering:
+			reason = ReasonRecovering
+		case (isNew && w.newOver) || (!isNew && w.oldOver):
+			reason = ReasonScaleDown
+		case w.short > 0 && w.forward != isNew:
+			reason = ReasonBudget
+			w.short--
+		case w.window && !isNew:
+			reason = ReasonWindow
+		case !u.avail:
+			reason = ReasonNotAvailable
+		default:
+			continue
+		}
+		p.step.Waiting = append(p.step.Waiting, Wait{Replica: u.r.Name, Reason: reason})
+	}
+}
+
+func (p *planner) noStable(keep int) error {
+	return fmt.Errorf("strategy: latestRatio: %d replicas should run a revision older than %q, but none is known (set History)",
+		keep, p.s.TargetRevision)
+}

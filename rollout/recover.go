@@ -1,0 +1,275 @@
+package rollout
+
+import (
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/kplan-dev/kplan/internal/natural"
+)
+
+// RecoverStrategy is how a failed replica is replaced.
+type RecoverStrategy int
+
+const (
+	// CreateThenDelete starts a replacement, swaps it in once it is ready, and
+	// releases the failed replica ReleaseDelay after the swap (the default).
+	CreateThenDelete RecoverStrategy = iota
+	// DeleteThenCreate releases the failed replica first and starts its replacement
+	// in the same step (for services that cannot run two copies).
+	DeleteThenCreate
+	// NoRecover only reports failed replicas.
+	NoRecover
+)
+
+// String returns "CreateThenDelete", "DeleteThenCreate" or "NoRecover".
+func (s RecoverStrategy) String() string {
+	switch s {
+	case CreateThenDelete:
+		return "CreateThenDelete"
+	case DeleteThenCreate:
+		return "DeleteThenCreate"
+	case NoRecover:
+		return "NoRecover"
+	}
+	return fmt.Sprintf("RecoverStrategy(%d)", int(s))
+}
+
+// RecoverPolicy configures [PlanRecover]. The zero value replaces failed replicas
+// create-then-delete, with no timeouts, no delay and no quota.
+type RecoverPolicy struct {
+	// Strategy is how failed replicas are replaced.
+	Strategy RecoverStrategy
+	// StartTimeout marks a replica failed when it has not been ready and healthy for
+	// this long (State.UnreadySince); 0 disables it.
+	StartTimeout time.Duration
+	// GangMemberTimeout marks a gang lost when one of its members has been missing,
+	// not ready or not healthy for this long (the member's UnreadySince); 0
+	// disables it.
+	GangMemberTimeout time.Duration
+	// ReleaseDelay is how long a swapped-out replica is kept before it is released.
+	ReleaseDelay time.Duration
+	// MaxParallel caps replacements in flight (started, not yet swapped in); 0 means
+	// no cap.
+	MaxParallel int
+	// MaxPerWindow caps replacements started within any Window; 0 means no cap.
+	MaxPerWindow int
+	// Window is the rate-limit window for MaxPerWindow.
+	Window time.Duration
+	// Started lists when earlier replacements were started (the caller keeps this
+	// record); only those within Window of now count.
+	Started []time.Time
+}
+
+// Replacement asks the caller to create a replica replacing For, at the same
+// Revision and Column, with ReplacementFor set to For. For a gang, Members names
+// the failed gang's members: the caller creates a whole new gang.
+type Replacement struct {
+	For      string
+	Revision string
+	Column   string
+	Members  []string
+}
+
+// Swap asks the caller to take Old out of service (set its SwappedAt to now) and
+// make New an ordinary replica (clear its ReplacementFor). Old is empty when the
+// failed replica is already gone (DeleteThenCreate).
+type Swap struct {
+	Old, New string
+}
+
+// RecoverStep is one reconcile's recovery actions. Every list is in natural order
+// of replica names.
+type RecoverStep struct {
+	// Replace lists replacements to start.
+	Replace []Replacement
+	// Swap lists replacements that are ready to take over.
+	Swap []Swap
+	// Release lists replicas to delete: swapped out for ReleaseDelay, or failed
+	// replicas under DeleteThenCreate.
+	Release []string
+	// Cancel lists replacements to delete because their failed replica recovered
+	// or they failed themselves.
+	Cancel []string
+	// Failed lists every replica found failed, with the reason.
+	Failed []Wait
+	// Waiting explains replicas recovery left alone this step.
+	Waiting []Wait
+}
+
+// Reasons used by [PlanRecover].
+const (
+	ReasonFailed          = "failed"
+	ReasonLost            = "lost"
+	ReasonStartTimeout    = "not ready for longer than StartTimeout"
+	ReasonGangMember      = "gang member missing or not ready for longer than GangMemberTimeout"
+	ReasonQuota           = "recover quota exhausted"
+	ReasonNoRecover       = "recover strategy is NoRecover"
+	ReasonReplacementWait = "replacement not ready yet"
+	ReasonReleaseDelay    = "swapped out, waiting for ReleaseDelay"
+)
+
+// FailureReason reports whether r must be replaced at now under policy, and why:
+// it is Failed or Lost (a gang: any member is), it has not been ready and healthy
+// for StartTimeout, or (a gang) one member has been missing or not ready for
+// GangMemberTimeout. Terminating and swapped-out replicas are never failed.
+func FailureReason(r *Replica, policy RecoverPolicy, now time.Time) (string, bool) {
+	if !live(r) {
+		return "", false
+	}
+	s := r.Effective()
+	switch {
+	case s.Lost:
+		return ReasonLost, true
+	case s.Failed:
+		return ReasonFailed, true
+	case policy.StartTimeout > 0 && !s.serving() && timedOut(s.UnreadySince, policy.StartTimeout, now):
+		return ReasonStartTimeout, true
+	}
+	if policy.GangMemberTimeout > 0 {
+		for i := range r.Members {
+			m := &r.Members[i]
+			if (m.Missing || !m.State.serving()) && timedOut(m.State.UnreadySince, policy.GangMemberTimeout, now) {
+				return ReasonGangMember, true
+			}
+		}
+	}
+	return "", false
+}
+
+func timedOut(since time.Time, d time.Duration, now time.Time) bool {
+	return !since.IsZero() && now.Sub(since) >= d
+}
+
+// PlanRecover returns one reconcile's recovery actions for replicas at now.
+//
+// For every failed replica F ([FailureReason]):
+//   - without a replacement: start one (Replace), within the quota: at most
+//     MaxParallel in flight, at most MaxPerWindow started within Window (counting
+//     Started and this step's). Under DeleteThenCreate F is released in the same
+//     step; under NoRecover F is only reported.
+//   - with a replacement R that is ready (for a gang: every member present, ready
+//     and healthy): Swap. R is never swapped in before it is ready, so
+//     create-then-delete never deletes F before its replacement is ready.
+//   - F swapped out (SwappedAt set): Release once ReleaseDelay has passed.
+//
+// A replacement whose F recovered (serving, not failed) or that failed itself is
+// cancelled. Recovery does not use the rolling budget: [Plan] counts F in place
+// of R until the swap and never touches F or R.
+//
+// replicas is not modified; the result does not depend on its order.
+func PlanRecover(replicas []Replica, policy RecoverPolicy, now time.Time) (RecoverStep, error) {
+	if policy.Strategy < CreateThenDelete || policy.Strategy > NoRecover {
+		return RecoverStep{}, fmt.Errorf("policy: strategy: %d is not CreateThenDelete, DeleteThenCreate or NoRecover", int(policy.Strategy))
+	}
+	if policy.MaxParallel < 0 || policy.MaxPerWindow < 0 || policy.Window < 0 ||
+		policy.StartTimeout < 0 || policy.GangMemberTimeout < 0 || policy.ReleaseDelay < 0 {
+		return RecoverStep{}, fmt.Errorf("policy: durations and quotas must not be negative")
+	}
+	order := make([]*Replica, 0, len(replicas))
+	byName := make(map[string]*Replica, len(replicas))
+	for i := range replicas {
+		r := &replicas[i]
+		if r.Name == "" {
+			return RecoverStep{}, fmt.Errorf("replica[%d]: name: must not be empty", i)
+		}
+		if _, dup := byName[r.Name]; dup {
+			return RecoverStep{}, fmt.Errorf("replica %s: name: repeated", r.Name)
+		}
+		byName[r.Name] = r
+		order = append(order, r)
+	}
+	sortByName(order)
+	var out RecoverStep
+	// replacement of each failed replica, and in-flight count.
+	replacementOf := map[string]*Replica{}
+	inFlight := 0
+	for _, r := range order {
+		if r.ReplacementFor == "" || !live(r) {
+			continue
+		}
+		if prev, dup := replacementOf[r.ReplacementFor]; dup {
+			return RecoverStep{}, fmt.Errorf("replica %s: replacementFor: %q is already replaced by %s", r.Name, r.ReplacementFor, prev.Name)
+		}
+		replacementOf[r.ReplacementFor] = r
+		inFlight++
+	}
+	started := 0
+	for _, t := range policy.Started {
+		if policy.Window > 0 && !t.After(now) && now.Sub(t) < policy.Window {
+			started++
+		}
+	}
+	quota := func() bool {
+		return (policy.MaxParallel == 0 || inFlight < policy.MaxParallel) &&
+			(policy.MaxPerWindow == 0 || started < policy.MaxPerWindow)
+	}
+	for _, r := range order {
+		switch {
+		case r.State.Terminating:
+			continue
+		case !r.SwappedAt.IsZero():
+			if now.Sub(r.SwappedAt) >= policy.ReleaseDelay {
+				out.Release = append(out.Release, r.Name)
+			} else {
+				out.Waiting = append(out.Waiting, Wait{Replica: r.Name, Reason: ReasonReleaseDelay})
+			}
+			continue
+		case r.ReplacementFor != "":
+			old, ok := byName[r.ReplacementFor]
+			if ok && !live(old) {
+				ok = false // the failed replica is already going away
+			}
+			if _, failed := FailureReason(r, policy, now); failed {
+				out.Cancel = append(out.Cancel, r.Name)
+				continue
+			}
+			if ok {
+				if _, oldFailed := FailureReason(old, policy, now); !oldFailed && old.Effective().serving() {
+					out.Cancel = append(out.Cancel, r.Name)
+					continue
+				}
+			}
+			if !r.Effective().serving() || (ok && len(r.Members) < len(old.Members)) {
+				out.Waiting = append(out.Waiting, Wait{Replica: r.Name, Reason: ReasonReplacementWait})
+				continue
+			}
+			sw := Swap{New: r.Name}
+			if ok {
+				sw.Old = old.Name
+			}
+			out.Swap = append(out.Swap, sw)
+			continue
+		}
+		reason, failed := FailureReason(r, policy, now)
+		if !failed {
+			continue
+		}
+		out.Failed = append(out.Failed, Wait{Replica: r.Name, Reason: reason})
+		if _, has := replacementOf[r.Name]; has {
+			continue
+		}
+		switch {
+		case policy.Strategy == NoRecover:
+			out.Waiting = append(out.Waiting, Wait{Replica: r.Name, Reason: ReasonNoRecover})
+		case !quota():
+			out.Waiting = append(out.Waiting, Wait{Replica: r.Name, Reason: ReasonQuota})
+		default:
+			inFlight++
+			started++
+			rep := Replacement{For: r.Name, Revision: r.Revision, Column: r.Column}
+			for i := range r.Members {
+				rep.Members = append(rep.Members, r.Members[i].Name)
+			}
+			out.Replace = append(out.Replace, rep)
+			if policy.Strategy == DeleteThenCreate {
+				out.Release = append(out.Release, r.Name)
+			}
+		}
+	}
+	return out, nil
+}
+
+func sortByName(rs []*Replica) {
+	slices.SortFunc(rs, func(a, b *Replica) int { return natural.Compare(a.Name, b.Name) })
+}

@@ -1,0 +1,146 @@
+package rollout
+
+import "time"
+
+// State is what a controller observed about one replica (or one gang member).
+type State struct {
+	// Ready is true when the replica passes its readiness check.
+	Ready bool
+	// Available is true when the replica has been ready long enough to serve
+	// (minReadySeconds). An available replica counts toward the availability budget.
+	Available bool
+	// Healthy is false when the replica's health check fails.
+	Healthy bool
+	// Terminating is true once the replica is being deleted. Terminating replicas are
+	// ignored by [Plan] and [PlanRecover].
+	Terminating bool
+	// Failed is true when the replica cannot serve without being replaced: its
+	// process exited, it was taken offline, or it cannot get resources.
+	Failed bool
+	// Lost is true when the replica is gone for good (its node is lost, or a gang
+	// member has been missing for too long). A lost replica is also failed.
+	Lost bool
+	// ReadySince is when the replica last became ready; zero when unknown.
+	ReadySince time.Time
+	// UnreadySince is when the replica last stopped being ready and healthy (or was
+	// created, if it never was); zero when unknown. [PlanRecover] compares it with
+	// its timeouts; a zero time never times out.
+	UnreadySince time.Time
+}
+
+// serving reports whether the state can take traffic.
+func (s State) serving() bool {
+	return s.Ready && s.Healthy && !s.Failed && !s.Lost && !s.Terminating
+}
+
+// Member is one pod of a gang replica (one column of a row).
+type Member struct {
+	// Name is the member's pod name.
+	Name string
+	// Revision is the member's own revision; empty means the gang's revision.
+	Revision string
+	// Missing is true when the member's pod does not exist.
+	Missing bool
+	// State is the member's observed state.
+	State State
+}
+
+// Replica is the unit a rollout schedules: one pod, or a gang of pods that are
+// created, updated and deleted together.
+type Replica struct {
+	// Name identifies the replica; names are unique within one call.
+	Name string
+	// Revision is the revision the replica runs (for a gang: should run).
+	Revision string
+	// State is the replica's observed state. For a gang it is ignored, except
+	// Terminating and Failed, and the gang's state is its worst member's.
+	State State
+	// Members are the pods of a gang replica, in column order; empty for a single pod.
+	Members []Member
+	// Column is the replica's column in group mode; empty otherwise.
+	Column string
+	// Priority orders replicas of equal health: lower priority is updated first.
+	Priority int32
+	// DeletionCost orders replicas of equal health and priority: lower cost is
+	// updated or deleted first (like controller.kubernetes.io/pod-deletion-cost).
+	DeletionCost int64
+	// ReplacementFor names the failed replica this one replaces while it is being
+	// recovered; empty for ordinary replicas. See [PlanRecover].
+	ReplacementFor string
+	// SwappedAt is when recovery took this replica out of service in favour of its
+	// replacement; it is released ReleaseDelay later. Zero for ordinary replicas.
+	SwappedAt time.Time
+}
+
+// Effective returns the state [Plan] uses: the replica's own state for a single
+// pod, and for a gang the worst member's (a missing member is not ready, not
+// available and not healthy; the gang is ready only when every member is). A gang
+// whose members disagree on the revision is not available either.
+func (r Replica) Effective() State {
+	if len(r.Members) == 0 {
+		return r.State
+	}
+	s := State{Ready: true, Available: true, Healthy: true,
+		Terminating: r.State.Terminating, Failed: r.State.Failed, Lost: r.State.Lost}
+	for i := range r.Members {
+		m := &r.Members[i]
+		if m.Missing {
+			s.Ready, s.Available, s.Healthy = false, false, false
+			s.UnreadySince = earliest(s.UnreadySince, m.State.UnreadySince)
+			continue
+		}
+		ms := m.State
+		s.Ready = s.Ready && ms.Ready
+		s.Available = s.Available && ms.Available
+		s.Healthy = s.Healthy && ms.Healthy
+		s.Failed = s.Failed || ms.Failed
+		s.Lost = s.Lost || ms.Lost
+		if ms.ReadySince.After(s.ReadySince) {
+			s.ReadySince = ms.ReadySince
+		}
+		if !ms.serving() {
+			s.UnreadySince = earliest(s.UnreadySince, ms.UnreadySince)
+		}
+		if m.Revision != "" && m.Revision != r.Revision {
+			s.Available = false
+		}
+	}
+	return s
+}
+
+// earliest returns the earlier of two times, ignoring zero times.
+func earliest(a, b time.Time) time.Time {
+	if a.IsZero() || (!b.IsZero() && b.Before(a)) {
+		return b
+	}
+	return a
+}
+
+// Partial reports whether a gang's members do not all run the gang's revision.
+func (r Replica) Partial() bool {
+	for i := range r.Members {
+		if rev := r.Members[i].Revision; rev != "" && rev != r.Revision {
+			return true
+		}
+	}
+	return false
+}
+
+// healthRank orders states least healthy first: failed or lost (0), not ready or
+// not healthy (1), ready but not yet available (2), available (3).
+func healthRank(s State) int {
+	switch {
+	case s.Failed || s.Lost:
+		return 0
+	case !s.Ready || !s.Healthy:
+		return 1
+	case !s.Available:
+		return 2
+	}
+	return 3
+}
+
+// counts reports whether s counts as available for the budget.
+func counts(s State) bool {
+	return s.Available && s.Ready && s.Healthy && !s.Failed && !s.Lost
+}

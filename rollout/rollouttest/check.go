@@ -1,0 +1,194 @@
+package rollouttest
+
+import (
+	"fmt"
+	"slices"
+
+	"github.com/kplan-dev/kplan/rollout"
+)
+
+// Available reports whether a replica counts toward the availability budget: its
+// effective state ([rollout.Replica.Effective]) is available, ready, healthy, not
+// failed and not lost.
+func Available(r *rollout.Replica) bool {
+	s := r.Effective()
+	return s.Available && s.Ready && s.Healthy && !s.Failed && !s.Lost
+}
+
+// Counted returns the replicas [rollout.Plan] counts: not terminating, not
+// swapped out, and not a replacement whose failed replica is still counted.
+func Counted(replicas []rollout.Replica) []*rollout.Replica {
+	live := func(r *rollout.Replica) bool { return !r.State.Terminating && r.SwappedAt.IsZero() }
+	byName := make(map[string]*rollout.Replica, len(replicas))
+	for i := range replicas {
+		byName[replicas[i].Name] = &replicas[i]
+	}
+	var out []*rollout.Replica
+	for i := range replicas {
+		r := &replicas[i]
+		if !live(r) {
+			continue
+		}
+		if old, ok := byName[r.ReplacementFor]; ok && r.ReplacementFor != "" && live(old) {
+			continue
+		}
+		out = append(out, r)
+	}
+	return out
+}
+
+type poolStat struct {
+	total, avail, latest, latestAvail int
+}
+
+// Check verifies that step, planned by [rollout.Plan] for before under strategy,
+// keeps the rollout invariants, and returns the first violation:
+//
+//   - every Update and Delete names a counted replica, at most once;
+//   - availability after the actions >= min(availability before, n - maxUnavailable),
+//     per column in group mode (an updated or deleted replica is unavailable,
+//     a created one is not yet available);
+//   - replicas after the actions <= max(replicas before, n + maxSurge), per column;
+//   - an Update of a gang lists every member;
+//   - group mode, moving forward: no target replica is updated away or deleted, and
+//     the target count never exceeds max(its count before, the requested count).
+func Check(before []rollout.Replica, strategy rollout.Strategy, step rollout.Step) error {
+	b, err := rollout.ResolveBudget(strategy.MaxUnavailable, strategy.MaxSurge, strategy.Replicas)
+	if err != nil {
+		return err
+	}
+	want, err := rollout.ResolveRatio(strategy.LatestRatio, strategy.Replicas)
+	if err != nil {
+		return err
+	}
+	col := func(c string) string {
+		if strategy.Mode == rollout.Group {
+			return c
+		}
+		return ""
+	}
+	counted := Counted(before)
+	byName := map[string]*rollout.Replica{}
+	pre := map[string]*poolStat{}
+	for _, c := range strategy.Columns {
+		if strategy.Mode == rollout.Group {
+			pre[c] = &poolStat{}
+		}
+	}
+	for _, r := range counted {
+		byName[r.Name] = r
+		ps := pre[col(r.Column)]
+		if ps == nil {
+			ps = &poolStat{}
+			pre[col(r.Column)] = ps
+		}
+		ps.total++
+		a := Available(r)
+		if a {
+			ps.avail++
+		}
+		if r.Revision == strategy.TargetRevision {
+			ps.latest++
+			if a {
+				ps.latestAvail++
+			}
+		}
+	}
+	post := map[string]*poolStat{}
+	for c, ps := range pre {
+		cp := *ps
+		post[c] = &cp
+	}
+	get := func(c string) *poolStat {
+		if post[c] == nil {
+			post[c] = &poolStat{}
+			pre[c] = &poolStat{}
+		}
+		return post[c]
+	}
+	touched := map[string]bool{}
+	touch := func(name, what string) (*rollout.Replica, error) {
+		r, ok := byName[name]
+		if !ok {
+			return nil, fmt.Errorf("%s of %s: not a counted replica", what, name)
+		}
+		if touched[name] {
+			return nil, fmt.Errorf("%s of %s: replica acted on twice", what, name)
+		}
+		touched[name] = true
+		return r, nil
+	}
+	for _, u := range step.Update {
+		r, err := touch(u.Replica, "update")
+		if err != nil {
+			return err
+		}
+		ps := get(col(r.Column))
+		if Available(r) {
+			ps.avail--
+		}
+		if r.Revision == strategy.TargetRevision {
+			ps.latest--
+		}
+		if u.To == strategy.TargetRevision {
+			ps.latest++
+		}
+		if len(r.Members) > 0 {
+			names := make([]string, len(r.Members))
+			for i := range r.Members {
+				names[i] = r.Members[i].Name
+			}
+			if !slices.Equal(names, u.Members) {
+				return fmt.Errorf("update of gang %s moves members %v, not all of %v", r.Name, u.Members, names)
+			}
+		}
+		if u.From != r.Revision {
+			return fmt.Errorf("update of %s: from %q, but it runs %q", r.Name, u.From, r.Revision)
+		}
+	}
+	for _, name := range step.Delete {
+		r, err := touch(name, "delete")
+		if err != nil {
+			return err
+		}
+		ps := get(col(r.Column))
+		ps.total--
+		if Available(r) {
+			ps.avail--
+		}
+		if r.Revision == strategy.TargetRevision {
+			ps.latest--
+		}
+	}
+	for _, c := range step.Create {
+		if c.Count <= 0 {
+			return fmt.Errorf("create of %d replicas at %q", c.Count, c.Revision)
+		}
+		ps := get(col(c.Column))
+		ps.total += c.Count
+		if c.Revision == strategy.TargetRevision {
+			ps.latest += c.Count
+		}
+	}
+	n := strategy.Replicas
+	for c, after := range post {
+		bef := pre[c]
+		if floor := min(bef.avail, n-b.MaxUnavailable); after.avail < floor {
+			return fmt.Errorf("column %q: availability %d -> %d, below floor %d (n=%d, maxUnavailable=%d)",
+				c, bef.avail, after.avail, floor, n, b.MaxUnavailable)
+		}
+		if limit := max(bef.total, n+b.MaxSurge); after.total > limit {
+			return fmt.Errorf("column %q: replicas %d -> %d, above %d (n=%d, maxSurge=%d)",
+				c, bef.total, after.total, limit, n, b.MaxSurge)
+		}
+		if strategy.Mode == rollout.Group && bef.latest <= want {
+			if after.latest < bef.latest {
+				return fmt.Errorf("column %q: moving forward, target replicas regress %d -> %d", c, bef.latest, after.latest)
+			}
+			if after.latest > max(bef.latest, want) {
+				return fmt.Errorf("column %q: target replicas %d -> %d exceed the requested %d", c, bef.latest, after.latest, want)
+			}
+		}
+	}
+	return nil
+}

@@ -1,0 +1,155 @@
+package rollouttest
+
+import (
+	"fmt"
+	"slices"
+
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"pgregory.net/rapid"
+
+	"github.com/kplan-dev/kplan/rollout"
+)
+
+// Revisions are the revisions the generators use, oldest first. Their generation
+// prefixes order them without a History.
+var Revisions = []string{"1-a", "2-b", "3-c"}
+
+// Scenario is a generated rollout: a strategy and the replicas it starts from.
+type Scenario struct {
+	Strategy rollout.Strategy
+	Replicas []rollout.Replica
+	// GangSize is the number of members per gang (gang mode).
+	GangSize int
+}
+
+// Limits bounds generated scenarios.
+type Limits struct {
+	// MaxReplicas bounds Strategy.Replicas (rows per column in group mode).
+	MaxReplicas int
+	// MaxColumns bounds columns (group mode) and gang size (gang mode).
+	MaxColumns int
+}
+
+// DefaultLimits keep generated scenarios small enough for 1000 cases per property.
+var DefaultLimits = Limits{MaxReplicas: 12, MaxColumns: 3}
+
+// Budget generates an int-or-percent budget: an integer 0..max or a percent
+// 0..100 in steps of 5.
+func Budget(maxInt int) *rapid.Generator[intstr.IntOrString] {
+	return rapid.Custom(func(t *rapid.T) intstr.IntOrString {
+		if rapid.Bool().Draw(t, "percent") {
+			return intstr.FromString(fmt.Sprintf("%d%%", 5*rapid.IntRange(0, 20).Draw(t, "pct")))
+		}
+		return intstr.FromInt32(int32(rapid.IntRange(0, maxInt).Draw(t, "int")))
+	})
+}
+
+// Strategy generates a valid strategy for mode with Replicas in 1..max, a budget that is not 0/0, a LatestRatio (nil half the time)
+// and any VersionOrder, with [Revisions] as History. The target is the newest of [Revisions].
+func Strategy(mode rollout.Mode, maxReplicas int) *rapid.Generator[rollout.Strategy] {
+	return rapid.Custom(func(t *rapid.T) rollout.Strategy {
+		s := rollout.Strategy{
+			Mode:           mode,
+			TargetRevision: Revisions[len(Revisions)-1],
+			Replicas:       rapid.IntRange(1, maxReplicas).Draw(t, "replicas"),
+			VersionOrder:   rollout.VersionOrder(rapid.IntRange(0, 2).Draw(t, "versionOrder")),
+			History:        slices.Clone(Revisions),
+		}
+		u := Budget(3).Draw(t, "maxUnavailable")
+		sg := Budget(3).Draw(t, "maxSurge")
+		if u.String() == "0" || u.String() == "0%" {
+			if sg.String() == "0" || sg.String() == "0%" {
+				sg = intstr.FromInt32(1)
+			}
+		}
+		s.MaxUnavailable, s.MaxSurge = &u, &sg
+		if rapid.Bool().Draw(t, "partial") {
+			r := intstr.FromString(fmt.Sprintf("%d%%", 10*rapid.IntRange(1, 10).Draw(t, "latestPct")))
+			s.LatestRatio = &r
+		}
+		return s
+	})
+}
+
+// State generates a replica state: mostly available, sometimes not ready, not
+// yet available, unhealthy or failed.
+func State() *rapid.Generator[rollout.State] {
+	return rapid.Custom(func(t *rapid.T) rollout.State {
+		switch rapid.IntRange(0, 9).Draw(t, "health") {
+		case 0:
+			return rollout.State{Failed: true}
+		case 1:
+			return rollout.State{Healthy: true}
+		case 2:
+			return rollout.State{Ready: true, Healthy: true}
+		case 3:
+			return rollout.State{Ready: true}
+		}
+		return rollout.State{Ready: true, Available: true, Healthy: true}
+	})
+}
+
+// ScenarioOf generates a scenario for mode within limits: a strategy and replicas
+// that run any of [Revisions] (mostly older ones), in any state, sometimes more or
+// fewer than desired, with priorities and deletion costs.
+func ScenarioOf(mode rollout.Mode, lim Limits) *rapid.Generator[Scenario] {
+	return rapid.Custom(func(t *rapid.T) Scenario {
+		s := Strategy(mode, lim.MaxReplicas).Draw(t, "strategy")
+		sc := Scenario{Strategy: s, GangSize: 1}
+		cols := []string{""}
+		if mode == rollout.Group {
+			k := rapid.IntRange(1, lim.MaxColumns).Draw(t, "columns")
+			cols = cols[:0]
+			for c := range k {
+				cols = append(cols, fmt.Sprintf("col-%d", c))
+			}
+			sc.Strategy.Columns = slices.Clone(cols)
+		}
+		if mode == rollout.Gang {
+			sc.GangSize = rapid.IntRange(1, lim.MaxColumns).Draw(t, "gangSize")
+		}
+		id := 0
+		for _, c := range cols {
+			count := rapid.IntRange(max(0, s.Replicas-2), s.Replicas+2).Draw(t, "count")
+			for range count {
+				r := rollout.Replica{
+					Name:         fmt.Sprintf("r-%d", id),
+					Column:       c,
+					Revision:     Revisions[rapid.IntRange(0, len(Revisions)-1).Draw(t, "rev")],
+					Priority:     int32(rapid.IntRange(0, 2).Draw(t, "priority")),
+					DeletionCost: int64(rapid.IntRange(0, 2).Draw(t, "cost")),
+				}
+				id++
+				if mode == rollout.Gang {
+					for m := range sc.GangSize {
+						r.Members = append(r.Members, rollout.Member{
+							Name: fmt.Sprintf("%s-%d", r.Name, m), State: State().Draw(t, "member")})
+					}
+				} else {
+					r.State = State().Draw(t, "state")
+				}
+				sc.Replicas = append(sc.Replicas, r)
+			}
+		}
+		return sc
+	})
+}
+
+// Clone deep-copies replicas, members included.
+func Clone(replicas []rollout.Replica) []rollout.Replica {
+	out := slices.Clone(replicas)
+	for i := range out {
+		out[i].Members = slices.Clone(out[i].Members)
+	}
+	return out
+}
+
+// Shuffled returns a copy of replicas in an order drawn by t.
+func Shuffled(t *rapid.T, replicas []rollout.Replica) []rollout.Replica {
+	out := Clone(replicas)
+	for i := len(out) - 1; i > 0; i-- {
+		j := rapid.IntRange(0, i).Draw(t, "swap")
+		out[i], out[j] = out[j], out[i]
+	}
+	return out
+}

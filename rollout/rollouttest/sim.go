@@ -1,0 +1,194 @@
+package rollouttest
+
+import (
+	"fmt"
+	"slices"
+
+	"pgregory.net/rapid"
+
+	"github.com/kplan-dev/kplan/rollout"
+)
+
+// Faults is how often the simulator injects failures, each out of 100.
+type Faults struct {
+	// UpdateFails: an updated or created replica fails instead of becoming ready.
+	UpdateFails int
+	// Unready: an available replica becomes unready for a while.
+	Unready int
+	// Recovers: a failed or unready replica becomes available again on its own.
+	Recovers int
+}
+
+// NoFaults injects nothing and heals replicas that failed before: every replica
+// becomes available at the next Settle.
+var NoFaults = Faults{Recovers: 100}
+
+// Simulator applies rollout steps to replicas, the way a controller and the
+// cluster would: an updated replica runs its new revision and is unavailable
+// until the next Settle, a created one appears unavailable, a deleted one
+// disappears. Settle then lets replicas become available, and injects failures.
+type Simulator struct {
+	// Strategy is planned with by Reconcile.
+	Strategy rollout.Strategy
+	// Replicas is the current state.
+	Replicas []rollout.Replica
+	// GangSize is the number of members a created gang gets.
+	GangSize int
+	// Faults is the failure injection rate.
+	Faults Faults
+	// Reconciles counts calls to Reconcile.
+	Reconciles int
+	created    int
+}
+
+// NewSimulator starts a simulation of scenario (its replicas are copied).
+func NewSimulator(sc Scenario, faults Faults) *Simulator {
+	return &Simulator{Strategy: sc.Strategy, Replicas: Clone(sc.Replicas), GangSize: max(sc.GangSize, 1), Faults: faults}
+}
+
+// Reconcile plans one step, checks it with [Check], and applies it.
+func (s *Simulator) Reconcile() (rollout.Step, error) {
+	s.Reconciles++
+	step, err := rollout.Plan(s.Replicas, s.Strategy)
+	if err != nil {
+		return step, err
+	}
+	if err := Check(s.Replicas, s.Strategy, step); err != nil {
+		return step, fmt.Errorf("reconcile %d: %w", s.Reconciles, err)
+	}
+	s.Apply(step)
+	return step, nil
+}
+
+// Apply applies a step's actions without checking them.
+func (s *Simulator) Apply(step rollout.Step) {
+	idx := make(map[string]int, len(s.Replicas))
+	for i := range s.Replicas {
+		idx[s.Replicas[i].Name] = i
+	}
+	pending := rollout.State{Healthy: true}
+	for _, u := range step.Update {
+		r := &s.Replicas[idx[u.Replica]]
+		r.Revision = u.To
+		r.State = pending
+		for i := range r.Members {
+			r.Members[i].Revision = u.To
+			r.Members[i].State = pending
+			r.Members[i].Missing = false
+		}
+	}
+	gone := map[string]bool{}
+	for _, d := range step.Delete {
+		gone[d] = true
+	}
+	s.Replicas = slices.DeleteFunc(s.Replicas, func(r rollout.Replica) bool { return gone[r.Name] })
+	for _, c := range step.Create {
+		for range c.Count {
+			r := rollout.Replica{Name: fmt.Sprintf("sim-%d", s.created), Revision: c.Revision, Column: c.Column, State: pending}
+			s.created++
+			if s.Strategy.Mode == rollout.Gang {
+				for m := range s.GangSize {
+					r.Members = append(r.Members, rollout.Member{Name: fmt.Sprintf("%s-%d", r.Name, m), State: pending})
+				}
+			}
+			s.Replicas = append(s.Replicas, r)
+		}
+	}
+}
+
+// Settle moves time forward by one reconcile: every replica that is not
+// available becomes available, except that, with the configured rates drawn from
+// t, a pending replica may fail, an available one may become unready, and a
+// failed one stays failed unless it recovers. Rates of 100 need no t; with a nil
+// t, lower rates inject nothing.
+func (s *Simulator) Settle(t *rapid.T) {
+	roll := func(label string, pct int) bool {
+		return pct >= 100 || (t != nil && pct > 0 && rapid.IntRange(0, 99).Draw(t, label) < pct)
+	}
+	good := rollout.State{Ready: true, Available: true, Healthy: true}
+	settle := func(st *rollout.State, label string) {
+		switch {
+		case st.Failed:
+			if roll(label+"-recovers", s.Faults.Recovers) {
+				*st = good
+			}
+		case counts(*st):
+			if roll(label+"-unready", s.Faults.Unready) {
+				*st = rollout.State{Healthy: true}
+			}
+		default:
+			if roll(label+"-fails", s.Faults.UpdateFails) {
+				*st = rollout.State{Failed: true}
+			} else {
+				*st = good
+			}
+		}
+	}
+	for i := range s.Replicas {
+		r := &s.Replicas[i]
+		if len(r.Members) == 0 {
+			settle(&r.State, "replica")
+			continue
+		}
+		for j := range r.Members {
+			settle(&r.Members[j].State, "member")
+		}
+	}
+}
+
+func counts(st rollout.State) bool {
+	return st.Available && st.Ready && st.Healthy && !st.Failed && !st.Lost
+}
+
+// Run reconciles and settles (with a nil t) until the plan is complete, at most
+// limit times, and returns how many reconciles it took. Each step is checked.
+func (s *Simulator) Run(limit int) (int, error) {
+	for range limit {
+		step, err := s.Reconcile()
+		if err != nil {
+			return s.Reconciles, err
+		}
+		if step.Complete {
+			return s.Reconciles, nil
+		}
+		s.Settle(nil)
+	}
+	return s.Reconciles, fmt.Errorf("not complete after %d reconciles", limit)
+}
+
+// Converged reports whether the replicas match what the strategy asks for: per
+// pool, Replicas replicas, the requested count at the target, all available.
+func Converged(replicas []rollout.Replica, strategy rollout.Strategy) error {
+	want, err := rollout.ResolveRatio(strategy.LatestRatio, strategy.Replicas)
+	if err != nil {
+		return err
+	}
+	pools := map[string]*poolStat{}
+	for _, c := range strategy.Columns {
+		pools[c] = &poolStat{}
+	}
+	for _, r := range Counted(replicas) {
+		c := ""
+		if strategy.Mode == rollout.Group {
+			c = r.Column
+		}
+		if pools[c] == nil {
+			pools[c] = &poolStat{}
+		}
+		ps := pools[c]
+		ps.total++
+		if Available(r) {
+			ps.avail++
+		}
+		if r.Revision == strategy.TargetRevision {
+			ps.latest++
+		}
+	}
+	for c, ps := range pools {
+		if ps.total != strategy.Replicas || ps.avail != ps.total || ps.latest != want {
+			return fmt.Errorf("column %q: %d replicas (%d available, %d at %s), want %d with %d at target",
+				c, ps.total, ps.avail, ps.latest, strategy.TargetRevision, strategy.Replicas, want)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,72 @@
+package rollout
+
+// Update asks the caller to move one replica to another revision in place.
+type Update struct {
+	// Replica is the replica's name.
+	Replica string
+	// From is the revision it runs now; To the revision it should run.
+	From, To string
+	// Column is the replica's column (group mode).
+	Column string
+	// Members lists every member of a gang replica: all of them move together.
+	Members []string
+}
+
+// Create asks the caller to create Count new replicas (gangs in gang mode) at
+// Revision, in Column (group mode). The caller names them.
+type Create struct {
+	Revision string
+	Column   string
+	Count    int
+}
+
+// Wait explains why a replica that still has to change was left alone.
+type Wait struct {
+	Replica string
+	Reason  string
+}
+
+// Reasons used in [Wait]. They are constants so callers can match them.
+const (
+	// ReasonBudget: updating this available replica would take availability below
+	// Replicas - maxUnavailable.
+	ReasonBudget = "maxUnavailable budget exhausted"
+	// ReasonWindow: group mode; the latest version's ratio moves one step at a time
+	// and waits for the slowest column.
+	ReasonWindow = "group window: waiting for the slowest column"
+	// ReasonNotAvailable: the replica runs the right revision but is not available yet.
+	ReasonNotAvailable = "not available yet"
+	// ReasonRecovering: recovery is replacing this replica; the rollout leaves it alone.
+	ReasonRecovering = "being replaced by recovery"
+	// ReasonScaleDown: the replica is surplus but deleting it now would take
+	// availability below the floor.
+	ReasonScaleDown = "surplus, kept until others are available"
+)
+
+// Step is one reconcile's actions. Lists are in the order replicas were chosen
+// (least healthy first, see [CompareReplicas]), columns in natural order.
+type Step struct {
+	// Update lists replicas to move in place.
+	Update []Update
+	// Create lists replicas to create (scale up or surge).
+	Create []Create
+	// Delete lists replicas to delete (scale down, or old replicas after surge).
+	Delete []string
+	// Waiting explains every replica that still has to change but was left alone.
+	Waiting []Wait
+	// Complete is true when nothing is left to do: the desired count exists, the
+	// requested share runs TargetRevision, and every replica is available.
+	Complete bool
+	// Budget is the strategy's budget resolved against Replicas (per column in
+	// group mode).
+	Budget Budget
+	// Latest is how many replicas (per column in group mode) should run
+	// TargetRevision once this step's actions are done: the requested LatestRatio
+	// in rolling and gang mode, the window's position in group mode.
+	Latest int
+}
+
+// Empty reports whether the step asks for no action.
+func (s *Step) Empty() bool {
+	return len(s.Update) == 0 && len(s.Create) == 0 && len(s.Delete) == 0
+}

@@ -1,0 +1,202 @@
+package rollout
+
+import (
+	"fmt"
+
+	"k8s.io/apimachinery/pkg/util/intstr"
+
+	"github.com/kplan-dev/kplan/internal/budget"
+)
+
+// Mode is how replicas are grouped for a rollout.
+type Mode int
+
+const (
+	// Rolling updates single replicas in batches bounded by maxUnavailable.
+	Rolling Mode = iota
+	// Gang updates each gang replica (a row of member pods) atomically; gangs are
+	// the unit of availability.
+	Gang
+	// Group updates a rows x columns service whose replicas carry a Column, keeping
+	// every column's availability floor and sliding the latest version's ratio
+	// forward by one step at a time across all columns.
+	Group
+)
+
+// String returns "rolling", "gang" or "group".
+func (m Mode) String() string {
+	switch m {
+	case Rolling:
+		return "rolling"
+	case Gang:
+		return "gang"
+	case Group:
+		return "group"
+	}
+	return fmt.Sprintf("Mode(%d)", int(m))
+}
+
+// VersionOrder says which old version loses replicas first when there are several.
+type VersionOrder int
+
+const (
+	// LessFirst cuts the least available old version first (kube-sharding's default),
+	// older first on ties.
+	LessFirst VersionOrder = iota
+	// LatestFirst cuts the second-newest version first.
+	LatestFirst
+	// OldFirst cuts the oldest version first.
+	OldFirst
+)
+
+// String returns "LessFirst", "LatestFirst" or "OldFirst".
+func (o VersionOrder) String() string {
+	switch o {
+	case LessFirst:
+		return "LessFirst"
+	case LatestFirst:
+		return "LatestFirst"
+	case OldFirst:
+		return "OldFirst"
+	}
+	return fmt.Sprintf("VersionOrder(%d)", int(o))
+}
+
+// DefaultMaxUnavailable and DefaultMaxSurge apply when a [Strategy] leaves the
+// budget nil; they are Kubernetes Deployment's defaults.
+var (
+	DefaultMaxUnavailable = intstr.FromString("25%")
+	DefaultMaxSurge       = intstr.FromString("25%")
+)
+
+// Strategy is what a rollout should reach and how fast.
+type Strategy struct {
+	// Mode selects rolling, gang or group planning.
+	Mode Mode
+	// TargetRevision is the revision replicas move to. Setting it back to an older
+	// revision rolls back.
+	TargetRevision string
+	// Replicas is the desired count: replicas (rolling), gangs (gang), or rows per
+	// column (group).
+	Replicas int
+	// Columns lists the columns that must exist in group mode, in addition to those
+	// the replicas name. Optional.
+	Columns []string
+	// MaxUnavailable is how many replicas (per column in group mode) may be
+	// unavailable because of the rollout; nil means 25%. Percents round down.
+	MaxUnavailable *intstr.IntOrString
+	// MaxSurge is how many replicas above Replicas may exist during the rollout; nil
+	// means 25%. Percents round up.
+	MaxSurge *intstr.IntOrString
+	// LatestRatio (a partition) is how many replicas should run TargetRevision; nil
+	// means all. Percents round up. Lowering it moves replicas back to the previous
+	// revision.
+	LatestRatio *intstr.IntOrString
+	// VersionOrder picks which old version is cut first; LessFirst by default.
+	VersionOrder VersionOrder
+	// History lists known revisions oldest to newest. Revisions not in it are ordered
+	// by the integer generation before the first "-" in their name.
+	History []string
+}
+
+// Budget is a strategy's int-or-percent budgets resolved against a total.
+type Budget struct {
+	// MaxUnavailable is how many replicas may be unavailable because of the rollout.
+	MaxUnavailable int
+	// MaxSurge is how many replicas may exist above the desired count.
+	MaxSurge int
+}
+
+// Step returns how far one reconcile may move: MaxUnavailable, or MaxSurge when
+// MaxUnavailable is 0.
+func (b Budget) Step() int {
+	if b.MaxUnavailable > 0 {
+		return b.MaxUnavailable
+	}
+	return b.MaxSurge
+}
+
+var (
+	unavailableRule = budget.Rule{Rounding: budget.RoundDown, NonZeroPercentAtLeastOne: true}
+	surgeRule       = budget.Rule{Rounding: budget.RoundUp, NonZeroPercentAtLeastOne: true}
+	ratioRule       = budget.Rule{Rounding: budget.RoundUp, NonZeroPercentAtLeastOne: true}
+)
+
+// ResolveBudget turns maxUnavailable and maxSurge into counts out of total.
+//
+//   - nil means the default, 25%.
+//   - maxSurge percents round up: 25% of 10 = 2.5 -> 3.
+//   - maxUnavailable percents round down: 25% of 10 = 2.5 -> 2.
+//   - A non-zero percent of a non-zero total never resolves to 0: 20% of 3 = 0.6
+//     rounds down to 0 and becomes 1 (a 0 budget stalls the rollout).
+//   - Integers resolve to themselves; negatives and malformed percents are errors.
+//   - An explicit 0 and 0 (integers or "0%") is an error: nothing could move.
+//   - When both still resolve to 0 (a total of 0), maxUnavailable becomes 1, as in
+//     Kubernetes.
+func ResolveBudget(maxUnavailable, maxSurge *intstr.IntOrString, total int) (Budget, error) {
+	if maxUnavailable == nil {
+		maxUnavailable = &DefaultMaxUnavailable
+	}
+	if maxSurge == nil {
+		maxSurge = &DefaultMaxSurge
+	}
+	if isZero(maxUnavailable) && isZero(maxSurge) {
+		return Budget{}, fmt.Errorf("maxUnavailable and maxSurge: both are 0, nothing could move")
+	}
+	u, err := budget.Resolve(maxUnavailable, total, unavailableRule)
+	if err != nil {
+		return Budget{}, fmt.Errorf("maxUnavailable: %w", err)
+	}
+	s, err := budget.Resolve(maxSurge, total, surgeRule)
+	if err != nil {
+		return Budget{}, fmt.Errorf("maxSurge: %w", err)
+	}
+	if u == 0 && s == 0 {
+		u = 1
+	}
+	return Budget{MaxUnavailable: u, MaxSurge: s}, nil
+}
+
+// ResolveRatio returns how many of total replicas should run the target revision
+// for a LatestRatio: nil means total; percents round up (a non-zero percent of a
+// non-zero total is at least 1); the result is clamped to total.
+func ResolveRatio(ratio *intstr.IntOrString, total int) (int, error) {
+	if ratio == nil {
+		return total, nil
+	}
+	n, err := budget.Resolve(ratio, total, ratioRule)
+	if err != nil {
+		return 0, fmt.Errorf("latestRatio: %w", err)
+	}
+	return min(n, total), nil
+}
+
+func isZero(v *intstr.IntOrString) bool {
+	if v.Type == intstr.Int {
+		return v.IntVal == 0
+	}
+	p, err := budget.ParsePercent(v.StrVal)
+	return err == nil && p == 0
+}
+
+// validate checks the strategy's own fields.
+func (s *Strategy) validate() error {
+	switch {
+	case s.Mode < Rolling || s.Mode > Group:
+		return fmt.Errorf("strategy: mode: %d is not Rolling, Gang or Group", int(s.Mode))
+	case s.TargetRevision == "":
+		return fmt.Errorf("strategy: targetRevision: must not be empty")
+	case s.Replicas < 0:
+		return fmt.Errorf("strategy: replicas: %d is negative", s.Replicas)
+	case s.VersionOrder < LessFirst || s.VersionOrder > OldFirst:
+		return fmt.Errorf("strategy: versionOrder: %d is not LessFirst, LatestFirst or OldFirst", int(s.VersionOrder))
+	}
+	seen := make(map[string]bool, len(s.History))
+	for i, h := range s.History {
+		if h == "" || seen[h] {
+			return fmt.Errorf("strategy: history[%d]: %q is empty or repeated", i, h)
+		}
+		seen[h] = true
+	}
+	return nil
+}
