@@ -1,4 +1,114 @@
-// Package rdma plans RDMA PF/VF inventory, node capacity and allocation with PCI addresses.
+// Package rdma plans RDMA NIC allocation: PF/VF inventory, node capacity, allocation
+// with PCI addresses (jointly with GPUs), and the koordinator annotations that carry it.
 //
-// It is being built (issue 5); nothing is exported yet.
+// # Overview
+//
+// Nodes report RDMA NICs in koordinator's Device object: physical functions (PFs) with
+// their SR-IOV virtual functions (VFs) and topology (socket, NUMA node, PCIe root, PCI
+// address "BDF"). [NewInventory] validates one ([ValidateNode], a field.ErrorList) and
+// indexes it; everything else reads the [Inventory]:
+//
+//   - [Capacity]: koordinator.sh/rdma for node status, in the design's [CountModel] (VFs
+//     in VF mode, else PFs; mixed modes are an error) or upstream's [PercentModel]
+//     (healthy PFs x 100). Unhealthy devices never count.
+//   - [Allocate]: the entry point. A [Request] (count or all, PF and VF-group label
+//     selectors, designated VFs, exclusivity, topology scope, joint GPUs) against what
+//     [Used] says other pods hold gives an [Allocation].
+//   - [EncodeAllocated] / [DecodeAllocated]: the scheduling.koordinator.sh/device-allocated
+//     annotation. [DecodeAllocateHints], [DecodeJointAllocate] and [RequestFromPod] turn
+//     a pod's hint annotations and resources into a Request.
+//   - [UsedByPods], [Fits], [Score]: scheduler-plugin Filter and Score helpers.
+//   - [DeviceIDs], [DeviceIDsFromPod], [PCIDeviceEnv]: what the CNI side (Multus
+//     deviceID, PCIDEVICE_<RESOURCE>) passes into the container.
+//
+// [ParseBDF] and [BDF] handle PCI addresses: 4 or 5 hex digit domains, device <= 0x1f,
+// function <= 7, upper case normalised to lower, numeric ordering.
+//
+// # Algorithm
+//
+// Allocate works in four steps.
+//
+//  1. Candidates. PFs matching Selector (and, for VFs, having a VF whose group matches
+//     VFSelector), in BDF order. A candidate is unusable when unhealthy, held whole,
+//     held exclusively, on an exclusively held PCIe root, (for whole PFs) has VFs in use,
+//     (ExclusiveDevice) has VFs in use, (ExclusivePCIe) is on a root where other pods
+//     hold anything or whose root is unknown, or lacks the RailLabel. Its free units are
+//     the PF itself or its free matching VFs in BDF order. Designated VFs are taken
+//     first and must be free and matching.
+//  2. Scope groups. RequiredTopologyScope splits candidates (and GPUs) into groups: one
+//     group for Node; one per PCIe root, per known NUMA node, or per PF (Device). PFs
+//     with an unknown root or NUMA node (-1) belong to no PCIe or NUMA group: -1 is never
+//     node 0. Groups are tried in key order; the first that holds the request wins (as in
+//     DRA, no scoring across groups).
+//  3. GPUs (joint requests). With SamePCIe required (or preferred), the GPU PCIe roots
+//     are chosen first: the smallest set S of roots, earliest in root order, such that
+//     every root in S has a free GPU and a free NIC unit, |S| <= GPUs, |S| <= NICs, and S
+//     holds enough of both (see chooseRoots: an exact dynamic programme in
+//     O(roots x min(GPUs, NICs) x GPUs), no exponential search). Each root in S gets its
+//     lowest-minor GPU, the rest fill up in root order. When no such S exists, SamePCIe
+//     fails with the per-root counts; Preferred instead takes GPUs from roots with NICs
+//     first, then roots with more free GPUs, unknown roots last.
+//  4. NICs. Without GPUs: candidates in order of score (for VFs, PFs already shared
+//     first, so whole PFs stay free), then PCIe root, then BDF; each gives its units in
+//     BDF order (one when OneVFPerPF or RailLabel is set). With GPUs: round-robin across
+//     the GPUs' roots (one unit per root per turn, rotating over the root's PFs); with
+//     SamePCIe that is all, and every GPU root must get a NIC; otherwise PFs on the GPUs'
+//     known NUMA nodes follow, then the rest, each by root then BDF.
+//
+// Failures name the node and what ran out: the count needed, the selectors, how many
+// are free, and the PFs that ran out (or all when none did), e.g.
+// "node n1: rdma: need 2 VFs matching {rdma-type=storage}, 1 free (PF 0000:3b:00.0: 0
+// of 8 free)".
+//
+// # Invariants
+//
+//   - Allocate never returns a PF or VF that Used holds, nor a PF both whole and as VFs,
+//     nor anything on a PF or PCIe root another pod holds exclusively; every PF it
+//     returns matches the selectors, every VF the VF selector.
+//   - Exclusivity is recorded: Allocation.ExclusivePFs / ExclusiveRoots, which Used.Add
+//     keeps, and UsedByPods rebuilds from the pods' allocate-hint annotations, so a later
+//     Allocate honours it.
+//   - Deterministic: the same inventory (in any device order), Used and Request give the
+//     same Allocation. Inputs are never mutated.
+//   - Complete: when Allocate fails, no allocation satisfying the request exists (tested
+//     against brute force on small inventories), except for the documented RailLabel
+//     bound below.
+//   - EncodeAllocated then DecodeAllocated gives back the allocation; other device types
+//     in the annotation are kept byte for byte (compacted).
+//
+// # Differences from the design
+//
+//   - The design's annotation carries the PF BDF in busID; koordinator upstream carries it
+//     in id. [Entries] writes both; [DecodeAllocated] reads either (both must agree).
+//   - The design counts capacity as VFs or PFs; upstream as PFs x 100. Both are offered,
+//     named, chosen by the caller.
+//   - Upstream takes one VF per PF; here VFs fill a PF before the next unless
+//     [Request].OneVFPerPF is set. Plain VF requests prefer PFs already shared.
+//   - The inventory type is the indexed [Inventory], not the raw Device object, so it is
+//     validated and indexed once per node, not per pod.
+//   - The GPU resources written for a jointly allocated GPU are gpu-core and
+//     gpu-memory-ratio 100 (a whole GPU); GPU memory in bytes is not known here.
+//   - RailLabel with SamePCIe: the root search counts rails per root; a rail value that
+//     spans two roots may make it report no fit where a matching exists. Real
+//     rail-optimised nodes have one NIC per rail, so this does not arise there.
+//   - PCIe-level exclusivity on a NIC with an unknown PCIe root is recorded as device
+//     level; an ExclusivePCIe request never takes a NIC with an unknown root.
+//
+// # Compatibility with koordinator and DRA
+//
+// The JSON tags of [DeviceInfo], [DeviceTopology], [VirtualFunctionGroup],
+// [DeviceAllocation], [DeviceHint] and [DeviceJointAllocate] are koordinator's. The
+// topology maps onto DRA (resource.k8s.io) device attributes: pcieID is
+// resource.kubernetes.io/pcieRoot, so SamePCIe is DRA's matchAttribute on pcieRoot and
+// RailLabel is distinctAttribute on the rail attribute; selectors correspond to CEL
+// selectors on the device labels. DRA takes the first full solution; Allocate likewise
+// takes the first group in key order, but orders devices inside it by the rules above.
+//
+// # Example
+//
+//	inv, err := rdma.NewInventory(node)          // once per Device object
+//	used, err := rdma.UsedByPods(inv, podsOnNode) // what is taken
+//	req, err := rdma.RequestFromPod(pod, rdma.CountModel)
+//	alloc, err := rdma.Allocate(inv, used, req)
+//	value, err := rdma.EncodeAllocated(pod.Annotations[rdma.AnnotationDeviceAllocated], alloc, rdma.CountModel)
 package rdma

@@ -1,0 +1,370 @@
+package rdma
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+)
+
+// Allocate chooses PFs or VFs (and, for joint requests, GPUs) for req on the node inv
+// describes, given what used already holds. It never hands out anything used holds,
+// never mutates inv, used or req, and returns the same Allocation for the same inputs
+// whatever the order of the Device object's entries. The order of preference is in the
+// package documentation (Algorithm). On failure the error names the node and what ran
+// out, e.g.
+//
+//	node n1: rdma: need 2 VFs matching {rdma-type=storage}, 1 free (PF 0000:3b:00.0: 0 of 8 free)
+func Allocate(inv *Inventory, used Used, req Request) (Allocation, error) {
+	p, err := newPlanner(inv, &used, &req)
+	if err != nil {
+		return Allocation{}, err
+	}
+	return p.run()
+}
+
+type planner struct {
+	inv    *Inventory
+	used   *Used
+	req    *Request
+	kind   Kind
+	sel    labels.Selector
+	vfSel  labels.Selector
+	gpuSel labels.Selector
+	cands  []cand  // PFs matching the selectors, in BDF order
+	desig  []unit  // designated VFs
+	gpus   []int32 // indices into inv.gpus of free GPUs matching, by minor
+	with   []int32 // indices into inv.gpus for WithGPUs
+}
+
+// cand is a PF that matches the request's selectors.
+type cand struct {
+	pf     int32
+	reason string  // why it cannot be used; empty if it can
+	free   []int32 // VF indices free and matching (VF kind)
+	total  int     // VFs matching the VF selector (VF kind)
+	shared bool    // other pods hold VFs on it
+	rail   string
+	nDesig int // designated VFs on it
+}
+
+// unit is a PF (vf = -1) or one of its VFs, by candidate index.
+type unit struct{ c, vf int32 }
+
+func (p *planner) errorf(format string, args ...any) error {
+	return fmt.Errorf("node %s: rdma: "+format, append([]any{p.inv.name}, args...)...)
+}
+
+func selector(s *metav1.LabelSelector) (labels.Selector, error) {
+	if s == nil {
+		return labels.Everything(), nil
+	}
+	return metav1.LabelSelectorAsSelector(s)
+}
+
+func newPlanner(inv *Inventory, used *Used, req *Request) (*planner, error) {
+	p := &planner{inv: inv, used: used, req: req, kind: req.Kind}
+	if err := req.check(); err != nil {
+		return nil, p.errorf("request: %v", err)
+	}
+	var err error
+	if p.sel, err = selector(req.Selector); err != nil {
+		return nil, p.errorf("request: selector: %v", err)
+	}
+	if p.vfSel, err = selector(req.VFSelector); err != nil {
+		return nil, p.errorf("request: vfSelector: %v", err)
+	}
+	if p.gpuSel, err = selector(req.GPUSelector); err != nil {
+		return nil, p.errorf("request: gpuSelector: %v", err)
+	}
+	if p.kind == Auto {
+		switch {
+		case len(req.DesignatedVFs) > 0 || req.VFSelector != nil:
+			p.kind = VFs
+		case inv.mode == ModeVF:
+			p.kind = VFs
+		case inv.mode == ModePF:
+			p.kind = WholePF
+		default:
+			_, err := inv.Mode()
+			return nil, fmt.Errorf("%w; set the request's kind", err)
+		}
+	}
+	p.buildCands()
+	if err := p.resolveDesignated(); err != nil {
+		return nil, err
+	}
+	return p, p.buildGPUs()
+}
+
+// rootBusy reports whether other pods use any NIC on root.
+func (p *planner) rootBusy(root string) bool {
+	for i := range p.inv.pfs {
+		pf := &p.inv.pfs[i]
+		if pf.root != root {
+			continue
+		}
+		if has(p.used.pfs, pf.bdf) || has(p.used.exPF, pf.bdf) {
+			return true
+		}
+		for _, v := range pf.vfs {
+			if has(p.used.vfs, v.bdf) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func (p *planner) buildCands() {
+	inv, u, req := p.inv, p.used, p.req
+	busy := map[string]bool{}
+	for i := range inv.pfs {
+		pf := &inv.pfs[i]
+		if !p.sel.Matches(labels.Set(pf.labels)) {
+			continue
+		}
+		c := cand{pf: int32(i)}
+		if p.kind == VFs {
+			for j := range pf.vfs {
+				v := &pf.vfs[j]
+				if !p.vfSel.Matches(labels.Set(v.labels)) {
+					continue
+				}
+				c.total++
+				if has(u.vfs, v.bdf) {
+					c.shared = true
+				} else {
+					c.free = append(c.free, int32(j))
+				}
+			}
+			if c.total == 0 {
+				continue // no VF matches: not a candidate at all
+			}
+			if !c.shared {
+				for _, v := range pf.vfs {
+					if has(u.vfs, v.bdf) {
+						c.shared = true
+						break
+					}
+				}
+			}
+		}
+		if req.RailLabel != "" {
+			r, ok := pf.labels[req.RailLabel]
+			if !ok {
+				c.reason = "no " + req.RailLabel + " label"
+			}
+			c.rail = r
+		}
+		switch {
+		case c.reason != "":
+		case !pf.healthy:
+			c.reason = "unhealthy"
+		case has(u.pfs, pf.bdf):
+			c.reason = "held whole"
+		case has(u.exPF, pf.bdf):
+			c.reason = "held exclusively"
+		case pf.root != "" && has(u.exRt, pf.root):
+			c.reason = "PCIe root " + pf.root + " held exclusively"
+		case p.kind == WholePF && c.sharedAny(pf, u):
+			c.reason = "has VFs in use"
+		case req.Exclusive == ExclusiveDevice && p.kind == VFs && c.shared:
+			c.reason = "shared with other pods"
+		case req.Exclusive == ExclusivePCIe && pf.root == "":
+			c.reason = "PCIe root unknown"
+		case req.Scope == ScopePCIe && pf.root == "":
+			c.reason = "PCIe root unknown"
+		case req.Scope == ScopeNUMANode && pf.numa == UnknownNUMANode:
+			c.reason = "NUMA node unknown"
+		case req.Exclusive == ExclusivePCIe:
+			b, ok := busy[pf.root]
+			if !ok {
+				b = p.rootBusy(pf.root)
+				busy[pf.root] = b
+			}
+			if b {
+				c.reason = "PCIe root " + pf.root + " shared with other pods"
+			}
+		}
+		p.cands = append(p.cands, c)
+	}
+}
+
+func (c *cand) sharedAny(pf *pfInfo, u *Used) bool {
+	for _, v := range pf.vfs {
+		if has(u.vfs, v.bdf) {
+			return true
+		}
+	}
+	return false
+}
+
+func (p *planner) resolveDesignated() error {
+	seen := map[BDF]bool{}
+	for _, b := range p.req.DesignatedVFs {
+		if seen[b] {
+			return p.errorf("designated VF %s named twice", b)
+		}
+		seen[b] = true
+		ref, ok := p.inv.vfAt[b]
+		if !ok {
+			return p.errorf("designated VF %s is not on the node", b)
+		}
+		pf := &p.inv.pfs[ref.pf]
+		ci := slices.IndexFunc(p.cands, func(c cand) bool { return c.pf == ref.pf })
+		if ci < 0 {
+			return p.errorf("designated VF %s: PF %s does not match the selectors", b, pf.bdf)
+		}
+		c := &p.cands[ci]
+		if c.reason != "" {
+			return p.errorf("designated VF %s: PF %s %s", b, pf.bdf, c.reason)
+		}
+		if has(p.used.vfs, b) {
+			return p.errorf("designated VF %s is in use", b)
+		}
+		if !slices.Contains(c.free, ref.vf) {
+			return p.errorf("designated VF %s does not match the VF selector", b)
+		}
+		c.nDesig++
+		p.desig = append(p.desig, unit{int32(ci), ref.vf})
+	}
+	if p.req.OneVFPerPF || p.req.RailLabel != "" {
+		for i, c := range p.cands {
+			if c.nDesig > 1 {
+				return p.errorf("designated VFs: %d on PF %s, but one per PF (or rail) was asked", c.nDesig, p.inv.pfs[c.pf].bdf)
+			}
+			for j := range p.cands[:i] {
+				if p.req.RailLabel != "" && c.nDesig > 0 && p.cands[j].nDesig > 0 && c.rail == p.cands[j].rail {
+					return p.errorf("designated VFs: two on rail %s=%s", p.req.RailLabel, c.rail)
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// avail is how many more units cand c can give beyond its designated VFs.
+func (p *planner) avail(c *cand) int {
+	if c.reason != "" {
+		return 0
+	}
+	n := 1
+	if p.kind == VFs {
+		n = len(c.free) - c.nDesig
+	}
+	if (p.req.OneVFPerPF || p.req.RailLabel != "") && n > 0 {
+		n = 1
+		if c.nDesig > 0 {
+			n = 0
+		}
+	}
+	return n
+}
+
+// want is the number of units asked for, or -1 for All.
+func (p *planner) want() int {
+	if p.req.All {
+		return -1
+	}
+	return max(p.req.Count, len(p.desig))
+}
+
+func (p *planner) run() (Allocation, error) {
+	groups := p.groups()
+	var lastErr error
+	for _, g := range groups {
+		units, gpus, err := p.pickGroup(g)
+		if err == nil {
+			return p.result(units, gpus), nil
+		}
+		if lastErr == nil {
+			lastErr = err
+		}
+	}
+	if p.req.Scope != "" && p.req.Scope != ScopeNode {
+		return Allocation{}, p.scopeError(groups, lastErr)
+	}
+	return Allocation{}, lastErr
+}
+
+// group is a set of candidates and GPUs that a scope allows together.
+type group struct {
+	key   string
+	cands []int32
+	gpus  []int32
+}
+
+func (p *planner) groups() []group {
+	scope := p.req.Scope
+	if scope == "" {
+		scope = ScopeNode
+	}
+	if scope == ScopeNode {
+		g := group{key: "node", gpus: p.gpus}
+		for i := range p.cands {
+			g.cands = append(g.cands, int32(i))
+		}
+		return []group{g}
+	}
+	idx := map[string]int{}
+	var out []group
+	add := func(key string) *group {
+		i, ok := idx[key]
+		if !ok {
+			i = len(out)
+			idx[key] = i
+			out = append(out, group{key: key})
+		}
+		return &out[i]
+	}
+	for i, c := range p.cands {
+		pf := &p.inv.pfs[c.pf]
+		switch scope {
+		case ScopeDevice:
+			g := add(fmt.Sprintf("%020d", pf.bdf.key()))
+			g.cands = append(g.cands, int32(i))
+			g.gpus = p.gpus
+		case ScopePCIe:
+			if pf.root != "" {
+				g := add(pf.root)
+				g.cands = append(g.cands, int32(i))
+			}
+		case ScopeNUMANode:
+			if pf.numa != UnknownNUMANode {
+				g := add(fmt.Sprintf("%011d", pf.numa))
+				g.cands = append(g.cands, int32(i))
+			}
+		}
+	}
+	if scope != ScopeDevice {
+		for _, gi := range p.gpus {
+			gp := &p.inv.gpus[gi]
+			key := gp.root
+			if scope == ScopeNUMANode {
+				if gp.numa == UnknownNUMANode {
+					continue
+				}
+				key = fmt.Sprintf("%011d", gp.numa)
+			}
+			if i, ok := idx[key]; ok && key != "" {
+				out[i].gpus = append(out[i].gpus, gi)
+			}
+		}
+	}
+	// Designated VFs must all be inside the group.
+	if len(p.desig) > 0 {
+		out = slices.DeleteFunc(out, func(g group) bool {
+			for _, d := range p.desig {
+				if !slices.Contains(g.cands, d.c) {
+					return true
+				}
+			}
+			return false
+		})
+	}
+	slices.SortFunc(out, func(a, b group) int { return cmp.Compare(a.key, b.key) })
+	return out
+}

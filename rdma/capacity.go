@@ -1,0 +1,79 @@
+package rdma
+
+import (
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+)
+
+// Mode is how a node's NICs are exposed.
+type Mode int
+
+// Modes of a node.
+const (
+	// ModePF: no PF has VFs; PFs are allocated whole.
+	ModePF Mode = iota
+	// ModeVF: every PF has SR-IOV VFs; VFs are allocated.
+	ModeVF
+	modeMixed
+)
+
+// String returns "PF", "VF" or "mixed".
+func (m Mode) String() string {
+	switch m {
+	case ModePF:
+		return "PF"
+	case ModeVF:
+		return "VF"
+	}
+	return "mixed"
+}
+
+// CapacityModel chooses how koordinator.sh/rdma is counted in node status.
+type CapacityModel int
+
+// Capacity models.
+const (
+	// CountModel is the design's rule: the number of VFs when the node's NICs are in
+	// VF mode, else the number of PFs. A node mixing modes is an error.
+	CountModel CapacityModel = iota
+	// PercentModel is koordinator upstream's: 100 per healthy PF, whatever the mode.
+	PercentModel
+)
+
+// PercentPerDevice is what one PF counts for in PercentModel.
+const PercentPerDevice = 100
+
+// Capacity is the node's koordinator.sh/rdma capacity under model. Unhealthy PFs (and
+// their VFs) do not count. The result has the single key ResourceRDMA.
+func Capacity(inv *Inventory, model CapacityModel) (corev1.ResourceList, error) {
+	var n int64
+	switch model {
+	case CountModel:
+		mode, err := inv.Mode()
+		if err != nil {
+			return nil, err
+		}
+		for i := range inv.pfs {
+			p := &inv.pfs[i]
+			if !p.healthy {
+				continue
+			}
+			if mode == ModeVF {
+				n += int64(len(p.vfs))
+			} else {
+				n++
+			}
+		}
+	case PercentModel:
+		for i := range inv.pfs {
+			if inv.pfs[i].healthy {
+				n += PercentPerDevice
+			}
+		}
+	default:
+		return nil, fmt.Errorf("rdma: unknown capacity model %d", model)
+	}
+	return corev1.ResourceList{ResourceRDMA: *resource.NewQuantity(n, resource.DecimalSI)}, nil
+}

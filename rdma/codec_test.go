@@ -1,0 +1,120 @@
+package rdma
+
+import (
+	"encoding/json"
+	"reflect"
+	"strings"
+	"testing"
+)
+
+func TestEncodeAllocated(t *testing.T) {
+	inv := mustInv(t, "n1", nic(0, "0000:01:00.0", "pci0000:00", 0, nil, "0000:01:00.2", "0000:01:00.3"))
+	a, err := Allocate(inv, Used{}, Request{Count: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	existing := `{"gpu":[{"minor":1,"resources":{"koordinator.sh/gpu-core":"100"}}], "fpga":[ {"minor":0} ]}`
+	got, err := EncodeAllocated(existing, a, CountModel)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `{"fpga":[{"minor":0}],"gpu":[{"minor":1,"resources":{"koordinator.sh/gpu-core":"100"}}],` +
+		`"rdma":[{"minor":0,"resources":{"koordinator.sh/rdma":"1"},"id":"0000:01:00.0","extension":{"vfs":[{"minor":-1,"busID":"0000:01:00.2"}]},"busID":"0000:01:00.0"}]}`
+	if got != want {
+		t.Fatalf("got  %s\nwant %s", got, want)
+	}
+}
+
+func TestDecodeAllocated(t *testing.T) {
+	for _, tc := range []struct {
+		name, in string
+		pf       string // expected PF BDF of rdma[0]; "" when none
+		err      string
+	}{
+		{"the design's form (busID) decodes", `{"rdma":[{"minor":0,"resources":{"koordinator.sh/rdma":"1"},"extension":{"vfs":[{"minor":-1,"busID":"0000:01:00.2"}]},"busID":"0000:01:00.0"}]}`, "0000:01:00.0", ""},
+		{"upstream's form (id) decodes", `{"rdma":[{"minor":0,"id":"0000:01:00.0"}]}`, "0000:01:00.0", ""},
+		{"an entry with neither is known by minor", `{"rdma":[{"minor":3}]}`, "", ""},
+		{"malformed JSON names the annotation", `{"rdma":[`, "", "annotation scheduling.koordinator.sh/device-allocated: unexpected end of JSON input"},
+		{"a bad VF address names the field", `{"rdma":[{"minor":0,"extension":{"vfs":[{"minor":-1,"busID":"01:00.2"}]}}]}`, "", "annotation scheduling.koordinator.sh/device-allocated: rdma[0].extension.vfs[0].busID: \"01:00.2\" is not a PCI address"},
+		{"id and busID that disagree are rejected", `{"rdma":[{"minor":0,"id":"0000:01:00.1","busID":"0000:01:00.0"}]}`, "", "rdma[0].id:"},
+		{"a wrongly typed rdma list is rejected", `{"rdma":{"minor":0}}`, "", "rdma: json: cannot unmarshal"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			a, err := DecodeAllocated(tc.in)
+			if tc.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.err) {
+					t.Fatalf("got %v\nwant %s", err, tc.err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, ok := EntryPF(a.RDMA[0])
+			if (tc.pf == "") == ok || (ok && b.String() != tc.pf) {
+				t.Fatalf("PF %v %v want %q", b, ok, tc.pf)
+			}
+		})
+	}
+}
+
+func TestPercentModelEncodesWholePFsAsHundred(t *testing.T) {
+	inv := mustInv(t, "n1", nic(0, "0000:01:00.0", "r", 0, nil))
+	a, err := Allocate(inv, Used{}, Request{Count: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := Entries(a, PercentModel)
+	q := e[0].Resources[ResourceRDMA]
+	if q.Value() != 100 || e[0].Extension != nil {
+		t.Fatalf("got %+v", e)
+	}
+}
+
+func FuzzDecodeAllocated(f *testing.F) {
+	for _, s := range []string{
+		`{"rdma":[{"minor":0,"resources":{"koordinator.sh/rdma":"1"},"extension":{"vfs":[{"minor":-1,"busID":"0000:01:00.2"}]},"busID":"0000:01:00.0"}]}`,
+		`{"rdma":[{"minor":0,"id":"0000:01:00.0"}],"gpu":[{"minor":1}]}`,
+		`{"fpga":[{"minor":0}],"rdma":null}`, `{}`, ``, `[`, `{"rdma":[{"minor":0,"busID":"0000:01:00.8"}]}`,
+	} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		a, err := DecodeAllocated(s)
+		if err != nil {
+			if !strings.HasPrefix(err.Error(), "annotation "+AnnotationDeviceAllocated+": ") {
+				t.Fatalf("error does not name the annotation: %v", err)
+			}
+			return
+		}
+		out, err := a.Encode()
+		if err != nil {
+			if len(s) > MaxAnnotationBytes/2 {
+				return
+			}
+			t.Fatal(err)
+		}
+		b, err := DecodeAllocated(out)
+		if err != nil {
+			t.Fatalf("re-decode of %s: %v", out, err)
+		}
+		out2, err := b.Encode()
+		if err != nil || out2 != out {
+			t.Fatalf("not stable:\n%s\n%s", out, out2)
+		}
+		for k, v := range a.Other {
+			if !json.Valid(b.Other[k]) || !reflect.DeepEqual(compact(t, v), compact(t, b.Other[k])) {
+				t.Fatalf("type %s changed: %s -> %s", k, v, b.Other[k])
+			}
+		}
+	})
+}
+
+func compact(t *testing.T, m json.RawMessage) string {
+	var v any
+	if err := json.Unmarshal(m, &v); err != nil {
+		t.Fatal(err)
+	}
+	b, _ := json.Marshal(v)
+	return string(b)
+}

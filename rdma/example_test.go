@@ -1,0 +1,163 @@
+package rdma_test
+
+import (
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/kplan-dev/kplan/rdma"
+)
+
+func minor(v int32) *int32 { return &v }
+
+// exampleNode is a GPU server: one GPU and a compute NIC under pci0000:17, and a
+// storage NIC with two VFs under pci0000:ae.
+func exampleNode() rdma.Node {
+	return rdma.Node{Name: "n1", Devices: []rdma.DeviceInfo{
+		{Type: rdma.GPU, Minor: minor(0), UUID: "GPU-0", Health: true, Topology: &rdma.DeviceTopology{NodeID: 0, PCIEID: "pci0000:17"}},
+		{Type: rdma.RDMA, Minor: minor(0), UUID: "0000:18:00.0", Health: true, Labels: map[string]string{"rdma-type": "compute"},
+			Topology: &rdma.DeviceTopology{NodeID: 0, PCIEID: "pci0000:17", BusID: "0000:18:00.0"},
+			VFGroups: []rdma.VirtualFunctionGroup{{VFs: []rdma.VirtualFunction{{Minor: 0, BusID: "0000:18:00.2"}}}}},
+		{Type: rdma.RDMA, Minor: minor(1), UUID: "0000:af:00.0", Health: true, Labels: map[string]string{"rdma-type": "storage"},
+			Topology: &rdma.DeviceTopology{NodeID: 1, PCIEID: "pci0000:ae", BusID: "0000:af:00.0"},
+			VFGroups: []rdma.VirtualFunctionGroup{{VFs: []rdma.VirtualFunction{{Minor: 0, BusID: "0000:af:00.2"}, {Minor: 1, BusID: "0000:af:00.3"}}}}},
+	}}
+}
+
+func ExampleAllocate() {
+	inv, err := rdma.NewInventory(exampleNode())
+	if err != nil {
+		panic(err)
+	}
+	storage := &metav1.LabelSelector{MatchLabels: map[string]string{"rdma-type": "storage"}}
+	a, err := rdma.Allocate(inv, rdma.Used{}, rdma.Request{Count: 2, Selector: storage})
+	if err != nil {
+		panic(err)
+	}
+	for _, n := range a.NICs {
+		fmt.Println("PF", n.BDF, "VFs", n.VFs)
+	}
+	var used rdma.Used
+	used.Add(a)
+	_, err = rdma.Allocate(inv, used, rdma.Request{Count: 1, Selector: storage})
+	fmt.Println(err)
+	// Output:
+	// PF 0000:af:00.0 VFs [{0 0000:af:00.2} {1 0000:af:00.3}]
+	// node n1: rdma: need 1 VF matching {rdma-type=storage}, 0 free (PF 0000:af:00.0: 0 of 2 free)
+}
+
+func ExampleAllocate_joint() {
+	inv, _ := rdma.NewInventory(exampleNode())
+	a, err := rdma.Allocate(inv, rdma.Used{}, rdma.Request{Count: 1, GPUs: 1, Joint: rdma.JointSamePCIe})
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println("GPU", a.GPUs[0].Minor, "on", a.GPUs[0].PCIeRoot, "VF", a.NICs[0].VFs[0].BDF, "on", a.NICs[0].PCIeRoot)
+	// Output: GPU 0 on pci0000:17 VF 0000:18:00.2 on pci0000:17
+}
+
+func ExampleEncodeAllocated() {
+	inv, _ := rdma.NewInventory(exampleNode())
+	a, _ := rdma.Allocate(inv, rdma.Used{}, rdma.Request{Count: 1})
+	value, err := rdma.EncodeAllocated(`{"gpu":[{"minor":0}]}`, a, rdma.CountModel)
+	fmt.Println(value, err)
+	// Output: {"gpu":[{"minor":0}],"rdma":[{"minor":0,"resources":{"koordinator.sh/rdma":"1"},"id":"0000:18:00.0","extension":{"vfs":[{"minor":-1,"busID":"0000:18:00.2"}]},"busID":"0000:18:00.0"}]} <nil>
+}
+
+func ExampleDecodeAllocated() {
+	a, err := rdma.DecodeAllocated(`{"rdma":[{"minor":0,"resources":{"koordinator.sh/rdma":"1"},"extension":{"vfs":[{"minor":-1,"busID":"0000:01:00.2"}]},"busID":"0000:01:00.0"}]}`)
+	if err != nil {
+		panic(err)
+	}
+	pf, _ := rdma.EntryPF(a.RDMA[0])
+	fmt.Println(pf, a.RDMA[0].Extension.VirtualFunctions[0].BusID)
+	_, err = rdma.DecodeAllocated(`{"rdma":[{"minor":0,"busID":"1:00.0"}]}`)
+	fmt.Println(err)
+	// Output:
+	// 0000:01:00.0 0000:01:00.2
+	// annotation scheduling.koordinator.sh/device-allocated: rdma[0].busID: "1:00.0" is not a PCI address (domain:bus:device.function like 0000:3b:00.0): wrong length
+}
+
+func ExampleParseBDF() {
+	b, err := rdma.ParseBDF("10001:80:1F.7")
+	fmt.Println(b, err)
+	_, err = rdma.ParseBDF("0000:3b:00.8")
+	fmt.Println(err)
+	// Output:
+	// 10001:80:1f.7 <nil>
+	// "0000:3b:00.8" is not a PCI address (domain:bus:device.function like 0000:3b:00.0): function is above 7
+}
+
+func ExampleCapacity() {
+	inv, _ := rdma.NewInventory(exampleNode())
+	c, _ := rdma.Capacity(inv, rdma.CountModel)
+	p, _ := rdma.Capacity(inv, rdma.PercentModel)
+	q, pq := c[rdma.ResourceRDMA], p[rdma.ResourceRDMA]
+	fmt.Println(q.String(), pq.String())
+	// Output: 3 200
+}
+
+func ExampleNewInventory() {
+	_, err := rdma.NewInventory(rdma.Node{Name: "n1", Devices: []rdma.DeviceInfo{{Type: rdma.RDMA, Minor: minor(0), UUID: "eth0"}}})
+	fmt.Println(err)
+	// Output: node n1: devices[0].id: Invalid value: "eth0": no topology.busID, and "eth0" is not a PCI address (domain:bus:device.function like 0000:3b:00.0): wrong length
+}
+
+func ExampleFits() {
+	inv, _ := rdma.NewInventory(exampleNode())
+	holder := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "a", Annotations: map[string]string{
+		rdma.AnnotationDeviceAllocated: `{"rdma":[{"minor":1,"id":"0000:af:00.0","extension":{"vfs":[{"minor":-1,"busID":"0000:af:00.2"}]}}]}`,
+	}}}
+	used, err := rdma.UsedByPods(inv, []*corev1.Pod{holder})
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println(rdma.Fits(inv, used, rdma.Request{Count: 2}))
+	fmt.Println(rdma.Fits(inv, used, rdma.Request{Count: 3}))
+	// Output:
+	// <nil>
+	// node n1: rdma: need 3 VFs, 2 free (PF 0000:18:00.0: 1 of 1 free; PF 0000:af:00.0: 1 of 2 free)
+}
+
+func ExampleScore() {
+	inv, _ := rdma.NewInventory(exampleNode())
+	least, _ := rdma.Score(inv, rdma.Used{}, rdma.Request{Count: 1}, rdma.ScoreOptions{Strategy: rdma.LeastAllocated})
+	most, _ := rdma.Score(inv, rdma.Used{}, rdma.Request{Count: 1}, rdma.ScoreOptions{Strategy: rdma.MostAllocated})
+	fmt.Println(least, most) // 3 VFs: (3-1)*100/3 = 66, 1*100/3 = 33
+	// Output: 66 33
+}
+
+func ExampleRequestFromPod() {
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "p", Annotations: map[string]string{
+		rdma.AnnotationDeviceAllocateHint: `{"rdma":{"selector":{"matchLabels":{"rdma-type":"storage"}},"allocateStrategy":"ApplyForAll"}}`,
+	}}}
+	pod.Spec.Containers = []corev1.Container{{Name: "c", Resources: corev1.ResourceRequirements{
+		Requests: corev1.ResourceList{rdma.ResourceRDMA: resource.MustParse("1")}}}}
+	req, _ := rdma.RequestFromPod(pod, rdma.CountModel)
+	inv, _ := rdma.NewInventory(exampleNode())
+	a, _ := rdma.Allocate(inv, rdma.Used{}, req)
+	fmt.Println(req.All, a.Units())
+	// Output: true 2
+}
+
+func ExampleDeviceIDs() {
+	a, _ := rdma.DecodeAllocated(`{"rdma":[{"minor":1,"id":"0000:af:00.0"},{"minor":0,"busID":"0000:18:00.0","extension":{"vfs":[{"minor":-1,"busID":"0000:18:00.2"}]}}]}`)
+	ids, _ := rdma.DeviceIDs(a.RDMA)
+	fmt.Println(ids)
+	env := rdma.PCIDeviceEnv("koordinator.sh/rdma", ids)
+	fmt.Println(env.Name + "=" + env.Value)
+	// Output:
+	// [0000:18:00.2 0000:af:00.0]
+	// PCIDEVICE_KOORDINATOR_SH_RDMA=0000:18:00.2,0000:af:00.0
+}
+
+func ExampleValidateNode() {
+	n := exampleNode()
+	n.Devices[1].VFGroups[0].VFs[0].BusID = "0000:18:00.9"
+	for _, e := range rdma.ValidateNode(n) {
+		fmt.Println(e)
+	}
+	// Output: devices[1].vfGroups[0].vfs[0].busID: Invalid value: "0000:18:00.9": "0000:18:00.9" is not a PCI address (domain:bus:device.function like 0000:3b:00.0): function is above 7
+}

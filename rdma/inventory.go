@@ -1,0 +1,144 @@
+package rdma
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+)
+
+// Inventory is a validated, indexed node inventory. Build it once per Device object
+// with NewInventory and share it: nothing changes it afterwards, so it is safe for
+// concurrent use by any number of Allocate, Fits and Score calls.
+type Inventory struct {
+	name  string
+	pfs   []pfInfo  // RDMA PFs sorted by BDF
+	gpus  []gpuInfo // GPUs sorted by minor
+	roots []string  // distinct non-empty PCIe roots of PFs and GPUs, sorted
+	byBDF map[BDF]int32
+	vfAt  map[BDF]vfRef
+	gpuAt map[int32]int
+	mode  Mode // ModePF, ModeVF, or modeMixed
+}
+
+type pfInfo struct {
+	minor   int32
+	id      string
+	bdf     BDF
+	root    string
+	numa    int32
+	healthy bool
+	labels  map[string]string
+	vfs     []vfInfo // sorted by BDF
+}
+
+type vfInfo struct {
+	minor  int32
+	bdf    BDF
+	labels map[string]string // the VF group's labels
+}
+
+type vfRef struct{ pf, vf int32 }
+
+type gpuInfo struct {
+	minor   int32
+	id      string
+	root    string
+	numa    int32
+	healthy bool
+	labels  map[string]string
+}
+
+// NewInventory validates n (see ValidateNode) and indexes it. The error names the node
+// and every invalid field. n is not mutated and not retained except for its label maps,
+// which must not be changed afterwards.
+func NewInventory(n Node) (*Inventory, error) {
+	if errs := ValidateNode(n); len(errs) > 0 {
+		return nil, fmt.Errorf("node %s: %w", n.Name, errs.ToAggregate())
+	}
+	inv := &Inventory{name: n.Name, byBDF: map[BDF]int32{}, vfAt: map[BDF]vfRef{}, gpuAt: map[int32]int{}}
+	rootSet := map[string]bool{}
+	for i := range n.Devices {
+		d := &n.Devices[i]
+		root, numa := "", int32(UnknownNUMANode)
+		if d.Topology != nil {
+			root, numa = d.Topology.PCIEID, d.Topology.NodeID
+		}
+		if root != "" {
+			rootSet[root] = true
+		}
+		switch d.Type {
+		case RDMA:
+			b, _, _ := pfBDF(d, nil)
+			p := pfInfo{minor: *d.Minor, id: d.UUID, bdf: b, root: root, numa: numa, healthy: d.Health, labels: d.Labels}
+			for _, g := range d.VFGroups {
+				for _, vf := range g.VFs {
+					vb, _ := ParseBDF(vf.BusID)
+					p.vfs = append(p.vfs, vfInfo{minor: vf.Minor, bdf: vb, labels: g.Labels})
+				}
+			}
+			slices.SortFunc(p.vfs, func(a, b vfInfo) int { return a.bdf.Compare(b.bdf) })
+			inv.pfs = append(inv.pfs, p)
+		case GPU:
+			inv.gpus = append(inv.gpus, gpuInfo{minor: *d.Minor, id: d.UUID, root: root, numa: numa, healthy: d.Health, labels: d.Labels})
+		}
+	}
+	slices.SortFunc(inv.pfs, func(a, b pfInfo) int { return a.bdf.Compare(b.bdf) })
+	slices.SortFunc(inv.gpus, func(a, b gpuInfo) int { return cmp.Compare(a.minor, b.minor) })
+	withVF, withoutVF := 0, 0
+	for i := range inv.pfs {
+		p := &inv.pfs[i]
+		inv.byBDF[p.bdf] = int32(i)
+		for j := range p.vfs {
+			inv.vfAt[p.vfs[j].bdf] = vfRef{int32(i), int32(j)}
+		}
+		if len(p.vfs) > 0 {
+			withVF++
+		} else {
+			withoutVF++
+		}
+	}
+	for i := range inv.gpus {
+		inv.gpuAt[inv.gpus[i].minor] = i
+	}
+	switch {
+	case withVF > 0 && withoutVF > 0:
+		inv.mode = modeMixed
+	case withVF > 0:
+		inv.mode = ModeVF
+	default:
+		inv.mode = ModePF
+	}
+	for r := range rootSet {
+		inv.roots = append(inv.roots, r)
+	}
+	slices.Sort(inv.roots)
+	return inv, nil
+}
+
+// Name is the node's name.
+func (inv *Inventory) Name() string { return inv.name }
+
+// Mode is ModeVF when every PF has VFs, ModePF when none has, and an error when the
+// node mixes both (the design requires one mode per node).
+func (inv *Inventory) Mode() (Mode, error) {
+	if inv.mode == modeMixed {
+		return modeMixed, fmt.Errorf("node %s: rdma: PFs with and without VFs on one node; a node's NICs must all be in PF or all in VF mode", inv.name)
+	}
+	return inv.mode, nil
+}
+
+// pfIndex resolves a PF by BDF.
+func (inv *Inventory) pfIndex(b BDF) (int, bool) {
+	i, ok := inv.byBDF[b]
+	return int(i), ok
+}
+
+// pfByMinor resolves a PF by minor (for annotations without a BDF).
+func (inv *Inventory) pfByMinor(m int32) (int, bool) {
+	for i := range inv.pfs {
+		if inv.pfs[i].minor == m {
+			return i, true
+		}
+	}
+	return 0, false
+}
