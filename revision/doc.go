@@ -1,4 +1,102 @@
-// Package revision plans ConfigMapSet planning: configuration versions released independently of images.
+// Package revision plans ConfigMapSets: configuration files versioned and released
+// beside a workload, independently of its images, with several versions serving at
+// once.
 //
-// It is being built (issue 4); nothing is exported yet.
+// # Overview
+//
+// A reconciler calls [Plan] once per reconcile with the set, its hub ConfigMap, the
+// matched pods and the time. Plan returns the hub to write, the pod patches, the new
+// status and events. A mutating webhook calls [Inject] for new pods; the node side
+// calls [Restarts] and [MarkCurrent]; the reload sidecar calls [Hub.Files]. Building
+// blocks: [Validate], [RevisionHash], [Hub] ([DecodeHub], [Hub.Add], [Hub.Trim],
+// [Hub.HubConfigMap]), [KeysFor] and [Keys.Read], [ResolvePartition],
+// [ResolveMaxUnavailable], [InitialRevision].
+//
+//   - Every distinct spec.data is a revision named by [RevisionHash]: 16 hex digits of
+//     SHA-256 over a canonical, length-prefixed encoding, plus the collision count
+//     when above zero. If the hub holds the name with different data, the count is
+//     bumped and the data rehashed; status.collisionCount keeps it.
+//   - The hub ConfigMap "{name}-hub" ([HubName]) holds every kept revision as a JSON
+//     list, oldest first, under [HubDataKey]. Data equal to an old revision moves that
+//     revision to newest.
+//
+// Key scheme (see [Keys]): for a set named N, with S = N when N has at most
+// [MaxSetNameInKey] (25) characters, else its first 16 characters, "-" and 8 hex
+// digits of its hash:
+//
+//	apps.kruise.io/configmapset.S.updateRevision            wanted revision (controller)
+//	apps.kruise.io/configmapset.S.updateRevisionTimestamp   ms since epoch (controller)
+//	apps.kruise.io/configmapset.S.currentRevision           confirmed revision (node side)
+//	apps.kruise.io/configmapset.S.currentRevisionTimestamp  ms since epoch (node side)
+//	apps.kruise.io/configmapset.S.updateOrder=1             label (with injectUpdateOrder)
+//
+// # Algorithm
+//
+// Plan, for n non-terminating pods:
+//
+//  1. Validate the set; decode the hub; add spec.data (create, or move an equal old
+//     revision to newest): that is the update revision U.
+//  2. Cold start: when the hash of spec.containers differs from
+//     status.lastContainersHash, status.lastContainersTimestamp becomes now. Pods
+//     created before it are cold: never changed (they lack the new mounts).
+//  3. Partition: kept = partition resolved against n ([ResolvePartition]: percent
+//     rounds up; below 100% with n > 1 at least one pod updates; clamped to [0, n]).
+//     Pods to update: want = n - kept.
+//  4. If fewer than want pods have wanted revision U, warm pods are picked in this
+//     priority order (the implementation section's order):
+//     (1) pods not on status.currentRevision before pods on it;
+//     (2) among those, pods whose revision is not in the hub (or missing) first;
+//     (3) then pods on older revisions (smaller hub index) first;
+//     ties by namespace and name (byte order). This is a counting sort over
+//     len(hub)+2 classes of pods already sorted by name: linear after one sort.
+//  5. If more than want pods have U (partition raised), pods go back to
+//     status.currentRevision: pods that have not confirmed U first, then in reverse
+//     name order. With no older current revision in the hub nothing rolls back.
+//  6. With restartInjectedContainers, changes are bounded by maxUnavailable
+//     ([ResolveMaxUnavailable]: default 1, percent rounds down but never to 0):
+//     unavailable pods are not-ready pods and pods whose wanted revision is not
+//     confirmed (restarting); changing an already-unavailable pod is free.
+//  7. Warm kept pods whose revision is not in the hub get the current revision (or U
+//     when there is none): a pod cannot load a revision the hub does not hold.
+//  8. Trim the hub to revisionHistoryLimit non-live revisions (default 10), oldest
+//     first; live revisions (current, U, every pod's wanted and current) are kept.
+//  9. Status counts pods after the plan; currentRevision becomes U once every pod is
+//     updated (wanted = current = U) and ready.
+//
+// # Invariants
+//
+//   - Inputs are never mutated; outputs are byte-identical for the same input in any
+//     pod order.
+//   - Without cold pods, pods kept off U never drop below kept while an older
+//     revision exists; pods changed in one plan never exceed the maxUnavailable
+//     budget.
+//   - Live revisions are never trimmed; the hub round-trips through Encode and
+//     DecodeHub; a hub over [MaxHubBytes] or pod annotations over 256 KiB are errors,
+//     never truncated.
+//   - Every key produced is a valid qualified name for every valid set name.
+//
+// # Differences from the design
+//
+//   - Keys: the design's apps.kruise.io/configMapSet/{name}/revision has two "/" and
+//     is not a valid key; Kruise's configmapset.{name}.* scheme is used, with long names
+//     hash-shortened. The design's revision/revisionTimestamp are named
+//     updateRevision/updateRevisionTimestamp as in Kruise. Timestamps are milliseconds.
+//   - The update-order label configMapSet/{name}/updateOrder is invalid too; it is
+//     apps.kruise.io/configmapset.S.updateOrder. It is set on every pod Plan changes
+//     and removed once the pod confirms its wanted revision.
+//   - Priority: the design lists the rules in two orders; the implementation section's
+//     order is used (see Algorithm 4).
+//   - The hub stores a JSON list, not a YAML mapping (mappings have no order).
+//   - partition is an intstr.IntOrString (the design's *string) so integers are
+//     typed; status gains collisionCount and lastContainersHash.
+//   - Plan returns a [Result] (Go does not allow a type named like the function).
+//   - injectStrategy.pause pauses injection into new pods only.
+//   - Terminating pods are ignored; pods older than the set count as cold on the first
+//     reconcile (they were never injected).
+//   - The reload sidecar is a native sidecar from Kubernetes 1.29 (not 1.28: the gate
+//     is off by default there), container launch priority before.
+//
+// # Example
+//
+// See ExamplePlan, ExampleInject and ExampleKeysFor.
 package revision

@@ -1,0 +1,145 @@
+package revision_test
+
+import (
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+
+	"github.com/kplan-dev/kplan/revision"
+)
+
+func exampleSet(value string) *revision.ConfigMapSet {
+	half := intstr.FromString("50%")
+	return &revision.ConfigMapSet{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "demo", Name: "deploy-cms1", Generation: 2},
+		Spec: revision.ConfigMapSetSpec{
+			Selector:       &metav1.LabelSelector{MatchLabels: map[string]string{"app": "sample"}},
+			Data:           map[string]string{"settings.yaml": "value: " + value},
+			Containers:     []revision.ContainerInjectSpec{{Name: "main", MountPath: "/data/conf1"}},
+			UpdateStrategy: revision.ConfigMapSetUpdateStrategy{Partition: &half},
+		},
+	}
+}
+
+func ExamplePlan() {
+	now := time.Date(2025, 2, 14, 17, 51, 48, 0, time.UTC)
+	set := exampleSet("aaa")
+	set.Spec.UpdateStrategy.Partition = nil
+	keys, _ := revision.KeysFor(set.Name)
+	var pods []*corev1.Pod
+	for _, name := range []string{"sample-a", "sample-b", "sample-c", "sample-d"} {
+		pods = append(pods, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "demo", Name: name}})
+	}
+	// First reconcile: the hub is created and every pod gets revision A.
+	res, err := revision.Plan(revision.Input{Set: set, Pods: pods, Now: now})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	hub := res.Hub // what the reconciler wrote; it reads it back next time
+	fmt.Println("hub:", hub.Name, "revisions:", res.Revisions, "patches:", len(res.Pods))
+	b, _ := res.Pods[0].MergePatch()
+	fmt.Println(string(b))
+
+	// The node side confirms A on every pod; the rollout completes.
+	for i, p := range pods {
+		p = res.Pods[i].Apply(p)
+		p.Annotations[keys.CurrentRevision] = p.Annotations[keys.UpdateRevision]
+		p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}
+		pods[i] = p
+	}
+	set.Status = res.Status
+	res, _ = revision.Plan(revision.Input{Set: set, Hub: hub, Pods: pods, Now: now})
+	fmt.Println("current:", res.Status.CurrentRevision)
+
+	// New data with partition 50%: two of four pods move to revision B, in name order.
+	set.Status = res.Status
+	set.Spec.Data = map[string]string{"settings.yaml": "value: bbb"}
+	half := intstr.FromString("50%")
+	set.Spec.UpdateStrategy.Partition = &half
+	res, _ = revision.Plan(revision.Input{Set: set, Hub: hub, Pods: pods, Now: now.Add(time.Minute)})
+	fmt.Println("revisions:", res.Revisions)
+	for _, p := range res.Pods {
+		fmt.Println(p.Name, "->", *p.Annotations[keys.UpdateRevision])
+	}
+	// Output:
+	// hub: deploy-cms1-hub revisions: [1b5d3bd378ca7b6c] patches: 4
+	// {"metadata":{"annotations":{"apps.kruise.io/configmapset.deploy-cms1.updateRevision":"1b5d3bd378ca7b6c","apps.kruise.io/configmapset.deploy-cms1.updateRevisionTimestamp":"1739555508000"}}}
+	// current: 1b5d3bd378ca7b6c
+	// revisions: [1b5d3bd378ca7b6c f4c16993a53f5b40]
+	// sample-a -> f4c16993a53f5b40
+	// sample-b -> f4c16993a53f5b40
+}
+
+func ExampleKeysFor() {
+	k, _ := revision.KeysFor("deploy-cms1")
+	fmt.Println(k.UpdateRevision)
+	fmt.Println(k.CurrentRevisionTimestamp)
+	fmt.Println(k.UpdateOrder)
+	long, _ := revision.KeysFor("a-configmapset-with-a-rather-long-name")
+	fmt.Println(long.CurrentRevisionTimestamp, len(long.CurrentRevisionTimestamp[len(revision.KeyDomain)+1:]))
+	// Output:
+	// apps.kruise.io/configmapset.deploy-cms1.updateRevision
+	// apps.kruise.io/configmapset.deploy-cms1.currentRevisionTimestamp
+	// apps.kruise.io/configmapset.deploy-cms1.updateOrder
+	// apps.kruise.io/configmapset.a-configmapset-w-cb396cc6.currentRevisionTimestamp 63
+}
+
+func ExampleInject() {
+	set := exampleSet("aaa")
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "demo", Name: "sample-a", Labels: map[string]string{"app": "sample"}},
+		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "main", Image: "app:1"}}},
+	}
+	res, err := revision.Inject(pod, revision.InjectInput{
+		Set: set, KubeVersion: "v1.30.1", Sidecar: revision.SidecarOptions{Image: "reload:1"},
+		Now: time.Date(2025, 2, 14, 17, 51, 48, 0, time.UTC),
+	})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println(res.Changed, pod.Spec.InitContainers[0].Name, *pod.Spec.InitContainers[0].RestartPolicy)
+	fmt.Println(pod.Spec.Containers[0].VolumeMounts[0].MountPath, pod.Spec.Containers[0].VolumeMounts[0].ReadOnly)
+	// Output:
+	// true cms-reload-deploy-cms1 Always
+	// /data/conf1 true
+}
+
+func ExampleHub_Files() {
+	var hub revision.Hub
+	r, _ := hub.Add(map[string]string{"settings.yaml": "value: aaa"}, 0)
+	files, _ := r.Hub.Files(r.Name)
+	fmt.Printf("%q\n", files["settings.yaml"])
+	_, err := r.Hub.Files("0000000000000000")
+	fmt.Println(err)
+	// Output:
+	// "value: aaa"
+	// revision "0000000000000000" is not in the hub (it holds 1 revisions)
+}
+
+func ExampleMarkCurrent() {
+	set := exampleSet("aaa")
+	keys, _ := revision.KeysFor(set.Name)
+	wantedAt := time.Date(2025, 2, 14, 17, 0, 0, 0, time.UTC)
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "demo", Name: "sample-a", Annotations: map[string]string{
+			keys.UpdateRevision: "1b5d3bd378ca7b6c", keys.UpdateRevisionTimestamp: revision.FormatTimestamp(wantedAt),
+		}},
+		Status: corev1.PodStatus{
+			Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}},
+			InitContainerStatuses: []corev1.ContainerStatus{{
+				Name:  revision.ReloadSidecarName(set.Name),
+				State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: metav1.NewTime(wantedAt.Add(time.Minute))}},
+			}},
+		},
+	}
+	restarts, _ := revision.Restarts(pod, set)
+	patch, ok, _ := revision.MarkCurrent(pod, set, wantedAt.Add(2*time.Minute))
+	fmt.Println(restarts, ok, *patch.Annotations[keys.CurrentRevision])
+	// Output:
+	// [] true 1b5d3bd378ca7b6c
+}

@@ -1,0 +1,246 @@
+package revision
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/kplan-dev/kplan/internal/canonhash"
+	"github.com/kplan-dev/kplan/internal/names"
+	"github.com/kplan-dev/kplan/webhookpatch"
+)
+
+// Paths and variables of the reload sidecar.
+const (
+	// SidecarHubPath is where the reload sidecar sees the hub ConfigMap.
+	SidecarHubPath = "/etc/configmapset/hub"
+	// SidecarDataPath is where the reload sidecar writes the wanted revision's files.
+	SidecarDataPath = "/etc/configmapset/data"
+	// EnvRevision holds the wanted revision (read from the pod annotation when the
+	// sidecar starts, which is why it restarts on a new revision).
+	EnvRevision = "CONFIGMAPSET_REVISION"
+	// EnvHubFile is the path of the hub's revisions file.
+	EnvHubFile = "CONFIGMAPSET_HUB_FILE"
+	// EnvDataDir is the directory to write files into.
+	EnvDataDir = "CONFIGMAPSET_DATA_DIR"
+)
+
+// labelSafe turns a set name (a DNS-1123 subdomain) into a DNS-1123 label part: dots
+// become dashes, plus a hash of the name when that changed it, so "a.b" and "a-b" stay
+// apart.
+func labelSafe(setName string) []string {
+	if !strings.Contains(setName, ".") {
+		return []string{setName}
+	}
+	return []string{strings.ReplaceAll(setName, ".", "-"), canonhash.Short(setName)}
+}
+
+// ReloadSidecarName is the reload sidecar's container name for a set.
+func ReloadSidecarName(setName string) string {
+	return names.Label(append([]string{"cms-reload"}, labelSafe(setName)...)...)
+}
+
+// VolumeName is the name of the emptyDir holding a set's files.
+func VolumeName(setName string) string {
+	return names.Label(append([]string{"cms"}, labelSafe(setName)...)...)
+}
+
+// HubVolumeName is the name of the volume that mounts a set's hub into the sidecar.
+func HubVolumeName(setName string) string {
+	return names.Label(append([]string{"cms-hub"}, labelSafe(setName)...)...)
+}
+
+// InjectorName is the webhookpatch injector name, recorded on the pod, for a set.
+func InjectorName(setName string) string {
+	return names.Label(append([]string{"configmapset"}, labelSafe(setName)...)...)
+}
+
+// SidecarOptions configure the reload sidecar.
+type SidecarOptions struct {
+	// Image is the reload sidecar's image. Required.
+	Image string
+	// Resources are its resource requests and limits.
+	Resources corev1.ResourceRequirements
+}
+
+// InjectInput is what Inject needs besides the pod.
+type InjectInput struct {
+	// Set is the ConfigMapSet whose selector matched the pod.
+	Set *ConfigMapSet
+	// Pods are the other pods the set matches, to pick the new pod's revision so the
+	// partition holds. They are not changed.
+	Pods []*corev1.Pod
+	// KubeVersion is the cluster version ("v1.30.2"); it picks the sidecar mode.
+	KubeVersion string
+	// Sidecar configures the reload sidecar.
+	Sidecar SidecarOptions
+	// Now is written as the wanted revision's timestamp.
+	Now time.Time
+}
+
+// InjectResult says what Inject did.
+type InjectResult struct {
+	// Changed is true when the pod was changed.
+	Changed bool
+	// Revision is the pod's wanted revision.
+	Revision string
+	// Pending lists containers selected by nameFrom that the pod does not have (yet):
+	// a later webhook reinvocation, after their injector ran, mounts them.
+	Pending []string
+}
+
+// Inject mutates pod (deep-copy it first to diff with webhookpatch.Diff) so it serves
+// the set's files: an emptyDir, the hub ConfigMap volume, the reload sidecar (native or
+// with launch priority by Kubernetes version), read-only mounts in the selected
+// containers, and, if the pod has none, a wanted revision chosen so the partition holds
+// (InitialRevision) with its timestamp. It is idempotent, records what it injected
+// under InjectorName, and returns an error wrapping webhookpatch.ErrConflict when
+// another set already injected the same container and mountPath or sidecar. With
+// injectStrategy.pause it does nothing.
+func Inject(pod *corev1.Pod, in InjectInput) (InjectResult, error) {
+	set := in.Set
+	if set.Spec.InjectStrategy.Pause {
+		return InjectResult{}, nil
+	}
+	who := fmt.Sprintf("pod %s/%s: configmapset %s", pod.Namespace, pod.Name, set.Name)
+	if errs := Validate(set); len(errs) > 0 {
+		return InjectResult{}, fmt.Errorf("%s: %w", who, errs.ToAggregate())
+	}
+	if in.Sidecar.Image == "" {
+		return InjectResult{}, fmt.Errorf("%s: sidecar image: required", who)
+	}
+	mode, err := webhookpatch.SidecarModeFor(in.KubeVersion)
+	if err != nil {
+		return InjectResult{}, fmt.Errorf("%s: kube version: %w", who, err)
+	}
+	keys, err := KeysFor(set.Name)
+	if err != nil {
+		return InjectResult{}, err
+	}
+	orig := pod.DeepCopy()
+	res, err := inject(pod, in, keys, mode)
+	if err != nil {
+		*pod = *orig // all or nothing
+		return InjectResult{}, fmt.Errorf("%s: %w", who, err)
+	}
+	if errs := webhookpatch.Validate(pod); len(errs) > 0 {
+		*pod = *orig
+		return InjectResult{}, fmt.Errorf("%s: injected pod is invalid: %w", who, errs.ToAggregate())
+	}
+	return res, nil
+}
+
+func inject(pod *corev1.Pod, in InjectInput, keys Keys, mode webhookpatch.SidecarMode) (InjectResult, error) {
+	set := in.Set
+	inj := webhookpatch.Injector{Name: InjectorName(set.Name)}
+	var res InjectResult
+	note := func(ch bool, err error) error {
+		res.Changed = res.Changed || ch
+		return err
+	}
+	vol, hubVol := VolumeName(set.Name), HubVolumeName(set.Name)
+	optional := true
+	if err := note(inj.EnsureVolume(pod, corev1.Volume{Name: vol, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}})); err != nil {
+		return res, err
+	}
+	if err := note(inj.EnsureVolume(pod, corev1.Volume{Name: hubVol, VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{
+		LocalObjectReference: corev1.LocalObjectReference{Name: HubName(set.Name)}, Optional: &optional,
+	}}})); err != nil {
+		return res, err
+	}
+	sidecar := corev1.Container{
+		Name:      ReloadSidecarName(set.Name),
+		Image:     in.Sidecar.Image,
+		Resources: *in.Sidecar.Resources.DeepCopy(),
+		Env: []corev1.EnvVar{
+			{Name: EnvRevision, ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{APIVersion: "v1", FieldPath: "metadata.annotations['" + keys.UpdateRevision + "']"}}},
+			{Name: EnvHubFile, Value: SidecarHubPath + "/" + HubDataKey},
+			{Name: EnvDataDir, Value: SidecarDataPath},
+		},
+		VolumeMounts: []corev1.VolumeMount{
+			{Name: hubVol, MountPath: SidecarHubPath, ReadOnly: true},
+			{Name: vol, MountPath: SidecarDataPath},
+		},
+	}
+	if err := note(inj.EnsureSidecar(pod, sidecar, mode)); err != nil {
+		return res, err
+	}
+	for i, c := range set.Spec.Containers {
+		name, ok, err := resolveContainerName(pod, c)
+		if err != nil {
+			return res, fmt.Errorf("spec.containers[%d]: %w", i, err)
+		}
+		if !ok || (c.NameFrom != nil && !hasContainer(pod, name)) {
+			res.Pending = append(res.Pending, fmt.Sprintf("spec.containers[%d] (%s)", i, c.NameFrom.FieldRef.FieldPath))
+			continue
+		}
+		m := corev1.VolumeMount{Name: vol, MountPath: c.MountPath, ReadOnly: true}
+		if err := note(inj.EnsureVolumeMount(pod, m, webhookpatch.ContainerSelector{Names: []string{name}})); err != nil {
+			return res, fmt.Errorf("spec.containers[%d]: %w", i, err)
+		}
+	}
+	if rev := pod.Annotations[keys.UpdateRevision]; rev != "" {
+		res.Revision = rev
+		return res, nil
+	}
+	res.Revision = InitialRevision(set, in.Pods)
+	if err := note(inj.EnsureAnnotation(pod, keys.UpdateRevision, res.Revision)); err != nil {
+		return res, err
+	}
+	if err := note(inj.EnsureAnnotation(pod, keys.UpdateRevisionTimestamp, FormatTimestamp(in.Now))); err != nil {
+		return res, err
+	}
+	return res, nil
+}
+
+func hasContainer(pod *corev1.Pod, name string) bool {
+	for _, list := range [][]corev1.Container{pod.Spec.InitContainers, pod.Spec.Containers} {
+		for _, c := range list {
+			if c.Name == name {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// InitialRevision returns the revision a new pod should start with so the partition
+// holds once it joins pods (the set's other matched pods): status.updateRevision (or
+// the hash of spec.data before the first reconcile) while fewer than
+// pods+1-partition pods have it, else status.currentRevision. Terminating pods do not
+// count. An invalid partition counts as 0.
+func InitialRevision(set *ConfigMapSet, pods []*corev1.Pod) string {
+	update := set.Status.UpdateRevision
+	if update == "" {
+		var cc int32
+		if set.Status.CollisionCount != nil {
+			cc = *set.Status.CollisionCount
+		}
+		update = RevisionHash(set.Spec.Data, cc)
+	}
+	current := set.Status.CurrentRevision
+	if current == "" || current == update {
+		return update
+	}
+	keys, err := KeysFor(set.Name)
+	if err != nil {
+		return update
+	}
+	total, assigned := 1, 0
+	for _, p := range pods {
+		if p == nil || p.DeletionTimestamp != nil {
+			continue
+		}
+		total++
+		if p.Annotations[keys.UpdateRevision] == update {
+			assigned++
+		}
+	}
+	kept, err := ResolvePartition(set.Spec.UpdateStrategy.Partition, total)
+	if err != nil || assigned < total-kept {
+		return update
+	}
+	return current
+}

@@ -1,0 +1,127 @@
+package revision
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+
+	"github.com/kplan-dev/kplan/internal/podfixture"
+	"github.com/kplan-dev/kplan/webhookpatch"
+)
+
+func injectInput(set *ConfigMapSet, version string) InjectInput {
+	return InjectInput{Set: set, KubeVersion: version, Sidecar: SidecarOptions{Image: "reload:1"}, Now: now}
+}
+
+func TestInject(t *testing.T) {
+	set := newSet(data("a"))
+	set.Spec.Containers = append(set.Spec.Containers, ContainerInjectSpec{
+		NameFrom: &ValueFromSource{FieldRef: corev1.ObjectFieldSelector{FieldPath: "metadata.labels['cName']"}}, MountPath: "/data/c3"})
+	set.Status.UpdateRevision = "upd"
+	pod := podfixture.Pod("ns", "p", podfixture.Labels("app", "sample", "cName", "side"), podfixture.Containers("main", "side"))
+
+	t.Run("native mode adds an init sidecar, volumes, mounts and the revision", func(t *testing.T) {
+		p := pod.DeepCopy()
+		res, err := Inject(p, injectInput(set, "v1.30.0"))
+		if err != nil || !res.Changed || res.Revision != "upd" {
+			t.Fatalf("%+v %v", res, err)
+		}
+		if len(p.Spec.InitContainers) != 1 || p.Spec.InitContainers[0].Name != "cms-reload-cms1" {
+			t.Errorf("init containers %+v", p.Spec.InitContainers)
+		}
+		for _, c := range p.Spec.Containers {
+			if len(c.VolumeMounts) != 1 || !c.VolumeMounts[0].ReadOnly {
+				t.Errorf("container %s mounts %+v", c.Name, c.VolumeMounts)
+			}
+		}
+		if p.Annotations[testKeys.UpdateRevision] != "upd" || p.Annotations[testKeys.UpdateRevisionTimestamp] != FormatTimestamp(now) {
+			t.Errorf("annotations %v", p.Annotations)
+		}
+		t.Run("a second injection changes nothing", func(t *testing.T) {
+			q := p.DeepCopy()
+			res, err := Inject(q, injectInput(set, "v1.30.0"))
+			ops, _ := webhookpatch.Diff(p, q)
+			if err != nil || res.Changed || len(ops) != 0 {
+				t.Errorf("%+v %v %v", res, err, ops)
+			}
+		})
+	})
+	t.Run("before 1.29 the sidecar runs first with launch priority", func(t *testing.T) {
+		p := pod.DeepCopy()
+		if _, err := Inject(p, injectInput(set, "v1.28.5")); err != nil {
+			t.Fatal(err)
+		}
+		if p.Spec.Containers[0].Name != "cms-reload-cms1" || p.Annotations[webhookpatch.LaunchPriorityAnnotation] != "Ordered" {
+			t.Errorf("containers %v", p.Spec.Containers)
+		}
+	})
+	t.Run("a fieldRef container the pod lacks is pending", func(t *testing.T) {
+		p := podfixture.Pod("ns", "p", podfixture.Labels("app", "sample"), podfixture.Containers("main"))
+		res, err := Inject(p, injectInput(set, "v1.30.0"))
+		if err != nil || len(res.Pending) != 1 {
+			t.Errorf("%+v %v", res, err)
+		}
+	})
+	t.Run("a missing static container is an error and the pod is unchanged", func(t *testing.T) {
+		p := podfixture.Pod("ns", "p", podfixture.Containers("other"))
+		before := p.DeepCopy()
+		_, err := Inject(p, injectInput(set, "v1.30.0"))
+		if err == nil || !strings.Contains(err.Error(), "pod ns/p") {
+			t.Errorf("err %v", err)
+		}
+		if ops, _ := webhookpatch.Diff(before, p); len(ops) != 0 {
+			t.Errorf("pod changed: %v", ops)
+		}
+	})
+	t.Run("two sets on one container and path conflict", func(t *testing.T) {
+		p := pod.DeepCopy()
+		if _, err := Inject(p, injectInput(set, "v1.30.0")); err != nil {
+			t.Fatal(err)
+		}
+		other := set.DeepCopy()
+		other.Name = "cms2"
+		_, err := Inject(p, injectInput(other, "v1.30.0"))
+		if !errors.Is(err, webhookpatch.ErrConflict) {
+			t.Errorf("err = %v, want a conflict", err)
+		}
+	})
+	t.Run("pause injects nothing", func(t *testing.T) {
+		s := set.DeepCopy()
+		s.Spec.InjectStrategy.Pause = true
+		p := pod.DeepCopy()
+		if res, err := Inject(p, injectInput(s, "v1.30.0")); err != nil || res.Changed {
+			t.Errorf("%+v %v", res, err)
+		}
+	})
+}
+
+func TestInitialRevision(t *testing.T) {
+	set := newSet(data("a"), partition(intstr.FromString("50%")))
+	set.Status.UpdateRevision, set.Status.CurrentRevision = "upd", "cur"
+	tests := []struct {
+		name string
+		pods []string // wanted revisions of the other pods
+		want string
+	}{
+		// 3 pods with the new one: 50% -> 2 kept, 1 updated; none yet -> upd.
+		{"the new pod updates while too few pods have the update", []string{"cur", "cur"}, "upd"},
+		// 4 pods: 2 kept, 2 updated; 2 already -> cur.
+		{"the new pod stays old once enough pods have the update", []string{"upd", "upd", "cur"}, "cur"},
+		// 1 pod: 50% of 1 rounds up to 1 kept; with one pod no one-less rule.
+		{"a lone pod is kept when the percent rounds up to it", nil, "cur"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var pods []*corev1.Pod
+			for i, r := range tt.pods {
+				pods = append(pods, revPod(string(rune('a'+i)), r, r, true))
+			}
+			if got := InitialRevision(set, pods); got != tt.want {
+				t.Errorf("got %s, want %s", got, tt.want)
+			}
+		})
+	}
+}

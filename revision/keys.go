@@ -1,0 +1,197 @@
+package revision
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
+
+	"github.com/kplan-dev/kplan/internal/names"
+)
+
+// KeyDomain is the prefix of every annotation and label key a ConfigMapSet writes on
+// pods, as in OpenKruise's implementation.
+const KeyDomain = "apps.kruise.io"
+
+// keySetPrefix starts the name part of every key.
+const keySetPrefix = "configmapset."
+
+// Suffixes of the name part of the pod keys, after the (possibly shortened) set name.
+const (
+	suffixUpdateRevision          = "updateRevision"
+	suffixUpdateRevisionTimestamp = "updateRevisionTimestamp"
+	suffixCurrentRevision         = "currentRevision"
+	suffixCurrentRevisionTimestmp = "currentRevisionTimestamp"
+	suffixUpdateOrder             = "updateOrder"
+)
+
+// MaxSetNameInKey is the longest set name used verbatim inside a key: the name part
+// of a qualified key is at most 63 characters and the longest suffix is
+// ".currentRevisionTimestamp". Longer names are shortened to a prefix plus 8 hex
+// digits of their hash (internal/names), so every key stays valid.
+const MaxSetNameInKey = names.MaxLabelLength - len(keySetPrefix) - len(".") - len(suffixCurrentRevisionTimestmp)
+
+// UpdateOrderValue is the value of the update-order label.
+const UpdateOrderValue = "1"
+
+// Keys are the annotation and label keys of one ConfigMapSet on its pods. The scheme,
+// for a set named N (shortened to S as MaxSetNameInKey says):
+//
+//	apps.kruise.io/configmapset.S.updateRevision            wanted revision (controller)
+//	apps.kruise.io/configmapset.S.updateRevisionTimestamp   when it was wanted, ms since epoch
+//	apps.kruise.io/configmapset.S.currentRevision           revision the pod runs (node side)
+//	apps.kruise.io/configmapset.S.currentRevisionTimestamp  when it was marked, ms since epoch
+//	apps.kruise.io/configmapset.S.updateOrder=1             label: picked, not yet restarted
+type Keys struct {
+	UpdateRevision           string
+	UpdateRevisionTimestamp  string
+	CurrentRevision          string
+	CurrentRevisionTimestamp string
+	// UpdateOrder is a label key.
+	UpdateOrder string
+}
+
+// KeysFor returns the keys of the set named setName. It returns an error if setName
+// is not a DNS-1123 subdomain (a valid object name); for every valid name all keys are
+// valid qualified names.
+func KeysFor(setName string) (Keys, error) {
+	if errs := validation.IsDNS1123Subdomain(setName); len(errs) > 0 {
+		return Keys{}, fmt.Errorf("configmapset name %q: %s", setName, strings.Join(errs, "; "))
+	}
+	s := names.Fit(setName, MaxSetNameInKey)
+	k := func(suffix string) string { return KeyDomain + "/" + keySetPrefix + s + "." + suffix }
+	keys := Keys{
+		UpdateRevision:           k(suffixUpdateRevision),
+		UpdateRevisionTimestamp:  k(suffixUpdateRevisionTimestamp),
+		CurrentRevision:          k(suffixCurrentRevision),
+		CurrentRevisionTimestamp: k(suffixCurrentRevisionTimestmp),
+		UpdateOrder:              k(suffixUpdateOrder),
+	}
+	for _, key := range []string{keys.UpdateRevision, keys.UpdateRevisionTimestamp, keys.CurrentRevision, keys.CurrentRevisionTimestamp, keys.UpdateOrder} {
+		if errs := validation.IsQualifiedName(key); len(errs) > 0 {
+			return Keys{}, fmt.Errorf("configmapset %q: key %q: %s", setName, key, strings.Join(errs, "; "))
+		}
+	}
+	return keys, nil
+}
+
+// KeyField says which of a set's keys a key is.
+type KeyField string
+
+// The fields of a set's keys.
+const (
+	FieldUpdateRevision           KeyField = suffixUpdateRevision
+	FieldUpdateRevisionTimestamp  KeyField = suffixUpdateRevisionTimestamp
+	FieldCurrentRevision          KeyField = suffixCurrentRevision
+	FieldCurrentRevisionTimestamp KeyField = suffixCurrentRevisionTimestmp
+	FieldUpdateOrder              KeyField = suffixUpdateOrder
+)
+
+// ParseKey splits a key written by KeysFor into the set name as it appears in the key
+// (shortened for long names) and the field. ok is false for any other key.
+func ParseKey(key string) (setInKey string, field KeyField, ok bool) {
+	rest, found := strings.CutPrefix(key, KeyDomain+"/"+keySetPrefix)
+	if !found {
+		return "", "", false
+	}
+	dot := strings.LastIndexByte(rest, '.')
+	if dot <= 0 {
+		return "", "", false
+	}
+	setInKey, f := rest[:dot], KeyField(rest[dot+1:])
+	switch f {
+	case FieldUpdateRevision, FieldUpdateRevisionTimestamp, FieldCurrentRevision, FieldCurrentRevisionTimestamp, FieldUpdateOrder:
+	default:
+		return "", "", false
+	}
+	if len(setInKey) > MaxSetNameInKey || len(validation.IsDNS1123Subdomain(setInKey)) > 0 {
+		return "", "", false
+	}
+	return setInKey, f, true
+}
+
+// PodState is a pod's revision state as its annotations hold it. Zero values mean the
+// annotation is absent.
+type PodState struct {
+	// UpdateRevision is the revision the controller wants the pod to run.
+	UpdateRevision string
+	// UpdateTimestamp is when UpdateRevision was written.
+	UpdateTimestamp time.Time
+	// CurrentRevision is the revision the node side last confirmed.
+	CurrentRevision string
+	// CurrentTimestamp is when CurrentRevision was written.
+	CurrentTimestamp time.Time
+}
+
+// Updated reports whether the pod runs the revision it is asked to run.
+func (s PodState) Updated() bool {
+	return s.UpdateRevision != "" && s.UpdateRevision == s.CurrentRevision
+}
+
+// Read returns the pod's revision state. A timestamp that is not a non-negative
+// integer of milliseconds is an error naming the pod and the annotation.
+func (k Keys) Read(pod *corev1.Pod) (PodState, error) {
+	a := pod.Annotations
+	s := PodState{UpdateRevision: a[k.UpdateRevision], CurrentRevision: a[k.CurrentRevision]}
+	var err error
+	if v, ok := a[k.UpdateRevisionTimestamp]; ok {
+		if s.UpdateTimestamp, err = ParseTimestamp(v); err != nil {
+			return PodState{}, fmt.Errorf("pod %s/%s: annotation %s: %w", pod.Namespace, pod.Name, k.UpdateRevisionTimestamp, err)
+		}
+	}
+	if v, ok := a[k.CurrentRevisionTimestamp]; ok {
+		if s.CurrentTimestamp, err = ParseTimestamp(v); err != nil {
+			return PodState{}, fmt.Errorf("pod %s/%s: annotation %s: %w", pod.Namespace, pod.Name, k.CurrentRevisionTimestamp, err)
+		}
+	}
+	return s, nil
+}
+
+// Write stores s into annotations (which must not be nil): non-empty fields are set,
+// empty ones removed.
+func (k Keys) Write(annotations map[string]string, s PodState) {
+	set := func(key, v string) {
+		if v == "" {
+			delete(annotations, key)
+		} else {
+			annotations[key] = v
+		}
+	}
+	set(k.UpdateRevision, s.UpdateRevision)
+	set(k.CurrentRevision, s.CurrentRevision)
+	set(k.UpdateRevisionTimestamp, formatIfSet(s.UpdateTimestamp))
+	set(k.CurrentRevisionTimestamp, formatIfSet(s.CurrentTimestamp))
+}
+
+func formatIfSet(t time.Time) string {
+	if t.IsZero() {
+		return ""
+	}
+	return FormatTimestamp(t)
+}
+
+// FormatTimestamp writes t as milliseconds since the Unix epoch (Kruise's format).
+func FormatTimestamp(t time.Time) string {
+	return strconv.FormatInt(t.UnixMilli(), 10)
+}
+
+// ParseTimestamp reads milliseconds since the Unix epoch: decimal digits only, at most
+// 18 of them.
+func ParseTimestamp(s string) (time.Time, error) {
+	if s == "" || len(s) > 18 {
+		return time.Time{}, fmt.Errorf("%q is not a timestamp in milliseconds", s)
+	}
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return time.Time{}, fmt.Errorf("%q is not a timestamp in milliseconds", s)
+		}
+	}
+	ms, err := strconv.ParseInt(s, 10, 64)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("%q is not a timestamp in milliseconds: %w", s, err)
+	}
+	return time.UnixMilli(ms).UTC(), nil
+}

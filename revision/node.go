@@ -1,0 +1,140 @@
+package revision
+
+import (
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// Restarts returns the containers the node side must restart now for the pod to load
+// its wanted revision, in order. The reload sidecar comes alone and first; only once
+// it has started after the wanted revision's timestamp, and with
+// restartInjectedContainers, the injected containers that started before it follow (in
+// pod order). Containers that are not running are restarting already and are not
+// listed. Nothing is restarted for a pod that runs its wanted revision, has none, or
+// was created before status.lastContainersTimestamp (cold start). The pod is not
+// changed.
+//
+// Container start times have one-second precision; a container started in the same
+// second as the timestamp counts as started before it, so it may restart once more
+// but never keeps old files.
+func Restarts(pod *corev1.Pod, set *ConfigMapSet) ([]string, error) {
+	need, _, err := restartState(pod, set)
+	return need, err
+}
+
+// MarkCurrent returns the patch that records the pod's wanted revision as its current
+// revision, with now as its timestamp, when the node side may write it: the pod is
+// ready, and every container that must restart (the reload sidecar, and with
+// restartInjectedContainers the injected containers) runs and started after the wanted
+// revision's timestamp. ok is false when the pod is not there yet or already current.
+func MarkCurrent(pod *corev1.Pod, set *ConfigMapSet, now time.Time) (patch PodPatch, ok bool, err error) {
+	need, pending, err := restartState(pod, set)
+	if err != nil || len(need) > 0 || pending || !podReady(pod) {
+		return PodPatch{}, false, err
+	}
+	keys, err := KeysFor(set.Name)
+	if err != nil {
+		return PodPatch{}, false, err
+	}
+	st, _ := keys.Read(pod) // restartState read it already
+	if st.UpdateRevision == "" || st.Updated() || isCold(pod, set) {
+		return PodPatch{}, false, nil
+	}
+	rev, ts := st.UpdateRevision, FormatTimestamp(now)
+	return PodPatch{
+		Namespace: pod.Namespace, Name: pod.Name, UID: pod.UID,
+		Annotations: map[string]*string{keys.CurrentRevision: &rev, keys.CurrentRevisionTimestamp: &ts},
+	}, true, nil
+}
+
+func isCold(pod *corev1.Pod, set *ConfigMapSet) bool {
+	return isColdAt(pod, set.Status.LastContainersTimestamp)
+}
+
+// isColdAt reports whether the pod was created before lastContainers. A pod without
+// a creation timestamp (not created yet) is never cold.
+func isColdAt(pod *corev1.Pod, lastContainers *metav1.Time) bool {
+	return lastContainers != nil && !pod.CreationTimestamp.IsZero() && pod.CreationTimestamp.Before(lastContainers)
+}
+
+// restartState returns the containers that must restart now and whether some
+// required container is still restarting (not running).
+func restartState(pod *corev1.Pod, set *ConfigMapSet) (need []string, pending bool, err error) {
+	keys, err := KeysFor(set.Name)
+	if err != nil {
+		return nil, false, err
+	}
+	st, err := keys.Read(pod)
+	if err != nil {
+		return nil, false, err
+	}
+	if st.UpdateRevision == "" || st.Updated() || isCold(pod, set) {
+		return nil, false, nil
+	}
+	since := st.UpdateTimestamp
+	sidecar := ReloadSidecarName(set.Name)
+	switch containerStarted(pod, sidecar, since) {
+	case startedBefore:
+		return []string{sidecar}, false, nil
+	case notRunning:
+		return nil, true, nil
+	}
+	if !set.Spec.UpdateStrategy.RestartInjectedContainers {
+		return nil, false, nil
+	}
+	targets := map[string]bool{}
+	for _, c := range set.Spec.Containers {
+		name, ok, err := resolveContainerName(pod, c)
+		if err != nil {
+			return nil, false, err
+		}
+		if ok {
+			targets[name] = true
+		}
+	}
+	for _, list := range [][]corev1.Container{pod.Spec.InitContainers, pod.Spec.Containers} {
+		for _, c := range list {
+			if !targets[c.Name] || c.Name == sidecar {
+				continue
+			}
+			targets[c.Name] = false // once
+			switch containerStarted(pod, c.Name, since) {
+			case startedBefore:
+				need = append(need, c.Name)
+			case notRunning:
+				pending = true
+			}
+		}
+	}
+	return need, pending, nil
+}
+
+type startState int
+
+const (
+	startedAfter startState = iota
+	startedBefore
+	notRunning
+)
+
+// containerStarted says whether the named container runs and started at or after
+// since. A container without status is not running.
+func containerStarted(pod *corev1.Pod, name string, since time.Time) startState {
+	for _, list := range [][]corev1.ContainerStatus{pod.Status.InitContainerStatuses, pod.Status.ContainerStatuses} {
+		for _, cs := range list {
+			if cs.Name != name {
+				continue
+			}
+			if cs.State.Running == nil {
+				return notRunning
+			}
+			if cs.State.Running.StartedAt.Time.Before(since) {
+				return startedBefore
+			}
+			return startedAfter
+		}
+	}
+	return notRunning
+}

@@ -1,0 +1,89 @@
+package revision
+
+import (
+	"fmt"
+
+	"k8s.io/apimachinery/pkg/util/intstr"
+
+	"github.com/kplan-dev/kplan/internal/budget"
+)
+
+// ResolvePartition returns how many of pods are kept on old revisions (Kruise's
+// rule): nil is 0; an integer is itself; a percent rounds up, and when it is below
+// 100% with more than one pod and rounds to every pod, one pod less, so at least one
+// pod updates. The result is clamped to [0, pods].
+func ResolvePartition(p *intstr.IntOrString, pods int) (int, error) {
+	kept, err := budget.Resolve(p, pods, budget.Rule{Rounding: budget.RoundUp})
+	if err != nil {
+		return 0, fmt.Errorf("partition: %w", err)
+	}
+	if p != nil && p.Type == intstr.String && pods > 1 && kept >= pods {
+		if pct, _ := budget.ParsePercent(p.StrVal); pct < 100 {
+			kept = pods - 1
+		}
+	}
+	return min(max(kept, 0), pods), nil
+}
+
+// ResolveMaxUnavailable returns how many pods may be unavailable at once when
+// injected containers restart: nil is 1; a percent rounds down but a non-zero percent
+// of a non-zero total is at least 1.
+func ResolveMaxUnavailable(v *intstr.IntOrString, pods int) (int, error) {
+	if v == nil {
+		v = &defaultMaxUnavailable
+	}
+	n, err := budget.Resolve(v, pods, budget.Rule{Rounding: budget.RoundDown, NonZeroPercentAtLeastOne: true})
+	if err != nil {
+		return 0, fmt.Errorf("maxUnavailable: %w", err)
+	}
+	return n, nil
+}
+
+// priorityClass is a pod's update priority bucket; lower buckets update first.
+//
+//	0                   pods whose revision is not in the hub (or that have none)
+//	1 + hub index       pods on an old revision, older first
+//	1 + len(hub)        pods on currentRevision
+//
+// The design lists the rules twice in different orders; this is the implementation
+// section's order: (1) not on currentRevision before on it, (2) among those, revision
+// missing from the hub first, (3) then smaller hub index first. Ties by namespace and
+// name.
+func priorityClass(rev, current string, hubIndex map[string]int, hubLen int) int {
+	if rev != "" && rev == current {
+		return 1 + hubLen
+	}
+	i, ok := hubIndex[rev]
+	if !ok {
+		return 0
+	}
+	return 1 + i
+}
+
+// bucketOrder returns the members of items (already in name order) ordered by class
+// ascending and, within a class, in their given order (reverse when reverse is set):
+// a counting sort, linear in len(items).
+func bucketOrder(items []int, class func(int) int, classes int, reverse bool) []int {
+	counts := make([]int, classes+1)
+	for _, it := range items {
+		counts[class(it)+1]++
+	}
+	for c := 1; c <= classes; c++ {
+		counts[c] += counts[c-1]
+	}
+	out := make([]int, len(items))
+	if reverse {
+		for j := len(items) - 1; j >= 0; j-- {
+			c := class(items[j])
+			out[counts[c]] = items[j]
+			counts[c]++
+		}
+		return out
+	}
+	for _, it := range items {
+		c := class(it)
+		out[counts[c]] = it
+		counts[c]++
+	}
+	return out
+}

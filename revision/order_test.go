@@ -1,0 +1,113 @@
+package revision
+
+import (
+	"testing"
+
+	"k8s.io/apimachinery/pkg/util/intstr"
+)
+
+func TestResolvePartition(t *testing.T) {
+	pct := func(s string) *intstr.IntOrString { v := intstr.FromString(s); return &v }
+	num := func(n int) *intstr.IntOrString { v := intstr.FromInt(n); return &v }
+	tests := []struct {
+		name string
+		p    *intstr.IntOrString
+		pods int
+		want int
+	}{
+		{"nil keeps no pod", nil, 10, 0},
+		{"an integer keeps itself", num(3), 10, 3},
+		{"an integer above the pod count is clamped", num(12), 10, 10},
+		{"10% of 10 keeps 1", pct("10%"), 10, 1},
+		// 10% of 3 = 0.3, rounded up = 1.
+		{"a percent rounds up", pct("10%"), 3, 1},
+		// 90% of 3 = 2.7 -> 3 = every pod, below 100% -> 2 so one pod updates.
+		{"a percent below 100 that rounds to every pod keeps one less", pct("90%"), 3, 2},
+		// 99% of 1 = 0.99 -> 1; with a single pod the one-less rule does not apply.
+		{"with one pod the rule does not apply", pct("99%"), 1, 1},
+		{"100% keeps every pod", pct("100%"), 4, 4},
+		{"0% keeps none", pct("0%"), 4, 0},
+		{"no pods keep none", pct("50%"), 0, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := ResolvePartition(tt.p, tt.pods)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got != tt.want {
+				t.Errorf("ResolvePartition(%v, %d) = %d, want %d", tt.p, tt.pods, got, tt.want)
+			}
+		})
+	}
+	t.Run("a malformed percent is an error", func(t *testing.T) {
+		if _, err := ResolvePartition(pct("1.5%"), 3); err == nil {
+			t.Error("no error")
+		}
+	})
+}
+
+func TestResolveMaxUnavailable(t *testing.T) {
+	pct := func(s string) *intstr.IntOrString { v := intstr.FromString(s); return &v }
+	tests := []struct {
+		name string
+		v    *intstr.IntOrString
+		pods int
+		want int
+	}{
+		{"nil is one", nil, 10, 1},
+		// 25% of 10 = 2.5, rounded down = 2.
+		{"a percent rounds down", pct("25%"), 10, 2},
+		// 1% of 10 = 0.1 -> 0, but a non-zero percent is at least 1.
+		{"a small percent never resolves to zero", pct("1%"), 10, 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := ResolveMaxUnavailable(tt.v, tt.pods)
+			if err != nil || got != tt.want {
+				t.Errorf("ResolveMaxUnavailable(%v, %d) = %d, %v; want %d", tt.v, tt.pods, got, err, tt.want)
+			}
+		})
+	}
+}
+
+func TestPriorityClass(t *testing.T) {
+	hub := map[string]int{"old": 0, "mid": 1, "cur": 2, "upd": 3}
+	tests := []struct {
+		name     string
+		rev      string
+		wantLess string
+	}{
+		{"a pod whose revision left the hub goes before a pod on an old revision", "gone", "old"},
+		{"a pod without a revision goes before a pod on an old revision", "", "old"},
+		{"an older revision goes before a newer one", "old", "mid"},
+		{"a pod on an old revision goes before a pod on the current revision", "mid", "cur"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			a, b := priorityClass(tt.rev, "cur", hub, 4), priorityClass(tt.wantLess, "cur", hub, 4)
+			if a >= b {
+				t.Errorf("class(%q)=%d, class(%q)=%d: want the first lower", tt.rev, a, tt.wantLess, b)
+			}
+		})
+	}
+}
+
+func TestBucketOrder(t *testing.T) {
+	items := []int{0, 1, 2, 3, 4, 5}
+	class := func(i int) int { return (5 - i) % 3 } // 0:2 1:1 2:0 3:2 4:1 5:0
+	got := bucketOrder(items, class, 3, false)
+	want := []int{2, 5, 1, 4, 0, 3}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Fatalf("forward: got %v, want %v", got, want)
+		}
+	}
+	got = bucketOrder(items, class, 3, true)
+	want = []int{5, 2, 4, 1, 3, 0}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Fatalf("reverse: got %v, want %v", got, want)
+		}
+	}
+}

@@ -1,0 +1,310 @@
+package revision
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apivalidation "k8s.io/apimachinery/pkg/api/validation"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/kplan-dev/kplan/internal/canonhash"
+)
+
+// Input is what Plan reads for one reconcile. Plan never changes it.
+type Input struct {
+	// Set is the ConfigMapSet with its current status.
+	Set *ConfigMapSet
+	// Hub is the hub ConfigMap as read, or nil when it does not exist.
+	Hub *corev1.ConfigMap
+	// Pods are the pods the selector matches, in any order.
+	Pods []*corev1.Pod
+	// Now is the reconcile time, written into timestamps.
+	Now time.Time
+}
+
+// Result is what one reconcile should write. (The issue calls it Plan; Go does not
+// allow a type and a function of the same name.)
+type Result struct {
+	// Hub is the hub ConfigMap to create or update, or nil when unchanged.
+	Hub *corev1.ConfigMap
+	// Revisions are the hub's revision names after the plan, oldest first.
+	Revisions []string
+	// Pods are the pod patches, ordered by namespace and name.
+	Pods []PodPatch
+	// Status is the set's new status.
+	Status ConfigMapSetStatus
+	// Events describe what changed, in a fixed order.
+	Events []Event
+}
+
+// podInfo is Plan's view of one pod.
+type podInfo struct {
+	pod       *corev1.Pod
+	state     PodState
+	ready     bool
+	cold      bool
+	target    string // wanted revision after the plan
+	changed   bool
+	labelNow  bool
+	labelWant bool
+}
+
+// Plan plans one reconcile of a ConfigMapSet, as the package doc describes. Terminating
+// pods (with a deletion timestamp) are ignored. Bad input (an invalid spec, a corrupt
+// hub, an unparsable pod annotation, a pod listed twice) is an error naming the object
+// and field; a hub or pod annotations that would exceed their size limits are errors.
+func Plan(in Input) (Result, error) {
+	set := in.Set
+	if set == nil {
+		return Result{}, fmt.Errorf("revision.Plan: input has no ConfigMapSet")
+	}
+	who := "configmapset " + set.Namespace + "/" + set.Name
+	if errs := Validate(set); len(errs) > 0 {
+		return Result{}, fmt.Errorf("%s: %w", who, errs.ToAggregate())
+	}
+	keys, err := KeysFor(set.Name)
+	if err != nil {
+		return Result{}, err
+	}
+	hub, err := DecodeHub(in.Hub)
+	if err != nil {
+		return Result{}, err
+	}
+	var cc int32
+	if set.Status.CollisionCount != nil {
+		cc = *set.Status.CollisionCount
+	}
+	add, err := hub.Add(set.Spec.Data, cc)
+	if err != nil {
+		return Result{}, fmt.Errorf("%s: spec.data: %w", who, err)
+	}
+	hub, update := add.Hub, add.Name
+	var events []Event
+	if add.CollisionCount != cc {
+		events = append(events, Event{corev1.EventTypeWarning, "HashCollision", fmt.Sprintf("revision hash collided; collision count is now %d", add.CollisionCount)})
+	}
+	if add.Created {
+		events = append(events, Event{corev1.EventTypeNormal, "RevisionCreated", "revision " + update + " created"})
+	} else if add.Moved {
+		events = append(events, Event{corev1.EventTypeNormal, "RevisionRestored", "data equals old revision " + update + "; moved to newest"})
+	}
+
+	status := ConfigMapSetStatus{
+		ObservedGeneration: set.Generation,
+		CurrentRevision:    set.Status.CurrentRevision,
+		UpdateRevision:     update,
+	}
+	if add.CollisionCount > 0 || set.Status.CollisionCount != nil {
+		c := add.CollisionCount
+		status.CollisionCount = &c
+	}
+	lastTS, containersHash, changed := coldStart(set, in.Now)
+	status.LastContainersTimestamp, status.LastContainersHash = lastTS, containersHash
+	if changed {
+		events = append(events, Event{corev1.EventTypeNormal, "ContainersChanged", "spec.containers changed; only pods created from now on get the new mounts"})
+	}
+
+	pods, err := readPods(in.Pods, keys, lastTS)
+	if err != nil {
+		return Result{}, err
+	}
+	hubIndex := make(map[string]int, len(hub.Revisions))
+	for i, r := range hub.Revisions {
+		hubIndex[r.Name] = i
+	}
+	sel, err := selectPods(set, pods, update, hubIndex)
+	if err != nil {
+		return Result{}, fmt.Errorf("%s: spec.updateStrategy.%w", who, err)
+	}
+	if sel.updated > 0 {
+		events = append(events, Event{corev1.EventTypeNormal, "PodsUpdated", fmt.Sprintf("%d pods set to revision %s", sel.updated, update)})
+	}
+	if sel.rolledBack > 0 {
+		events = append(events, Event{corev1.EventTypeNormal, "PodsRolledBack", fmt.Sprintf("%d pods set back to revision %s", sel.rolledBack, status.CurrentRevision)})
+	}
+
+	patches, err := buildPatches(pods, keys, set.Spec.InjectUpdateOrder, in.Now)
+	if err != nil {
+		return Result{}, err
+	}
+
+	// Trim the hub: live revisions are current, update and every pod's.
+	live := map[string]bool{update: true, status.CurrentRevision: true}
+	for i := range pods {
+		live[pods[i].target] = true
+		live[pods[i].state.CurrentRevision] = true
+	}
+	limit := int(DefaultRevisionHistoryLimit)
+	if l := set.Spec.RevisionHistoryLimit; l != nil {
+		limit = int(*l)
+	}
+	hub, dropped := hub.Trim(limit, func(n string) bool { return live[n] })
+	if len(dropped) > 0 {
+		events = append(events, Event{corev1.EventTypeNormal, "RevisionsTrimmed", fmt.Sprintf("%d old revisions removed from the hub", len(dropped))})
+	}
+
+	countStatus(&status, pods, update)
+	if status.UpdatedReadyPods == status.MatchedPods && status.CurrentRevision != update {
+		status.CurrentRevision = update
+		events = append(events, Event{corev1.EventTypeNormal, "RolloutComplete", "every pod runs revision " + update})
+	}
+
+	out := Result{Revisions: hub.names(), Pods: patches, Status: status, Events: events}
+	enc, err := hub.Encode()
+	if err != nil {
+		return Result{}, err
+	}
+	if in.Hub == nil || in.Hub.Data[HubDataKey] != enc || in.Hub.Name != HubName(set.Name) || len(in.Hub.Data) != 1 {
+		if out.Hub, err = hub.HubConfigMap(set.Namespace, set.Name, in.Hub); err != nil {
+			return Result{}, err
+		}
+	}
+	return out, nil
+}
+
+// coldStart returns status.lastContainersTimestamp and lastContainersHash for the
+// current spec.containers, and whether they changed. On the first reconcile the
+// timestamp is the set's creation time (pods older than the set were never injected),
+// or now when that is unknown.
+func coldStart(set *ConfigMapSet, now time.Time) (*metav1.Time, string, bool) {
+	h := canonhash.New().String("kplan.dev/configmapset-containers/v1")
+	h.Uint64(uint64(len(set.Spec.Containers)))
+	for _, c := range set.Spec.Containers {
+		fp := ""
+		if c.NameFrom != nil {
+			fp = c.NameFrom.FieldRef.FieldPath
+		}
+		h.Strings(c.Name, fp, c.MountPath)
+	}
+	hash := h.Hex(16)
+	st := set.Status
+	switch {
+	case st.LastContainersHash == "":
+		ts := metav1.NewTime(now)
+		if !set.CreationTimestamp.IsZero() {
+			ts = set.CreationTimestamp
+		}
+		return &ts, hash, false
+	case st.LastContainersHash != hash || st.LastContainersTimestamp == nil:
+		ts := metav1.NewTime(now)
+		return &ts, hash, st.LastContainersHash != hash
+	default:
+		return st.LastContainersTimestamp.DeepCopy(), hash, false
+	}
+}
+
+// readPods reads every non-terminating pod's state, ordered by namespace and name.
+func readPods(in []*corev1.Pod, keys Keys, lastTS *metav1.Time) ([]podInfo, error) {
+	pods := make([]podInfo, 0, len(in))
+	for _, p := range in {
+		if p == nil || p.DeletionTimestamp != nil {
+			continue
+		}
+		st, err := keys.Read(p)
+		if err != nil {
+			return nil, err
+		}
+		_, label := p.Labels[keys.UpdateOrder]
+		pods = append(pods, podInfo{
+			pod:      p,
+			state:    st,
+			ready:    podReady(p),
+			cold:     isColdAt(p, lastTS),
+			target:   st.UpdateRevision,
+			labelNow: label,
+		})
+	}
+	slices.SortFunc(pods, func(a, b podInfo) int {
+		return cmp.Or(cmp.Compare(a.pod.Namespace, b.pod.Namespace), cmp.Compare(a.pod.Name, b.pod.Name))
+	})
+	for i := 1; i < len(pods); i++ {
+		if pods[i].pod.Name == pods[i-1].pod.Name && pods[i].pod.Namespace == pods[i-1].pod.Namespace {
+			return nil, fmt.Errorf("pod %s/%s: listed twice", pods[i].pod.Namespace, pods[i].pod.Name)
+		}
+	}
+	return pods, nil
+}
+
+func podReady(p *corev1.Pod) bool {
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
+
+// buildPatches returns the patches for pods whose target or update-order label changed.
+func buildPatches(pods []podInfo, keys Keys, injectOrder bool, now time.Time) ([]PodPatch, error) {
+	var out []PodPatch
+	ts := FormatTimestamp(now)
+	for i := range pods {
+		p := &pods[i]
+		if p.cold {
+			continue
+		}
+		p.labelWant = injectOrder && p.target != "" && p.target != p.state.CurrentRevision
+		if !p.changed && p.labelWant == p.labelNow {
+			continue
+		}
+		pp := PodPatch{Namespace: p.pod.Namespace, Name: p.pod.Name, UID: p.pod.UID}
+		if p.changed {
+			target, stamp := p.target, ts
+			pp.Annotations = map[string]*string{keys.UpdateRevision: &target, keys.UpdateRevisionTimestamp: &stamp}
+			if err := checkAnnotationSize(p.pod, pp.Annotations); err != nil {
+				return nil, err
+			}
+		}
+		if p.labelWant != p.labelNow {
+			var v *string
+			if p.labelWant {
+				one := UpdateOrderValue
+				v = &one
+			}
+			pp.Labels = map[string]*string{keys.UpdateOrder: v}
+		}
+		out = append(out, pp)
+	}
+	return out, nil
+}
+
+// checkAnnotationSize fails when the pod's annotations after ch exceed the API
+// server's limit.
+func checkAnnotationSize(pod *corev1.Pod, ch map[string]*string) error {
+	size := 0
+	for k, v := range pod.Annotations {
+		if _, over := ch[k]; !over {
+			size += len(k) + len(v)
+		}
+	}
+	for k, v := range ch {
+		if v != nil {
+			size += len(k) + len(*v)
+		}
+	}
+	if size > apivalidation.TotalAnnotationSizeLimitB {
+		return fmt.Errorf("pod %s/%s: metadata.annotations: would hold %d bytes, more than the limit of %d", pod.Namespace, pod.Name, size, apivalidation.TotalAnnotationSizeLimitB)
+	}
+	return nil
+}
+
+// countStatus fills the pod counts from the pods' states after the plan.
+func countStatus(st *ConfigMapSetStatus, pods []podInfo, update string) {
+	for i := range pods {
+		p := &pods[i]
+		st.MatchedPods++
+		updated := p.target == update && p.state.CurrentRevision == update
+		if updated {
+			st.UpdatedPods++
+		}
+		if p.ready {
+			st.ReadyPods++
+			if updated {
+				st.UpdatedReadyPods++
+			}
+		}
+	}
+}

@@ -1,0 +1,131 @@
+package revision
+
+import (
+	"math"
+)
+
+// selection counts what selectPods changed.
+type selection struct {
+	updated, rolledBack, repaired int
+}
+
+// selectPods sets each pod's target revision so the partition holds, within the
+// maxUnavailable budget when injected containers restart. pods are in name order.
+func selectPods(set *ConfigMapSet, pods []podInfo, update string, hubIndex map[string]int) (selection, error) {
+	var sel selection
+	n := len(pods)
+	us := set.Spec.UpdateStrategy
+	kept, err := ResolvePartition(us.Partition, n)
+	if err != nil {
+		return sel, err
+	}
+	want := n - kept
+	current := set.Status.CurrentRevision
+	rollbackTo := ""
+	if _, ok := hubIndex[current]; ok && current != update {
+		rollbackTo = current
+	}
+
+	// The budget: how many available pods may be changed now.
+	avail := math.MaxInt
+	if us.RestartInjectedContainers {
+		mu, err := ResolveMaxUnavailable(us.MaxUnavailable, n)
+		if err != nil {
+			return sel, err
+		}
+		unavailable := 0
+		for i := range pods {
+			if pods[i].unavailable() {
+				unavailable++
+			}
+		}
+		avail = mu - unavailable
+	}
+	change := func(p *podInfo, target string) bool {
+		if !p.unavailable() {
+			if avail <= 0 {
+				return false
+			}
+			avail--
+		}
+		p.target, p.changed = target, true
+		return true
+	}
+
+	assigned := 0
+	var warm []int
+	for i := range pods {
+		if pods[i].target == update {
+			assigned++
+		}
+		if !pods[i].cold {
+			warm = append(warm, i)
+		}
+	}
+	hubLen := len(hubIndex)
+	switch {
+	case assigned < want:
+		var cand []int
+		for _, i := range warm {
+			if pods[i].target != update {
+				cand = append(cand, i)
+			}
+		}
+		class := func(i int) int { return priorityClass(pods[i].target, current, hubIndex, hubLen) }
+		for _, i := range bucketOrder(cand, class, hubLen+2, false) {
+			if assigned >= want {
+				break
+			}
+			if change(&pods[i], update) {
+				assigned++
+				sel.updated++
+			}
+		}
+	case assigned > want && rollbackTo != "":
+		var cand []int
+		for _, i := range warm {
+			if pods[i].target == update {
+				cand = append(cand, i)
+			}
+		}
+		// Pods that have not confirmed the update yet go back first, then the
+		// pods updated last in name order.
+		class := func(i int) int {
+			if pods[i].state.CurrentRevision == update {
+				return 1
+			}
+			return 0
+		}
+		for _, i := range bucketOrder(cand, class, 2, true) {
+			if assigned <= want {
+				break
+			}
+			if change(&pods[i], rollbackTo) {
+				assigned--
+				sel.rolledBack++
+			}
+		}
+	}
+	// Kept pods without a usable revision get the old revision, or the update when
+	// there is none: a pod cannot run a revision the hub does not hold.
+	for _, i := range warm {
+		p := &pods[i]
+		if _, ok := hubIndex[p.target]; ok {
+			continue
+		}
+		to := rollbackTo
+		if to == "" {
+			to = update
+		}
+		if change(p, to) {
+			sel.repaired++
+		}
+	}
+	return sel, nil
+}
+
+// unavailable reports whether the pod counts against maxUnavailable: not ready, or
+// asked for a revision it has not confirmed yet (restarting).
+func (p *podInfo) unavailable() bool {
+	return !p.ready || (p.state.UpdateRevision != "" && p.state.UpdateRevision != p.state.CurrentRevision)
+}

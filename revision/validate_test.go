@@ -1,0 +1,71 @@
+package revision
+
+import (
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+)
+
+func TestValidate(t *testing.T) {
+	ref := func(p string) *ValueFromSource {
+		return &ValueFromSource{FieldRef: corev1.ObjectFieldSelector{APIVersion: "v1", FieldPath: p}}
+	}
+	tests := []struct {
+		name   string
+		change func(*ConfigMapSet)
+		want   string // "" = valid
+	}{
+		{"the base set is valid", func(*ConfigMapSet) {}, ""},
+		{"a fieldRef to a label is valid", func(s *ConfigMapSet) {
+			s.Spec.Containers = append(s.Spec.Containers, ContainerInjectSpec{NameFrom: ref("metadata.labels['cName']"), MountPath: "/data/c3"})
+		}, ""},
+		{"a missing selector is required", func(s *ConfigMapSet) { s.Spec.Selector = nil }, "spec.selector: Required"},
+		{"an empty selector is invalid", func(s *ConfigMapSet) { s.Spec.Selector = &metav1.LabelSelector{} }, "spec.selector: Invalid"},
+		{"a bad data key is invalid", func(s *ConfigMapSet) { s.Spec.Data = map[string]string{"a/b": ""} }, "spec.data[a/b]"},
+		{"a relative mount path is invalid", func(s *ConfigMapSet) { s.Spec.Containers[0].MountPath = "data" }, "spec.containers[0].mountPath"},
+		{"a path with .. is invalid", func(s *ConfigMapSet) { s.Spec.Containers[0].MountPath = "/a/../b" }, "spec.containers[0].mountPath"},
+		{"name and nameFrom together are invalid", func(s *ConfigMapSet) { s.Spec.Containers[0].NameFrom = ref("metadata.labels['x']") }, "not both"},
+		{"an unsupported fieldPath is invalid", func(s *ConfigMapSet) {
+			s.Spec.Containers[0] = ContainerInjectSpec{NameFrom: ref("spec.nodeName"), MountPath: "/x"}
+		}, "fieldPath"},
+		{"the same container and path twice is a duplicate", func(s *ConfigMapSet) {
+			s.Spec.Containers = append(s.Spec.Containers, s.Spec.Containers[0])
+		}, "Duplicate"},
+		{"a negative history limit is invalid", func(s *ConfigMapSet) { l := int32(-1); s.Spec.RevisionHistoryLimit = &l }, "revisionHistoryLimit"},
+		{"a partition over 100% is invalid", func(s *ConfigMapSet) { v := intstr.FromString("101%"); s.Spec.UpdateStrategy.Partition = &v }, "partition"},
+		{"a negative partition is invalid", func(s *ConfigMapSet) { v := intstr.FromInt(-1); s.Spec.UpdateStrategy.Partition = &v }, "partition"},
+		{"maxUnavailable 0 is invalid", func(s *ConfigMapSet) { v := intstr.FromInt(0); s.Spec.UpdateStrategy.MaxUnavailable = &v }, "maxUnavailable"},
+		{"an invalid name is reported", func(s *ConfigMapSet) { s.Name = "Bad" }, "metadata.name"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := newSet(data("a"))
+			tt.change(s)
+			errs := Validate(s)
+			if tt.want == "" {
+				if len(errs) > 0 {
+					t.Errorf("unexpected %v", errs)
+				}
+				return
+			}
+			if !strings.Contains(errs.ToAggregate().Error(), tt.want) {
+				t.Errorf("errors %v, want %q", errs, tt.want)
+			}
+		})
+	}
+}
+
+func TestParseFieldPath(t *testing.T) {
+	src, key, err := parseFieldPath("metadata.annotations['example.com/c']")
+	if err != nil || src != fromAnnotation || key != "example.com/c" {
+		t.Errorf("%v %q %v", src, key, err)
+	}
+	for _, bad := range []string{"metadata.labels['a'", "metadata.labels['']", "metadata.labels['a']x", "metadata.labels['a']']"} {
+		if _, _, err := parseFieldPath(bad); err == nil {
+			t.Errorf("%q accepted", bad)
+		}
+	}
+}
