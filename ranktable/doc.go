@@ -1,4 +1,113 @@
-// Package ranktable plans Ascend HCCL rank tables for the pods of a role or group.
+// Package ranktable plans Ascend HCCL rank tables for the pods of a role or a
+// serving group: it parses the pods' device annotations, assigns rank ids, renders the
+// table through a user template and returns the ConfigMaps a reconciler writes, plus
+// the pod mutation a webhook applies so pods wait for and mount their table.
 //
-// It is being built (issue 7); nothing is exported yet.
+// # Overview
+//
+// A controller loads its templates once per ConfigMap version (LoadTemplate, or a
+// TemplateCache keyed by UID and resourceVersion), then on every reconcile calls Plan
+// (or Planner.Plan, which re-parses only changed pods) with the owner, its pods and the
+// existing ranktable ConfigMaps, and applies the result:
+//
+//   - Result.ConfigMaps: one ConfigMap per group with ActionCreate, ActionUpdate or
+//     ActionNone;
+//   - Result.Groups: per group Waiting (with the pods that lack the annotation),
+//     Completed or Failed (with the error); one group's failure never blocks another;
+//   - Result.Events: RanktableConfigMapCreated, RanktableGenerated,
+//     RanktableGenerationFailed, PodRanktableAnnotationMissing;
+//   - Result.RequeueAfter: when to look again while a group waits.
+//
+// A mutating webhook calls Inject on a copy of each pod and returns
+// webhookpatch.Diff of the two.
+//
+// Building blocks: Template.ParseAnnotation (one pod), Build (rank assignment),
+// Template.Render (one table), KeyOf and ConfigMapName (grouping and naming), the
+// template library (LibraryConfigMaps, LoadLibraryTemplate).
+//
+// # Algorithm
+//
+// Parsing: the annotation named by the template (default ascend.com/ranktable) is
+// decoded by a built-in parser (BuiltinRanktableJSON, BuiltinAscendDevicePlugin) or by
+// running the parser template on the annotation string and decoding the YAML it prints
+// (DecodeParserOutput). Annotations over MaxAnnotationBytes are rejected unread.
+//
+// Building: pods are grouped by server id (pods on one server are merged); servers are
+// ordered by the Order policy, devices inside a server numerically, and rank ids are
+// assigned 0..n-1 in that order:
+//
+//	rank_id(server s, device position i) = sum(len(devices of servers before s)) + i
+//	cluster_id = rank_id + 1
+//
+// Natural (default) compares digit runs by value; Lexicographic compares bytes (the
+// design); PodIndex orders servers by the pods' hccl/rankIndex annotation, then role
+// id, entry pod first, then pod name.
+//
+// Rendering: library templates whose text is byte-for-byte the library's are rendered
+// by native code with identical output; other templates run through text/template
+// with FuncMap. The output must be valid JSON of at most MaxOutputBytes (default 1 MiB,
+// the ConfigMap limit).
+//
+// # Invariants
+//
+//   - Rank ids are unique and contiguous from 0; every device of every pod appears once.
+//   - Inputs are never changed; the same input in any order gives byte-identical
+//     ConfigMaps; nothing depends on the clock (Timestamp is what the caller passes).
+//   - A table is written only when the group has exactly its expected pods, all with
+//     valid annotations; otherwise the file is empty, so a pod that goes away resets
+//     the table and a new pod UID set regenerates it.
+//   - An existing ConfigMap is updated only when its bytes, hash annotations or label
+//     differ; a ConfigMap controlled by someone else is never touched.
+//   - Planner.Plan returns exactly what Plan returns for the same input.
+//
+// # Differences from the design
+//
+// Where the design (the kthena ranktable proposal) is wrong for real consumers, this
+// package follows them instead:
+//
+//   - Order: the design sorts server ids and device ids as strings, which puts device
+//     "10" before "2" on 16-NPU A3 servers and "192.168.1.10" before "192.168.1.9".
+//     The default is Natural; Lexicographic reproduces the design exactly. Both give
+//     the design's table for the design's example.
+//   - Names: "{ms}-{role}-ranktable" collides across serving groups and role
+//     replicas; names include the serving group (without the owner prefix kthena puts
+//     on it) and the role id, and are cut with a hash above 253 characters.
+//   - Partial tables: the design skips pods without an annotation and renders what
+//     it has; here a table is rendered only when every expected pod is ready.
+//   - Status: the design's code never sets Status; here it is "completed".
+//   - Clock: the design's Timestamp field would rewrite the ConfigMap on every
+//     reconcile; here it is a caller-supplied value, empty by default.
+//   - Templates: the design offers sprig's full map, including env and expandenv
+//     (which would copy controller secrets into ConfigMaps) and random and clock
+//     functions; here the hermetic map without those, fromJson/toJson that report
+//     errors, size-capped until/seq/repeat/indent and an output cap.
+//   - Validation: the design validates nothing; here server ids (non-empty, at most
+//     63 characters, no characters that need escaping), device ids (integers), device
+//     IPs (real addresses: "-1" and placeholders rejected), duplicates and the 1 MiB
+//     ConfigMap limit are checked, and errors name the pod and field.
+//   - Wait container: the design waits for a non-empty file as root; here it also
+//     waits while the table says "initializing", runs as non-root with a read-only
+//     root filesystem, and the engine's env var is injected. Mounts never use subPath
+//     (kubelet does not update subPath mounts).
+//   - pod-parser-template is optional (the design's simplified template omits it) and
+//     defaults to BuiltinRanktableJSON; names starting "builtin:" select built-in
+//     parsers that need no parser ConfigMap.
+//   - New library templates (HCCL v1.2, vLLM-Ascend PD) use toJson instead of quote:
+//     quote is Go's %q, which is not always valid JSON.
+//   - Timeout: measured from the later of the ConfigMap's and the newest pod's
+//     creation, so the library needs no clock and writes no timestamps.
+//   - Size: a 1024-pod x 16-NPU table in the design's format is about 2 MiB, over the
+//     ConfigMap limit; such a group fails with an error wrapping ErrOutputTooLarge
+//     unless MaxOutputBytes is raised (for tests and benchmarks; the API server would
+//     still reject it).
+//
+// # Example
+//
+//	tmpl, err := ranktable.LoadTemplate(rtCM, parserCM, ranktable.LoadOptions{})
+//	res, err := ranktable.Plan(ranktable.Input{
+//		Owner: owner, Template: tmpl, Pods: pods, ConfigMaps: existing,
+//		Expected: map[ranktable.GroupKey]int{{Group: "qwen-0", Role: "worker-0"}: 2},
+//		Now: now, Timeout: 10 * time.Minute,
+//	})
+//	for _, cm := range res.ConfigMaps { /* create or update cm.ConfigMap */ }
 package ranktable

@@ -1,0 +1,295 @@
+package ranktable
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+	"strconv"
+
+	"github.com/kplan-dev/kplan/internal/natural"
+)
+
+// Order is the policy that orders servers and the devices inside a server, and so
+// assigns rank ids.
+type Order int
+
+// Orders.
+const (
+	// Natural orders server ids and device ids digit-run aware: device "10" follows "9"
+	// and server "192.168.1.10" follows "192.168.1.9". The default.
+	Natural Order = iota
+	// Lexicographic orders both as plain strings, exactly as the design does.
+	Lexicographic
+	// PodIndex orders servers by a stable per-pod index (the hccl/rankIndex annotation
+	// when present, else role id, entry pod first, then pod name) and devices
+	// numerically.
+	PodIndex
+)
+
+// String returns the policy's name.
+func (o Order) String() string {
+	switch o {
+	case Natural:
+		return "Natural"
+	case Lexicographic:
+		return "Lexicographic"
+	case PodIndex:
+		return "PodIndex"
+	}
+	return "Order(" + strconv.Itoa(int(o)) + ")"
+}
+
+// Table statuses.
+const (
+	StatusCompleted    = "completed"
+	StatusInitializing = "initializing"
+)
+
+// Member is one pod's contribution to a table.
+type Member struct {
+	// Pod is namespace/name, used in errors.
+	Pod  string
+	Data PodData
+	// PodIP and NodeName come from the pod object.
+	PodIP, NodeName string
+	// Role is the pod's role label value, RoleID its role id label value.
+	Role, RoleID string
+	// Entry marks the entry pod of its role replica.
+	Entry bool
+	// RankIndex is the pod's stable rank index, or -1.
+	RankIndex int
+}
+
+// Table is the data a ranktable template receives. Field names follow the design.
+type Table struct {
+	Status       string
+	ServerCount  int
+	TotalDevices int
+	// Timestamp is whatever the caller supplied (empty by default): never the clock.
+	Timestamp string
+	Servers   []Server
+	// SuperPods lists servers per super pod id, super pods in order of their first
+	// server; empty when no server has a super pod id.
+	SuperPods []SuperPod
+	// Roles lists servers per role (for prefill/decode layouts), roles in order of
+	// their first server.
+	Roles []RoleServers
+}
+
+// Server is one server (node) of a table.
+type Server struct {
+	ServerId    string //nolint:revive // design's name
+	HostIp      string //nolint:revive
+	ContainerIp string //nolint:revive
+	SuperPodId  string //nolint:revive
+	PodName     string
+	NodeName    string
+	Role        string
+	Devices     []RankedDevice
+}
+
+// RankedDevice is one device with its rank.
+type RankedDevice struct {
+	DeviceId      string //nolint:revive // design's name
+	DeviceIp      string //nolint:revive
+	SuperDeviceId string //nolint:revive
+	RankId        string //nolint:revive
+	// ClusterId is the 1-based global index of the device (RankId + 1).
+	ClusterId string //nolint:revive
+}
+
+// SuperPod is one super pod of an Atlas A3 table.
+type SuperPod struct {
+	SuperPodId string //nolint:revive
+	ServerIds  []string
+}
+
+// RoleServers is one role's servers.
+type RoleServers struct {
+	Role    string
+	Servers []Server
+}
+
+// BuildOptions change how Build orders and labels a table.
+type BuildOptions struct {
+	Order     Order
+	Status    string // default StatusCompleted
+	Timestamp string
+}
+
+// Build validates members and assigns rank ids 0..n-1: servers (members grouped by
+// server id, merged in member order) in the order opts.Order gives, devices inside a
+// server numerically (lexicographically under Lexicographic). members is not changed
+// and its order does not matter. A pod named twice, a device id twice on one server,
+// or any invalid annotation field is an error naming the pod.
+func Build(members []Member, opts BuildOptions) (*Table, error) {
+	return build(members, opts, true)
+}
+
+// build is Build; validate=false skips the per-pod checks for data parseChecked
+// already checked.
+func build(members []Member, opts BuildOptions, validate bool) (*Table, error) {
+	if opts.Order < Natural || opts.Order > PodIndex {
+		panic("ranktable: invalid Order " + opts.Order.String())
+	}
+	ms := make([]*Member, len(members))
+	for i := range members {
+		ms[i] = &members[i]
+	}
+	slices.SortFunc(ms, func(a, b *Member) int { return cmp.Compare(a.Pod, b.Pod) })
+	for i, m := range ms {
+		if i > 0 && ms[i-1].Pod == m.Pod {
+			return nil, fmt.Errorf("pod %s: listed twice", m.Pod)
+		}
+		if !validate {
+			continue
+		}
+		if err := validatePodData(&m.Data); err != nil {
+			return nil, fmt.Errorf("pod %s: %w", m.Pod, err)
+		}
+	}
+	if opts.Order == PodIndex {
+		slices.SortFunc(ms, comparePodIndex)
+	}
+	type srv struct {
+		first *Member
+		devs  []Device
+		pods  int
+	}
+	byID := make(map[string]int, len(ms))
+	servers := make([]srv, 0, len(ms))
+	total := 0
+	for _, m := range ms {
+		i, ok := byID[m.Data.ServerID]
+		if !ok {
+			i = len(servers)
+			byID[m.Data.ServerID] = i
+			servers = append(servers, srv{first: m})
+		}
+		s := &servers[i]
+		if s.pods > 0 {
+			for _, d := range m.Data.Devices {
+				for _, e := range s.devs {
+					if e.ID == d.ID {
+						return nil, fmt.Errorf("pod %s: device_id %s on server %s is also given by pod %s", m.Pod, d.ID, m.Data.ServerID, s.first.Pod)
+					}
+				}
+			}
+		}
+		s.devs = append(s.devs, m.Data.Devices...)
+		s.pods++
+		total += len(m.Data.Devices)
+	}
+	idCmp := natural.Compare
+	if opts.Order == Lexicographic {
+		idCmp = cmp.Compare[string]
+	}
+	if opts.Order != PodIndex {
+		slices.SortFunc(servers, func(a, b srv) int { return idCmp(a.first.Data.ServerID, b.first.Data.ServerID) })
+	}
+	t := &Table{
+		Status: cmp.Or(opts.Status, StatusCompleted), ServerCount: len(servers),
+		TotalDevices: total, Timestamp: opts.Timestamp, Servers: make([]Server, len(servers)),
+	}
+	all := make([]RankedDevice, total)
+	rank := 0
+	for i, s := range servers {
+		if !sortedBy(s.devs, idCmp) {
+			// s.devs was built by append onto nil: it is ours to sort.
+			slices.SortFunc(s.devs, func(a, b Device) int { return idCmp(a.ID, b.ID) })
+		}
+		out := all[rank : rank+len(s.devs) : rank+len(s.devs)]
+		for j, d := range s.devs {
+			out[j] = RankedDevice{
+				DeviceId: d.ID, DeviceIp: d.IP, SuperDeviceId: d.SuperDeviceID,
+				RankId: strconv.Itoa(rank), ClusterId: strconv.Itoa(rank + 1),
+			}
+			rank++
+		}
+		m := s.first
+		t.Servers[i] = Server{
+			ServerId: m.Data.ServerID, HostIp: m.Data.HostIP, ContainerIp: m.PodIP,
+			SuperPodId: m.Data.SuperPodID, PodName: cmp.Or(m.Data.PodName, podName(m.Pod)),
+			NodeName: m.NodeName, Role: m.Role, Devices: out,
+		}
+	}
+	t.SuperPods = superPods(t.Servers)
+	t.Roles = roles(t.Servers)
+	return t, nil
+}
+
+func sortedBy(devs []Device, c func(a, b string) int) bool {
+	for i := 1; i < len(devs); i++ {
+		if c(devs[i-1].ID, devs[i].ID) > 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// comparePodIndex orders members with a rank index first (by index), then by role id,
+// entry pod first, pod name (all digit-run aware), then pod key.
+func comparePodIndex(a, b *Member) int {
+	ha, hb := a.RankIndex >= 0, b.RankIndex >= 0
+	if ha != hb {
+		if ha {
+			return -1
+		}
+		return 1
+	}
+	if c := cmp.Compare(a.RankIndex, b.RankIndex); c != 0 {
+		return c
+	}
+	if c := natural.Compare(a.RoleID, b.RoleID); c != 0 {
+		return c
+	}
+	if a.Entry != b.Entry {
+		if a.Entry {
+			return -1
+		}
+		return 1
+	}
+	return natural.Compare(a.Pod, b.Pod)
+}
+
+func podName(key string) string {
+	for i := len(key) - 1; i >= 0; i-- {
+		if key[i] == '/' {
+			return key[i+1:]
+		}
+	}
+	return key
+}
+
+func superPods(servers []Server) []SuperPod {
+	var out []SuperPod
+	idx := map[string]int{}
+	for _, s := range servers {
+		if s.SuperPodId == "" {
+			continue
+		}
+		i, ok := idx[s.SuperPodId]
+		if !ok {
+			i = len(out)
+			idx[s.SuperPodId] = i
+			out = append(out, SuperPod{SuperPodId: s.SuperPodId})
+		}
+		out[i].ServerIds = append(out[i].ServerIds, s.ServerId)
+	}
+	return out
+}
+
+func roles(servers []Server) []RoleServers {
+	var out []RoleServers
+	idx := map[string]int{}
+	for _, s := range servers {
+		i, ok := idx[s.Role]
+		if !ok {
+			i = len(out)
+			idx[s.Role] = i
+			out = append(out, RoleServers{Role: s.Role})
+		}
+		out[i].Servers = append(out[i].Servers, s)
+	}
+	return out
+}

@@ -1,0 +1,95 @@
+package ranktable
+
+import (
+	"cmp"
+	"strconv"
+
+	"github.com/kplan-dev/kplan/internal/names"
+	"github.com/kplan-dev/kplan/internal/natural"
+	corev1 "k8s.io/api/core/v1"
+)
+
+// kthena's ModelServing labels and annotations.
+const (
+	LabelModelServingName = "modelserving.volcano.sh/name"
+	LabelGroupName        = "modelserving.volcano.sh/group-name"
+	LabelRole             = "modelserving.volcano.sh/role"
+	LabelRoleID           = "modelserving.volcano.sh/role-id"
+	LabelEntry            = "modelserving.volcano.sh/entry"
+	// AnnotationTemplate on the owner names the ranktable template ConfigMap.
+	AnnotationTemplate = "kthena.io/ranktable-template"
+	// AnnotationLevel on the owner overrides the template's level.
+	AnnotationLevel = "kthena.io/ranktable-level"
+	// AnnotationRankIndex on a pod is its stable rank index (PodIndex order).
+	AnnotationRankIndex = "hccl/rankIndex"
+)
+
+// Grouping names the pod labels that place a pod in a group. The zero value means
+// kthena's labels.
+type Grouping struct {
+	GroupLabel, RoleLabel, RoleIDLabel, EntryLabel string
+}
+
+func (g Grouping) withDefaults() Grouping {
+	g.GroupLabel = cmp.Or(g.GroupLabel, LabelGroupName)
+	g.RoleLabel = cmp.Or(g.RoleLabel, LabelRole)
+	g.RoleIDLabel = cmp.Or(g.RoleIDLabel, LabelRoleID)
+	g.EntryLabel = cmp.Or(g.EntryLabel, LabelEntry)
+	return g
+}
+
+// GroupKey identifies one table: the serving group, and at role level the role
+// replica (role id, or the role name when pods carry no role id).
+type GroupKey struct {
+	Group string
+	Role  string
+}
+
+// String returns "group" or "group/role".
+func (k GroupKey) String() string {
+	if k.Role == "" {
+		return k.Group
+	}
+	return k.Group + "/" + k.Role
+}
+
+func compareKeys(a, b GroupKey) int {
+	if c := natural.Compare(a.Group, b.Group); c != 0 {
+		return c
+	}
+	return natural.Compare(a.Role, b.Role)
+}
+
+// KeyOf returns the group key of pod at level under grouping g.
+func KeyOf(pod *corev1.Pod, level Level, g Grouping) GroupKey {
+	g = g.withDefaults()
+	k := GroupKey{Group: pod.Labels[g.GroupLabel]}
+	if level == LevelRole {
+		k.Role = cmp.Or(pod.Labels[g.RoleIDLabel], pod.Labels[g.RoleLabel])
+	}
+	return k
+}
+
+// ConfigMapName returns the name of the ranktable ConfigMap of group k of owner
+// ownerName: "{owner}-{group suffix}-{role}-ranktable", where the group suffix is the
+// serving group name without a leading "{owner}-" (kthena names groups "{owner}-{i}").
+// Empty parts are left out; a name over 253 characters is cut and given a hash suffix.
+func ConfigMapName(ownerName string, k GroupKey) string {
+	g := k.Group
+	if len(g) > len(ownerName) && g[:len(ownerName)] == ownerName && g[len(ownerName)] == '-' {
+		g = g[len(ownerName)+1:]
+	} else if g == ownerName {
+		g = ""
+	}
+	return names.Subdomain(ownerName, g, k.Role, "ranktable")
+}
+
+// rankIndex reads a pod's stable rank index annotation, or -1.
+func rankIndex(pod *corev1.Pod) int {
+	v, ok := pod.Annotations[AnnotationRankIndex]
+	if !ok || !isSmallInt(v) {
+		return -1
+	}
+	n, _ := strconv.Atoi(v)
+	return n
+}

@@ -1,0 +1,176 @@
+package ranktable
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+)
+
+// Annotations and labels kplan writes on ranktable ConfigMaps.
+const (
+	// AnnotationContentHash is a hash of the table bytes ("" when empty).
+	AnnotationContentHash = "kplan.dev/ranktable-content-hash"
+	// AnnotationPodsHash is a hash of the sorted pod UIDs in the table.
+	AnnotationPodsHash = "kplan.dev/ranktable-pods-hash"
+	// LabelComponent marks ranktable ConfigMaps: app.kubernetes.io/component=ranktable.
+	LabelComponent = "app.kubernetes.io/component"
+	componentValue = "ranktable"
+)
+
+// Defaults of Input.
+const (
+	DefaultRequeueAfter = 5 * time.Second
+)
+
+// Event reasons.
+const (
+	ReasonConfigMapCreated  = "RanktableConfigMapCreated"
+	ReasonGenerated         = "RanktableGenerated"
+	ReasonGenerationFailed  = "RanktableGenerationFailed"
+	ReasonAnnotationMissing = "PodRanktableAnnotationMissing"
+)
+
+// Owner is the object that owns the pods and the ranktable ConfigMaps: any kind.
+type Owner struct {
+	metav1.ObjectMeta
+	GVK schema.GroupVersionKind
+}
+
+// Input is everything Plan looks at. Plan does not change it.
+type Input struct {
+	Owner    Owner
+	Template *Template
+	// Pods are the owner's pods; pods of another controller, of another namespace and
+	// pods being deleted are ignored.
+	Pods []*corev1.Pod
+	// ConfigMaps are the existing ranktable ConfigMaps (others are ignored).
+	ConfigMaps []*corev1.ConfigMap
+	// Expected is the number of pods each group must have. When nil, every group that
+	// has pods expects exactly the pods it has. Groups listed with no pods yet are
+	// planned too (their ConfigMaps are created empty).
+	Expected map[GroupKey]int
+	Grouping Grouping
+	Order    Order
+	// Now is the current time; Timeout (0: none) is how long a group may wait for its
+	// pods' annotations, counted from the later of its ConfigMap's and its newest pod's
+	// creation.
+	Now     time.Time
+	Timeout time.Duration
+	// Timestamp is handed to templates as .Timestamp (empty by default).
+	Timestamp string
+	// MaxOutputBytes caps each table (default DefaultMaxOutputBytes).
+	MaxOutputBytes int
+	// RequeueAfter is the poll interval while a group waits (default
+	// DefaultRequeueAfter).
+	RequeueAfter time.Duration
+}
+
+// Action says what a reconciler does with a desired ConfigMap.
+type Action string
+
+// Actions.
+const (
+	ActionNone   Action = "none"
+	ActionCreate Action = "create"
+	ActionUpdate Action = "update"
+)
+
+// DesiredConfigMap is one ranktable ConfigMap with what to do about it. For updates
+// ConfigMap is the existing object (deep-copied) with data, labels and annotations
+// replaced, so its resourceVersion makes the update an optimistic-lock write.
+type DesiredConfigMap struct {
+	Group     GroupKey
+	Action    Action
+	ConfigMap *corev1.ConfigMap
+}
+
+// Phase is a group's state.
+type Phase string
+
+// Phases.
+const (
+	PhaseWaiting   Phase = "Waiting"
+	PhaseCompleted Phase = "Completed"
+	PhaseFailed    Phase = "Failed"
+)
+
+// GroupStatus reports one group.
+type GroupStatus struct {
+	Group         GroupKey
+	ConfigMapName string
+	Phase         Phase
+	// Pods and Expected count the group's pods.
+	Pods, Expected int
+	// Missing lists pods (namespace/name) without the annotation.
+	Missing []string
+	// Error says why the group failed; nil otherwise.
+	Error error
+}
+
+// Event is an event a reconciler records on Object ("namespace/name" of Kind).
+type Event struct {
+	Type    string // corev1.EventTypeNormal or corev1.EventTypeWarning
+	Reason  string
+	Kind    string
+	Object  string
+	Message string
+}
+
+// Result is Plan's result. Every slice is sorted by group key (natural order), events in
+// group order then pod order.
+type Result struct {
+	Level      Level
+	ConfigMaps []DesiredConfigMap
+	Groups     []GroupStatus
+	Events     []Event
+	// RequeueAfter is when to look again (0: only on change): the poll interval while
+	// any group waits, shortened to the earliest timeout.
+	RequeueAfter time.Duration
+}
+
+// ErrTimeout is wrapped by the error of a group that waited longer than the timeout.
+var ErrTimeout = errors.New("timed out waiting for pod annotations")
+
+// Plan computes the ranktable ConfigMaps of one owner: the reconcile decision. It is
+// Planner.Plan on a fresh Planner: see there for the rules.
+func Plan(in Input) (Result, error) {
+	return NewPlanner().Plan(in)
+}
+
+func (in *Input) check() (Level, error) {
+	if in.Template == nil {
+		return "", fmt.Errorf("input: Template is nil")
+	}
+	if in.Owner.Name == "" || in.Owner.Namespace == "" || in.Owner.UID == "" {
+		return "", fmt.Errorf("input: Owner needs name, namespace and uid")
+	}
+	if in.Order < Natural || in.Order > PodIndex {
+		return "", fmt.Errorf("input: Order %v is not a known order", in.Order)
+	}
+	level := in.Template.Level
+	if v, ok := in.Owner.Annotations[AnnotationLevel]; ok {
+		l, err := ParseLevel(v)
+		if err != nil {
+			return "", fmt.Errorf("owner %s/%s: annotation %s: %v", in.Owner.Namespace, in.Owner.Name, AnnotationLevel, err)
+		}
+		level = l
+	}
+	return level, nil
+}
+
+func ownerRef(o Owner) metav1.OwnerReference {
+	t := true
+	return metav1.OwnerReference{
+		APIVersion: o.GVK.GroupVersion().String(), Kind: o.GVK.Kind, Name: o.Name, UID: o.UID,
+		Controller: &t, BlockOwnerDeletion: &t,
+	}
+}
+
+func ownedBy(pod metav1.Object, o Owner) bool {
+	c := metav1.GetControllerOfNoCopy(pod)
+	return c != nil && c.UID == o.UID
+}

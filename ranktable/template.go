@@ -1,0 +1,247 @@
+package ranktable
+
+import (
+	"fmt"
+	"path"
+	"sort"
+	"strings"
+	"text/template"
+
+	corev1 "k8s.io/api/core/v1"
+)
+
+// Data keys of a ranktable template ConfigMap.
+const (
+	KeyInferenceEngine   = "inference-engine"
+	KeyLevel             = "ranktable-level"
+	KeyPodParserTemplate = "pod-parser-template"
+	KeyRanktableTemplate = "ranktable-template"
+	KeyMountPath         = "mount-path"
+	KeyFilename          = "filename"
+	KeyAnnotationName    = "annotation-name"
+)
+
+// KeyParserTemplate is the data key of a pod parser template ConfigMap.
+const KeyParserTemplate = "parser-template"
+
+// Defaults of a ranktable template ConfigMap's optional keys.
+const (
+	DefaultMountPath      = "/etc/ascend/ranktable"
+	DefaultFilename       = "ranktable.json"
+	DefaultAnnotationName = "ascend.com/ranktable"
+	DefaultParser         = BuiltinRanktableJSON
+)
+
+// Built-in parsers, selected by naming them in the pod-parser-template key.
+const (
+	// BuiltinRanktableJSON decodes the design's annotation
+	// {"pod_name","server_id","devices":[{"device_id","device_ip"}]}.
+	BuiltinRanktableJSON = "builtin:ranktable-json"
+	// BuiltinAscendDevicePlugin decodes Huawei's device plugin annotation
+	// (ascend.kubectl.kubernetes.io/ascend-910-configuration), which adds host_ip,
+	// super_pod_id, server_index and per-device super_device_id.
+	BuiltinAscendDevicePlugin = "builtin:ascend-device-plugin"
+)
+
+// Engine is the inference engine a table is for; it picks the env var injected into
+// the main containers.
+type Engine string
+
+// Engines.
+const (
+	EngineMindIE      Engine = "mindie"
+	EngineVLLMAscend  Engine = "vllm-ascend"
+	envMindIE                = "RANKTABLEFILE"
+	envVLLMAscendPD          = "DISAGGREGATED_PREFILL_RANK_TABLE_PATH"
+	maxTemplateSource        = 256 << 10
+)
+
+// EnvVar returns the env var the engine reads the table's path from.
+func (e Engine) EnvVar() string {
+	if e == EngineVLLMAscend {
+		return envVLLMAscendPD
+	}
+	return envMindIE
+}
+
+// Level says which pods share one table.
+type Level string
+
+// Levels.
+const (
+	// LevelRole builds one table per role replica (serving group + role id).
+	LevelRole Level = "role"
+	// LevelGroup builds one table per serving group.
+	LevelGroup Level = "group"
+)
+
+// ParseLevel returns the Level s names, or an error.
+func ParseLevel(s string) (Level, error) {
+	switch Level(s) {
+	case LevelRole, LevelGroup:
+		return Level(s), nil
+	}
+	return "", fmt.Errorf("%q is not a ranktable level (want role or group)", s)
+}
+
+// Template is a loaded, validated pair of ranktable template and pod parser. It is
+// immutable and safe for concurrent use.
+type Template struct {
+	// Name is namespace/name of the ranktable template ConfigMap.
+	Name           string
+	Engine         Engine
+	Level          Level
+	ParserName     string
+	MountPath      string
+	Filename       string
+	AnnotationName string
+	// Text is the ranktable template source.
+	Text string
+
+	tmpl   *template.Template
+	parser parser
+	native nativeRenderer
+}
+
+// LoadOptions change how templates are loaded.
+type LoadOptions struct {
+	// DisableNative makes library templates run through text/template instead of their
+	// native renderers (for comparisons and benchmarks).
+	DisableNative bool
+}
+
+var allowedKeys = map[string]bool{
+	KeyInferenceEngine: true, KeyLevel: true, KeyPodParserTemplate: true,
+	KeyRanktableTemplate: true, KeyMountPath: true, KeyFilename: true, KeyAnnotationName: true,
+}
+
+// LoadTemplate validates a ranktable template ConfigMap and the pod parser ConfigMap it
+// names and parses both templates. parserCM may be nil when the ranktable template names
+// a built-in parser (or none: the default is BuiltinRanktableJSON). Neither ConfigMap is
+// changed. Every error names the ConfigMap and the data key.
+func LoadTemplate(rt, parserCM *corev1.ConfigMap, opts LoadOptions) (*Template, error) {
+	if rt == nil {
+		return nil, fmt.Errorf("ranktable template ConfigMap is nil")
+	}
+	id := rt.Namespace + "/" + rt.Name
+	fail := func(key, format string, args ...any) error {
+		return fmt.Errorf("ranktable template ConfigMap %s: data[%s]: %s", id, key, fmt.Sprintf(format, args...))
+	}
+	var unknown []string
+	for k := range rt.Data {
+		if !allowedKeys[k] {
+			unknown = append(unknown, k)
+		}
+	}
+	if len(unknown) > 0 {
+		sort.Strings(unknown)
+		return nil, fail(unknown[0], "unknown key (allowed: %s)", strings.Join(sortedKeys(allowedKeys), ", "))
+	}
+	t := &Template{
+		Name:           id,
+		MountPath:      orDefault(rt.Data[KeyMountPath], DefaultMountPath),
+		Filename:       orDefault(rt.Data[KeyFilename], DefaultFilename),
+		AnnotationName: orDefault(rt.Data[KeyAnnotationName], DefaultAnnotationName),
+		ParserName:     orDefault(rt.Data[KeyPodParserTemplate], DefaultParser),
+		Text:           rt.Data[KeyRanktableTemplate],
+	}
+	switch e := Engine(rt.Data[KeyInferenceEngine]); e {
+	case EngineMindIE, EngineVLLMAscend:
+		t.Engine = e
+	case "":
+		return nil, fail(KeyInferenceEngine, "missing (want mindie or vllm-ascend)")
+	default:
+		return nil, fail(KeyInferenceEngine, "%q is not an inference engine (want mindie or vllm-ascend)", string(e))
+	}
+	lv, err := ParseLevel(rt.Data[KeyLevel])
+	if err != nil {
+		return nil, fail(KeyLevel, "%v", err)
+	}
+	t.Level = lv
+	if !path.IsAbs(t.MountPath) || path.Clean(t.MountPath) != t.MountPath || strings.ContainsAny(t.MountPath, ":\n") {
+		return nil, fail(KeyMountPath, "%q is not a clean absolute path", t.MountPath)
+	}
+	if t.Filename == "." || t.Filename == ".." || strings.ContainsAny(t.Filename, "/\n") || !isConfigMapKey(t.Filename) {
+		return nil, fail(KeyFilename, "%q is not a valid ConfigMap key and file name", t.Filename)
+	}
+	if !isQualifiedName(t.AnnotationName) {
+		return nil, fail(KeyAnnotationName, "%q is not a qualified annotation name", t.AnnotationName)
+	}
+	if strings.TrimSpace(t.Text) == "" {
+		return nil, fail(KeyRanktableTemplate, "missing or empty")
+	}
+	if len(t.Text) > maxTemplateSource {
+		return nil, fail(KeyRanktableTemplate, "%d bytes exceeds the limit of %d", len(t.Text), maxTemplateSource)
+	}
+	t.tmpl, err = template.New(id).Option("missingkey=error").Funcs(funcMap).Parse(t.Text)
+	if err != nil {
+		return nil, fail(KeyRanktableTemplate, "%v", err)
+	}
+	if !opts.DisableNative {
+		t.native = nativeFor(t.Text)
+	}
+	t.parser, err = loadParser(id, t.ParserName, parserCM)
+	if err != nil {
+		return nil, err
+	}
+	return t, nil
+}
+
+// loadParser resolves the pod-parser-template reference of ranktable template rtID.
+func loadParser(rtID, name string, cm *corev1.ConfigMap) (parser, error) {
+	switch name {
+	case BuiltinRanktableJSON:
+		return builtinJSON{}, nil
+	case BuiltinAscendDevicePlugin:
+		return builtinDevicePlugin{}, nil
+	}
+	if strings.HasPrefix(name, "builtin:") {
+		return nil, fmt.Errorf("ranktable template ConfigMap %s: data[%s]: %q is not a built-in parser (want %s or %s)",
+			rtID, KeyPodParserTemplate, name, BuiltinRanktableJSON, BuiltinAscendDevicePlugin)
+	}
+	if cm == nil {
+		return nil, fmt.Errorf("ranktable template ConfigMap %s: data[%s]: parser ConfigMap %q not given", rtID, KeyPodParserTemplate, name)
+	}
+	if cm.Name != name {
+		return nil, fmt.Errorf("ranktable template ConfigMap %s: data[%s]: names %q but parser ConfigMap %s/%s was given",
+			rtID, KeyPodParserTemplate, name, cm.Namespace, cm.Name)
+	}
+	return loadParserTemplate(cm)
+}
+
+func loadParserTemplate(cm *corev1.ConfigMap) (parser, error) {
+	id := cm.Namespace + "/" + cm.Name
+	for k := range cm.Data {
+		if k != KeyParserTemplate {
+			return nil, fmt.Errorf("pod parser ConfigMap %s: data[%s]: unknown key (allowed: %s)", id, k, KeyParserTemplate)
+		}
+	}
+	text := cm.Data[KeyParserTemplate]
+	if strings.TrimSpace(text) == "" {
+		return nil, fmt.Errorf("pod parser ConfigMap %s: data[%s]: missing or empty", id, KeyParserTemplate)
+	}
+	if len(text) > maxTemplateSource {
+		return nil, fmt.Errorf("pod parser ConfigMap %s: data[%s]: %d bytes exceeds the limit of %d", id, KeyParserTemplate, len(text), maxTemplateSource)
+	}
+	t, err := template.New(id).Option("missingkey=zero").Funcs(funcMap).Parse(text)
+	if err != nil {
+		return nil, fmt.Errorf("pod parser ConfigMap %s: data[%s]: %v", id, KeyParserTemplate, err)
+	}
+	return &templateParser{name: id, tmpl: t}, nil
+}
+
+func orDefault(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
+}
+
+func sortedKeys(m map[string]bool) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
