@@ -35,7 +35,9 @@ func TestFromPodsState(t *testing.T) {
 		// ready 40s ago, minReadySeconds 30: 40 >= 30, available.
 		{"a pod ready for longer than minReadySeconds is available", base(podfixture.ReadySince(now.Add(-40 * time.Second))),
 			rollout.PodOptions{MinReadySeconds: 30, Now: now},
-			func(s rollout.State) bool { return s.Ready && s.Available && s.ReadySince.Equal(now.Add(-40*time.Second)) }},
+			func(s rollout.State) bool {
+				return s.Ready && s.Available && s.ReadySince.Equal(now.Add(-40*time.Second))
+			}},
 		{"a pod in CrashLoopBackOff is not healthy", base(withStatus(func(p *corev1.Pod) {
 			p.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "c", State: corev1.ContainerState{
 				Waiting: &corev1.ContainerStateWaiting{Reason: "CrashLoopBackOff"}}}}
