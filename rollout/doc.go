@@ -85,9 +85,9 @@
 //   - Group mode: the latest version's count never regresses while moving forward
 //     and never exceeds max(L, what it already was).
 //   - Progress: with no failures and replicas becoming available one reconcile
-//     after they are updated or created, a rollout completes within
-//     2 * ceil(n / step) + 3 reconciles (step = [Budget.Step]); group mode within
-//     that bound per window step.
+//     after they are updated or created, a rollout (group mode included) reports
+//     Complete within ceil(n / step) + 2 reconciles, step = [Budget.Step], from
+//     any starting state; the property test checks this bound and finds it tight.
 //   - Rollback: setting TargetRevision back, or lowering LatestRatio, converges the
 //     same way.
 //   - Recovery: a failed replica is never released before its replacement is

@@ -46,8 +46,9 @@ type LockstepStep struct {
 // Consequences: one role never runs ahead of another by more than one step; each
 // role's old+new stays within its desired count plus surge ([Plan]'s rule); and
 // since T_r(k) < F_r for k < S, no role drains its old replicas before the last
-// step, when all roles finish together. Roles that roll back (more target
-// replicas than F_r) are planned on their own.
+// step, when all roles finish together. A role that already runs F_r target
+// replicas (it was ahead before lockstep began) is not held back, and roles that
+// roll back (more target replicas than F_r) are planned on their own.
 //
 // roles and their replicas are not modified. An error names the role.
 func PlanLockstep(roles []Role) (LockstepStep, error) {

@@ -50,7 +50,8 @@ type planner struct {
 // replicas is not modified and its order does not matter: the same replicas in
 // any order give the same Step. Terminating replicas, replicas swapped out by
 // recovery (SwappedAt set), and replacements whose failed replica still exists are
-// ignored; a replica being replaced is counted but never touched. Bad input (empty
+// ignored; a replica being replaced, or a replacement whose failed replica is
+// gone, is counted but never touched. Bad input (empty
 // or repeated names, an empty revision, a gang without members, a group replica
 // without a column, malformed budgets) returns an error naming the replica and
 // field.
@@ -149,7 +150,9 @@ func (p *planner) collect(replicas []Replica) error {
 			col = r.Column
 		}
 		k := addPool(col)
-		u := unit{r: r, rev: int32(p.revs.rank[r.Revision]), recovering: replaced[int32(i)]}
+		// A replica being replaced, and a replacement standing in for a replica
+		// already gone, are counted but left to recovery.
+		u := unit{r: r, rev: int32(p.revs.rank[r.Revision]), recovering: replaced[int32(i)] || r.ReplacementFor != ""}
 		u.partial = r.Partial()
 		u.avail = counts(r.Effective())
 		pl := &p.pools[k]

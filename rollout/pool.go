@@ -143,7 +143,7 @@ func (p *planner) planPool(pl *pool, t int) (bool, error) {
 			total += c
 		}
 	}
-	p.explain(pl, waits{forward: forward, short: short, window: t < p.latest && forward,
+	p.explain(pl, waits{forward: forward, short: short, window: t < p.latest && pl.latest <= p.latest,
 		newOver: newOver > 0, oldOver: oldOver > 0})
 	complete := total == n && newCnt == t && avail == total
 	for i := range pl.units {

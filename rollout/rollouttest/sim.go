@@ -17,6 +17,9 @@ type Faults struct {
 	Unready int
 	// Recovers: a failed or unready replica becomes available again on its own.
 	Recovers int
+	// Slow: a pending (updated, created or unready) replica stays pending for
+	// another Settle.
+	Slow int
 }
 
 // NoFaults injects nothing and heals replicas that failed before: every replica
@@ -116,6 +119,7 @@ func (s *Simulator) Settle(t *rapid.T) {
 			if roll(label+"-unready", s.Faults.Unready) {
 				*st = rollout.State{Healthy: true}
 			}
+		case roll(label+"-slow", s.Faults.Slow):
 		default:
 			if roll(label+"-fails", s.Faults.UpdateFails) {
 				*st = rollout.State{Failed: true}

@@ -1,0 +1,294 @@
+package rollout_test
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+
+	"github.com/kplan-dev/kplan/internal/podfixture"
+	"github.com/kplan-dev/kplan/rollout"
+)
+
+func ptr(v intstr.IntOrString) *intstr.IntOrString { return &v }
+
+var ready = rollout.State{Ready: true, Available: true, Healthy: true}
+
+func show(step rollout.Step) {
+	for _, u := range step.Update {
+		members := ""
+		if len(u.Members) > 0 {
+			members = " members " + strings.Join(u.Members, ",")
+		}
+		fmt.Printf("update %s %s -> %s%s\n", u.Replica, u.From, u.To, members)
+	}
+	for _, c := range step.Create {
+		fmt.Printf("create %d at %s%s\n", c.Count, c.Revision, strings.TrimRight(" "+c.Column, " "))
+	}
+	for _, d := range step.Delete {
+		fmt.Printf("delete %s\n", d)
+	}
+	for _, w := range step.Waiting {
+		fmt.Printf("wait %s: %s\n", w.Replica, w.Reason)
+	}
+	fmt.Println("complete:", step.Complete)
+}
+
+// Four replicas, one of them unready. The unready one already uses up
+// maxUnavailable 1, so it is updated (for free) and the others wait: 3 available
+// replicas is the floor, 4 - 1.
+func ExamplePlan() {
+	replicas := []rollout.Replica{
+		{Name: "web-0", Revision: "1-a", State: ready},
+		{Name: "web-1", Revision: "1-a", State: ready},
+		{Name: "web-2", Revision: "1-a", State: rollout.State{Healthy: true}},
+		{Name: "web-3", Revision: "1-a", State: ready},
+	}
+	step, err := rollout.Plan(replicas, rollout.Strategy{
+		Mode:           rollout.Rolling,
+		TargetRevision: "2-b",
+		Replicas:       4,
+		MaxUnavailable: ptr(intstr.FromInt32(1)),
+		MaxSurge:       ptr(intstr.FromInt32(0)),
+	})
+	if err != nil {
+		panic(err)
+	}
+	show(step)
+	// Output:
+	// update web-2 1-a -> 2-b
+	// wait web-0: maxUnavailable budget exhausted
+	// wait web-1: maxUnavailable budget exhausted
+	// wait web-3: maxUnavailable budget exhausted
+	// complete: false
+}
+
+// Gangs move whole; a gang with a missing member is unavailable, so it goes first
+// and costs no budget; it also uses up maxUnavailable 1, so the others wait.
+func ExamplePlan_gang() {
+	gang := func(name string, missing bool) rollout.Replica {
+		return rollout.Replica{Name: name, Revision: "1-a", Members: []rollout.Member{
+			{Name: name + "-0", State: ready},
+			{Name: name + "-1", State: ready, Missing: missing},
+		}}
+	}
+	step, err := rollout.Plan([]rollout.Replica{gang("row-0", false), gang("row-1", true), gang("row-2", false)},
+		rollout.Strategy{
+			Mode:           rollout.Gang,
+			TargetRevision: "2-b",
+			Replicas:       3,
+			MaxUnavailable: ptr(intstr.FromInt32(1)),
+			MaxSurge:       ptr(intstr.FromInt32(0)),
+		})
+	if err != nil {
+		panic(err)
+	}
+	show(step)
+	// Output:
+	// update row-1 1-a -> 2-b members row-1-0,row-1-1
+	// wait row-0: maxUnavailable budget exhausted
+	// wait row-2: maxUnavailable budget exhausted
+	// complete: false
+}
+
+// Group rolling: column b is behind (only one new replica available), so the
+// latest version's window is min over columns (1) plus one step (1) = 2 per
+// column; column a already has 2 and waits for b, and so do b's other old
+// replicas once b-1 is updated.
+func ExamplePlan_group() {
+	var replicas []rollout.Replica
+	add := func(col string, revs ...string) {
+		for i, rev := range revs {
+			replicas = append(replicas, rollout.Replica{Name: fmt.Sprintf("%s-%d", col, i), Column: col, Revision: rev, State: ready})
+		}
+	}
+	add("a", "2-b", "2-b", "1-a", "1-a")
+	add("b", "2-b", "1-a", "1-a", "1-a")
+	step, err := rollout.Plan(replicas, rollout.Strategy{
+		Mode:           rollout.Group,
+		TargetRevision: "2-b",
+		Replicas:       4,
+		MaxUnavailable: ptr(intstr.FromString("25%")),
+		MaxSurge:       ptr(intstr.FromInt32(0)),
+	})
+	if err != nil {
+		panic(err)
+	}
+	show(step)
+	fmt.Println("window:", step.Latest)
+	// Output:
+	// update b-1 1-a -> 2-b
+	// wait a-2: group window: waiting for the slowest column
+	// wait a-3: group window: waiting for the slowest column
+	// wait b-2: group window: waiting for the slowest column
+	// wait b-3: group window: waiting for the slowest column
+	// complete: false
+	// window: 2
+}
+
+// Lowering LatestRatio rolls back: with 50% of 4 = 2 wanted at the target and 4
+// there, two go back to the previous revision, one at a time (maxUnavailable 1).
+func ExamplePlan_rollback() {
+	replicas := []rollout.Replica{
+		{Name: "web-0", Revision: "2-b", State: ready},
+		{Name: "web-1", Revision: "2-b", State: ready},
+		{Name: "web-2", Revision: "2-b", State: ready},
+		{Name: "web-3", Revision: "2-b", State: ready},
+	}
+	step, err := rollout.Plan(replicas, rollout.Strategy{
+		Mode:           rollout.Rolling,
+		TargetRevision: "2-b",
+		Replicas:       4,
+		MaxUnavailable: ptr(intstr.FromInt32(1)),
+		MaxSurge:       ptr(intstr.FromInt32(0)),
+		LatestRatio:    ptr(intstr.FromString("50%")),
+		History:        []string{"1-a", "2-b"},
+	})
+	if err != nil {
+		panic(err)
+	}
+	show(step)
+	// Output:
+	// update web-0 2-b -> 1-a
+	// wait web-1: maxUnavailable budget exhausted
+	// complete: false
+}
+
+// maxUnavailable 0 with surge 1 and a single replica: create the new one first,
+// delete the old one once the new one is available.
+func ExamplePlan_surge() {
+	strategy := rollout.Strategy{
+		Mode:           rollout.Rolling,
+		TargetRevision: "2-b",
+		Replicas:       1,
+		MaxUnavailable: ptr(intstr.FromInt32(0)),
+		MaxSurge:       ptr(intstr.FromInt32(1)),
+	}
+	step, _ := rollout.Plan([]rollout.Replica{{Name: "web-0", Revision: "1-a", State: ready}}, strategy)
+	show(step)
+	step, _ = rollout.Plan([]rollout.Replica{
+		{Name: "web-0", Revision: "1-a", State: ready},
+		{Name: "web-1", Revision: "2-b", State: ready},
+	}, strategy)
+	show(step)
+	// Output:
+	// create 1 at 2-b
+	// wait web-0: maxUnavailable budget exhausted
+	// complete: false
+	// delete web-0
+	// complete: false
+}
+
+// A failed replica gets a replacement; the replacement is swapped in once ready;
+// the failed one is released after the delay.
+func ExamplePlanRecover() {
+	policy := rollout.RecoverPolicy{ReleaseDelay: time.Minute, MaxParallel: 1}
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	replicas := []rollout.Replica{
+		{Name: "web-0", Revision: "1-a", State: ready},
+		{Name: "web-1", Revision: "1-a", State: rollout.State{Failed: true}},
+	}
+	step, _ := rollout.PlanRecover(replicas, policy, now)
+	fmt.Printf("replace %s at %s\n", step.Replace[0].For, step.Replace[0].Revision)
+
+	replicas = append(replicas, rollout.Replica{Name: "web-2", Revision: "1-a", ReplacementFor: "web-1", State: ready})
+	step, _ = rollout.PlanRecover(replicas, policy, now.Add(time.Minute))
+	fmt.Printf("swap %s for %s\n", step.Swap[0].New, step.Swap[0].Old)
+
+	replicas[1].SwappedAt = now.Add(time.Minute)
+	replicas[2].ReplacementFor = ""
+	step, _ = rollout.PlanRecover(replicas, policy, now.Add(90*time.Second))
+	fmt.Println("waiting:", step.Waiting)
+	step, _ = rollout.PlanRecover(replicas, policy, now.Add(2*time.Minute))
+	fmt.Println("release:", step.Release)
+	// Output:
+	// replace web-1 at 1-a
+	// swap web-2 for web-1
+	// waiting: [{web-1 swapped out, waiting for ReleaseDelay}]
+	// release: [web-1]
+}
+
+// A gang whose member has been missing longer than GangMemberTimeout is lost and
+// gets a whole new gang.
+func ExamplePlanRecover_gangLost() {
+	policy := rollout.RecoverPolicy{GangMemberTimeout: 5 * time.Minute}
+	since := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	gang := rollout.Replica{Name: "row-0", Revision: "1-a", Members: []rollout.Member{
+		{Name: "row-0-0", State: ready},
+		{Name: "row-0-1", Missing: true, State: rollout.State{UnreadySince: since}},
+	}}
+	for _, after := range []time.Duration{4 * time.Minute, 5 * time.Minute} {
+		step, _ := rollout.PlanRecover([]rollout.Replica{gang}, policy, since.Add(after))
+		fmt.Printf("after %s: failed %v, replace %v\n", after, step.Failed, step.Replace)
+	}
+	// Output:
+	// after 4m0s: failed [], replace []
+	// after 5m0s: failed [{row-0 gang member missing or not ready for longer than GangMemberTimeout}], replace [{row-0 1-a  [row-0-0 row-0-1]}]
+}
+
+// Prefill (4 replicas) and decode (2) advance together: S = max(4/1, 2/1) = 4
+// steps; at step 1 prefill should run floor(1*4/4) = 1 new replica and decode
+// floor(1*2/4) = 0, so decode keeps its old replicas until prefill catches up.
+func ExamplePlanLockstep() {
+	role := func(name string, n int) rollout.Role {
+		var rs []rollout.Replica
+		for i := range n {
+			rs = append(rs, rollout.Replica{Name: fmt.Sprintf("%s-%d", name, i), Revision: "1-a", State: ready})
+		}
+		return rollout.Role{Name: name, Replicas: rs, Strategy: rollout.Strategy{
+			TargetRevision: "2-b", Replicas: n, History: []string{"1-a", "2-b"},
+			MaxUnavailable: ptr(intstr.FromInt32(1)), MaxSurge: ptr(intstr.FromInt32(0)),
+		}}
+	}
+	step, err := rollout.PlanLockstep([]rollout.Role{role("prefill", 4), role("decode", 2)})
+	if err != nil {
+		panic(err)
+	}
+	fmt.Printf("step %d of %d\n", step.Index, step.Steps)
+	for _, r := range step.Roles {
+		fmt.Printf("%s: latest %d, updates %d\n", r.Name, r.Step.Latest, len(r.Step.Update))
+	}
+	// Output:
+	// step 1 of 4
+	// prefill: latest 1, updates 1
+	// decode: latest 0, updates 0
+}
+
+// FromPods groups kthena pods into gangs by their group-name label.
+func ExampleFromPods() {
+	pod := func(name, group, rev string) *corev1.Pod {
+		return podfixture.Pod("default", name, podfixture.Ready(), podfixture.Labels(
+			"modelserving.volcano.sh/group-name", group,
+			"modelserving.volcano.sh/revision", rev,
+			"modelserving.volcano.sh/role", "decode"))
+	}
+	replicas, err := rollout.FromPods([]*corev1.Pod{
+		pod("qwen-1-0", "qwen-1", "2-b"), pod("qwen-0-1", "qwen-0", "1-a"), pod("qwen-0-0", "qwen-0", "1-a"),
+	}, rollout.PodOptions{Labels: rollout.KthenaLabels, GangSize: 2})
+	if err != nil {
+		panic(err)
+	}
+	for _, r := range replicas {
+		var names []string
+		for _, m := range r.Members {
+			names = append(names, m.Name)
+		}
+		fmt.Printf("%s at %s: %v ready=%v\n", r.Name, r.Revision, names, r.Effective().Ready)
+	}
+	// Output:
+	// qwen-0 at 1-a: [qwen-0-0 qwen-0-1] ready=true
+	// qwen-1 at 2-b: [qwen-1-0 qwen-1-missing-1] ready=false
+}
+
+// The rounding rules on 3 replicas.
+func ExampleResolveBudget() {
+	b, _ := rollout.ResolveBudget(ptr(intstr.FromString("20%")), ptr(intstr.FromString("20%")), 3)
+	fmt.Printf("%+v\n", b)
+	_, err := rollout.ResolveBudget(ptr(intstr.FromInt32(0)), ptr(intstr.FromString("0%")), 3)
+	fmt.Println(err)
+	// Output:
+	// {MaxUnavailable:1 MaxSurge:1}
+	// maxUnavailable and maxSurge: both are 0, nothing could move
+}
