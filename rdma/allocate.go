@@ -273,6 +273,9 @@ func (p *planner) want() int {
 }
 
 func (p *planner) run() (Allocation, error) {
+	if p.want() == 0 && !p.req.joint() {
+		return Allocation{Node: p.inv.name}, nil // nothing asked: trivially met
+	}
 	groups := p.groups()
 	var lastErr error
 	for _, g := range groups {
@@ -302,7 +305,7 @@ func (p *planner) groups() []group {
 	if scope == "" {
 		scope = ScopeNode
 	}
-	if scope == ScopeNode {
+	if scope == ScopeNode || (scope == ScopeDevice && p.want() == 0) {
 		g := group{key: "node", gpus: p.gpus}
 		for i := range p.cands {
 			g.cands = append(g.cands, int32(i))
@@ -349,8 +352,9 @@ func (p *planner) groups() []group {
 				}
 				key = fmt.Sprintf("%011d", gp.numa)
 			}
-			if i, ok := idx[key]; ok && key != "" {
-				out[i].gpus = append(out[i].gpus, gi)
+			if key != "" {
+				g := add(key)
+				g.gpus = append(g.gpus, gi)
 			}
 		}
 	}
