@@ -124,7 +124,7 @@ func (s *spec) unitsOf(a Allocation) []nicUnit {
 	return out
 }
 
-func numaOf(d *DeviceInfo) int32 { return d.Topology.NodeID }
+func numaOf(d *DeviceInfo) int32  { return d.Topology.NodeID }
 func rootOf(d *DeviceInfo) string { return d.Topology.PCIEID }
 
 // check returns why (units, gpus) is not a valid answer to the request, or nil.
