@@ -121,6 +121,11 @@ func (p *planner) rootBusy(root string) bool {
 func (p *planner) buildCands() {
 	inv, u, req := p.inv, p.used, p.req
 	busy := map[string]bool{}
+	p.cands = make([]cand, 0, len(inv.pfs))
+	var backing []int32 // one array for every candidate's free list
+	if p.kind == VFs {
+		backing = make([]int32, 0, len(inv.vfAt))
+	}
 	for i := range inv.pfs {
 		pf := &inv.pfs[i]
 		if !p.sel.Matches(labels.Set(pf.labels)) {
@@ -128,6 +133,7 @@ func (p *planner) buildCands() {
 		}
 		c := cand{pf: int32(i)}
 		if p.kind == VFs {
+			start := len(backing)
 			for j := range pf.vfs {
 				v := &pf.vfs[j]
 				if !p.vfSel.Matches(labels.Set(v.labels)) {
@@ -137,9 +143,10 @@ func (p *planner) buildCands() {
 				if has(u.vfs, v.bdf) {
 					c.shared = true
 				} else {
-					c.free = append(c.free, int32(j))
+					backing = append(backing, int32(j))
 				}
 			}
+			c.free = backing[start:len(backing):len(backing)]
 			if c.total == 0 {
 				continue // no VF matches: not a candidate at all
 			}
