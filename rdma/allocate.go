@@ -121,6 +121,11 @@ func (p *planner) rootBusy(root string) bool {
 func (p *planner) buildCands() {
 	inv, u, req := p.inv, p.used, p.req
 	busy := map[string]bool{}
+	p.cands = make([]cand, 0, len(inv.pfs))
+	var backing []int32 // one array for every candidate's free list
+	if p.kind == VFs {
+		backing = make([]int32, 0, len(inv.vfAt))
+	}
 	for i := range inv.pfs {
 		pf := &inv.pfs[i]
 		if !p.sel.Matches(labels.Set(pf.labels)) {
@@ -128,6 +133,7 @@ func (p *planner) buildCands() {
 		}
 		c := cand{pf: int32(i)}
 		if p.kind == VFs {
+			start := len(backing)
 			for j := range pf.vfs {
 				v := &pf.vfs[j]
 				if !p.vfSel.Matches(labels.Set(v.labels)) {
@@ -137,9 +143,10 @@ func (p *planner) buildCands() {
 				if has(u.vfs, v.bdf) {
 					c.shared = true
 				} else {
-					c.free = append(c.free, int32(j))
+					backing = append(backing, int32(j))
 				}
 			}
+			c.free = backing[start:len(backing):len(backing)]
 			if c.total == 0 {
 				continue // no VF matches: not a candidate at all
 			}
@@ -273,6 +280,9 @@ func (p *planner) want() int {
 }
 
 func (p *planner) run() (Allocation, error) {
+	if p.want() == 0 && !p.req.joint() {
+		return Allocation{Node: p.inv.name}, nil // nothing asked: trivially met
+	}
 	groups := p.groups()
 	var lastErr error
 	for _, g := range groups {
@@ -302,7 +312,7 @@ func (p *planner) groups() []group {
 	if scope == "" {
 		scope = ScopeNode
 	}
-	if scope == ScopeNode {
+	if scope == ScopeNode || (scope == ScopeDevice && p.want() == 0) {
 		g := group{key: "node", gpus: p.gpus}
 		for i := range p.cands {
 			g.cands = append(g.cands, int32(i))
@@ -349,8 +359,9 @@ func (p *planner) groups() []group {
 				}
 				key = fmt.Sprintf("%011d", gp.numa)
 			}
-			if i, ok := idx[key]; ok && key != "" {
-				out[i].gpus = append(out[i].gpus, gi)
+			if key != "" {
+				g := add(key)
+				g.gpus = append(g.gpus, gi)
 			}
 		}
 	}

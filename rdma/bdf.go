@@ -19,8 +19,9 @@ type BDF struct {
 }
 
 // ParseBDF parses "dddd:bb:dd.f" with a 4 or 5 hex digit domain, a 2 digit bus, a 2
-// digit device (at most 0x1f) and a 1 digit function (at most 7). Upper-case hex is
-// accepted and normalised; anything else is an error that quotes the input.
+// digit device (at most 0x1f) and a 1 digit function (at most 7). Upper-case hex and a
+// zero-padded 5 digit domain are accepted and normalised by String; anything else is an
+// error that quotes the input.
 func ParseBDF(s string) (BDF, error) {
 	fail := func(why string) (BDF, error) {
 		return BDF{}, fmt.Errorf("%q is not a PCI address (domain:bus:device.function like 0000:3b:00.0): %s", s, why)

@@ -13,6 +13,7 @@ func TestParseBDF(t *testing.T) {
 		{"a plain address parses", "0000:3b:00.0", "0000:3b:00.0", ""},
 		{"upper case is normalised to lower", "0000:AF:1F.7", "0000:af:1f.7", ""},
 		{"a five digit VMD domain parses", "10001:80:05.0", "10001:80:05.0", ""},
+		{"a zero-padded five digit domain is normalised", "00000:3b:00.0", "0000:3b:00.0", ""},
 		{"device 0x20 is rejected", "0000:3b:20.0", "", "device is above 1f"},
 		{"function 8 is rejected", "0000:3b:00.8", "", "function is above 7"},
 		{"a missing domain is rejected", "3b:00.0", "", "wrong length"},
@@ -70,7 +71,8 @@ func FuzzParseBDF(f *testing.F) {
 			t.Fatalf("%q parsed to invalid %+v", s, b)
 		}
 		out := b.String()
-		if !strings.EqualFold(out, s) {
+		// A zero-padded five digit domain ("00000:…") is normalised to four digits.
+		if !strings.EqualFold(out, s) && !(len(s) == 13 && s[0] == '0' && strings.EqualFold(out, s[1:])) {
 			t.Fatalf("%q formats as %q", s, out)
 		}
 		b2, err := ParseBDF(out)

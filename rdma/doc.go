@@ -20,6 +20,8 @@
 //   - [UsedByPods], [Fits], [Score]: scheduler-plugin Filter and Score helpers.
 //   - [DeviceIDs], [DeviceIDsFromPod], [PCIDeviceEnv]: what the CNI side (Multus
 //     deviceID, PCIDEVICE_<RESOURCE>) passes into the container.
+//   - [DRADevices]: the same inventory as DRA (resource.k8s.io/v1) devices for a
+//     ResourceSlice.
 //
 // [ParseBDF] and [BDF] handle PCI addresses: 4 or 5 hex digit domains, device <= 0x1f,
 // function <= 7, upper case normalised to lower, numeric ordering.
@@ -101,7 +103,9 @@
 // topology maps onto DRA (resource.k8s.io) device attributes: pcieID is
 // resource.kubernetes.io/pcieRoot, so SamePCIe is DRA's matchAttribute on pcieRoot and
 // RailLabel is distinctAttribute on the rail attribute; selectors correspond to CEL
-// selectors on the device labels. DRA takes the first full solution; Allocate likewise
+// selectors on the device labels. [DRADevices] writes exactly these attributes
+// (standard pcieRoot and pciBusID, plus NUMA node, parent PF and labels under
+// rdma.kplan.dev), leaving unknown NUMA nodes and roots out rather than writing 0. DRA takes the first full solution; Allocate likewise
 // takes the first group in key order, but orders devices inside it by the rules above.
 //
 // # Example

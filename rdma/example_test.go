@@ -161,3 +161,18 @@ func ExampleValidateNode() {
 	}
 	// Output: devices[1].vfGroups[0].vfs[0].busID: Invalid value: "0000:18:00.9": "0000:18:00.9" is not a PCI address (domain:bus:device.function like 0000:3b:00.0): function is above 7
 }
+
+func ExampleDRADevices() {
+	inv, _ := rdma.NewInventory(exampleNode())
+	for _, d := range rdma.DRADevices(inv) {
+		root := d.Attributes[rdma.DRAAttributePCIeRoot].StringValue
+		fmt.Println(d.Name, *root, *d.Attributes[rdma.DRAAttributeKind].StringValue)
+	}
+	// Output:
+	// gpu-0 pci0000:17 gpu
+	// pf-0000-18-00-0 pci0000:17 pf
+	// vf-0000-18-00-2 pci0000:17 vf
+	// pf-0000-af-00-0 pci0000:ae pf
+	// vf-0000-af-00-2 pci0000:ae vf
+	// vf-0000-af-00-3 pci0000:ae vf
+}

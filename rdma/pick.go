@@ -217,27 +217,36 @@ func (p *planner) gpuPlaces(gpus []int32) ([]string, []int32) {
 
 // result assembles the Allocation from the chosen units and GPUs.
 func (p *planner) result(units []unit, gpus []int32) Allocation {
-	a := Allocation{Node: p.inv.name}
-	byCand := map[int32]int{}
-	for _, u := range units {
-		c := &p.cands[u.c]
-		pf := &p.inv.pfs[c.pf]
-		i, ok := byCand[u.c]
-		if !ok {
-			i = len(a.NICs)
-			byCand[u.c] = i
+	a := Allocation{Node: p.inv.name, NICs: make([]NICAllocation, 0, len(units))}
+	// Candidates are in PF BDF order and VF indices in VF BDF order, so sorting the
+	// units by (candidate, VF) puts every PF's VFs together and in order.
+	units = slices.Clone(units)
+	slices.SortFunc(units, func(x, y unit) int {
+		if c := cmp.Compare(x.c, y.c); c != 0 {
+			return c
+		}
+		return cmp.Compare(x.vf, y.vf)
+	})
+	vfs := make([]VFAllocation, 0, len(units)) // one array for every NIC's VFs
+	for k, u := range units {
+		pf := &p.inv.pfs[p.cands[u.c].pf]
+		if k == 0 || units[k-1].c != u.c {
 			a.NICs = append(a.NICs, NICAllocation{Minor: pf.minor, ID: pf.id, BDF: pf.bdf, PCIeRoot: pf.root, NUMANode: pf.numa})
 		}
+		n := &a.NICs[len(a.NICs)-1]
 		if u.vf < 0 {
-			a.NICs[i].Whole = true
+			n.Whole = true
+			continue
+		}
+		v := &pf.vfs[u.vf]
+		vfs = append(vfs, VFAllocation{Minor: v.minor, BDF: v.bdf})
+		if n.VFs == nil {
+			n.VFs = vfs[len(vfs)-1 : len(vfs) : len(vfs)]
 		} else {
-			v := &pf.vfs[u.vf]
-			a.NICs[i].VFs = append(a.NICs[i].VFs, VFAllocation{Minor: v.minor, BDF: v.bdf})
+			n.VFs = vfs[len(vfs)-len(n.VFs)-1 : len(vfs) : len(vfs)]
 		}
 	}
-	slices.SortFunc(a.NICs, func(x, y NICAllocation) int { return x.BDF.Compare(y.BDF) })
 	for i := range a.NICs {
-		slices.SortFunc(a.NICs[i].VFs, func(x, y VFAllocation) int { return x.BDF.Compare(y.BDF) })
 		switch p.req.Exclusive {
 		case ExclusiveDevice:
 			a.ExclusivePFs = append(a.ExclusivePFs, a.NICs[i].BDF)
