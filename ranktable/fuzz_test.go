@@ -159,7 +159,9 @@ func FuzzPlan(f *testing.F) {
 		if g.Phase == PhaseCompleted {
 			var v struct {
 				ServerList []struct {
-					Device []struct{ RankID string `json:"rank_id"` } `json:"device"`
+					Device []struct {
+						RankID string `json:"rank_id"`
+					} `json:"device"`
 				} `json:"server_list"`
 			}
 			if err := json.Unmarshal([]byte(res.ConfigMaps[0].ConfigMap.Data["ranktable.json"]), &v); err != nil {
