@@ -255,18 +255,19 @@ func (e *podEntry) member(key string) Member {
 // parsePod returns the cached parse of pod, re-parsing when anything read from the pod
 // or the template changed.
 func (p *Planner) parsePod(pod *corev1.Pod, t *Template, g Grouping, ann string, now uint64) *podEntry {
-	e := &podEntry{
-		annotation: ann, podIP: pod.Status.PodIP, nodeName: pod.Spec.NodeName,
-		role: pod.Labels[g.RoleLabel], roleID: pod.Labels[g.RoleIDLabel], entry: pod.Labels[g.EntryLabel] == "true",
-		rankIndex: rankIndex(pod), tmpl: t,
-	}
-	if old, ok := p.pods[pod.UID]; ok && old.tmpl == t && old.annotation == ann && old.podIP == e.podIP &&
-		old.nodeName == e.nodeName && old.role == e.role && old.roleID == e.roleID && old.entry == e.entry && old.rankIndex == e.rankIndex {
+	podIP, node := pod.Status.PodIP, pod.Spec.NodeName
+	role, roleID, entry := pod.Labels[g.RoleLabel], pod.Labels[g.RoleIDLabel], pod.Labels[g.EntryLabel] == "true"
+	ri := rankIndex(pod)
+	if old, ok := p.pods[pod.UID]; ok && old.tmpl == t && old.annotation == ann && old.podIP == podIP &&
+		old.nodeName == node && old.role == role && old.roleID == roleID && old.entry == entry && old.rankIndex == ri {
 		old.seen = now
 		return old
 	}
+	e := &podEntry{
+		annotation: ann, podIP: podIP, nodeName: node, role: role, roleID: roleID, entry: entry,
+		rankIndex: ri, tmpl: t, gen: now, seen: now,
+	}
 	e.data, e.err = parseChecked(t.parser, ann, &p.buf)
-	e.gen, e.seen = now, now
 	p.pods[pod.UID] = e
 	return e
 }

@@ -34,10 +34,10 @@ func validatePodData(d *PodData) error {
 	if d.HostIP != "" && !isIP(d.HostIP) {
 		return fmt.Errorf("host_ip: %q is not an IP address", truncate(d.HostIP, 80))
 	}
-	if d.SuperPodID != "" && !isSmallInt(d.SuperPodID) {
+	if d.SuperPodID != "" && !isUint32(d.SuperPodID) {
 		return fmt.Errorf("super_pod_id: %q is not a non-negative integer", truncate(d.SuperPodID, 80))
 	}
-	if d.ServerIndex != "" && !isSmallInt(d.ServerIndex) {
+	if d.ServerIndex != "" && !isUint32(d.ServerIndex) {
 		return fmt.Errorf("server_index: %q is not a non-negative integer", truncate(d.ServerIndex, 80))
 	}
 	if len(d.Devices) == 0 {
@@ -50,7 +50,7 @@ func validatePodData(d *PodData) error {
 		if !isIP(dev.IP) {
 			return fmt.Errorf("devices[%d].device_ip: %q is not an IP address", i, truncate(dev.IP, 80))
 		}
-		if dev.SuperDeviceID != "" && !isSmallInt(dev.SuperDeviceID) {
+		if dev.SuperDeviceID != "" && !isUint32(dev.SuperDeviceID) {
 			return fmt.Errorf("devices[%d].super_device_id: %q is not a non-negative integer", i, truncate(dev.SuperDeviceID, 80))
 		}
 		for j := 0; j < i; j++ {
@@ -87,6 +87,22 @@ func isSmallInt(s string) bool {
 		n = n*10 + int(s[i]-'0')
 	}
 	return n <= MaxDeviceID
+}
+
+// isUint32 reports whether s is a canonical decimal integer that fits in 32 bits
+// (super device ids are large: 37748736 and up).
+func isUint32(s string) bool {
+	if s == "" || len(s) > 10 || (len(s) > 1 && s[0] == '0') {
+		return false
+	}
+	n := uint64(0)
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return false
+		}
+		n = n*10 + uint64(s[i]-'0')
+	}
+	return n <= 1<<32-1
 }
 
 // isIP accepts a specified IPv4 or IPv6 address without a zone, in canonical form.
