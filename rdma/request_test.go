@@ -60,3 +60,12 @@ func TestStrings(t *testing.T) {
 		t.Fatal("name")
 	}
 }
+
+func TestGPUOnlyRequestOnAMixedNode(t *testing.T) {
+	inv := mustInv(t, "n1", gpuDev(0, "pci0000:17", 0), gpuDev(1, "pci0000:17", 0),
+		nic(0, "0000:18:00.0", "pci0000:17", 0, nil), nic(1, "0000:af:00.0", "pci0000:ae", 1, nil, "0000:af:00.2"))
+	a, err := Allocate(inv, Used{}, Request{GPUs: 2, Joint: JointSamePCIe})
+	if err != nil || len(a.GPUs) != 2 || len(a.NICs) != 0 {
+		t.Fatalf("got %+v %v", a, err)
+	}
+}
