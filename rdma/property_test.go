@@ -316,7 +316,7 @@ func TestAllocationSequences(t *testing.T) {
 		}
 		if !reflect.DeepEqual(fromPods.PFs(), used.PFs()) || !reflect.DeepEqual(fromPods.VFs(), used.VFs()) ||
 			!reflect.DeepEqual(fromPods.GPUs(), used.GPUs()) || !reflect.DeepEqual(fromPods.ExclusiveRoots(), used.ExclusiveRoots()) ||
-			!reflect.DeepEqual(sortedBDFs(fromPods.exPF), sortedBDFs(used.exPF)) {
+			!reflect.DeepEqual(fromPods.ExclusivePFs(), used.ExclusivePFs()) {
 			t.Fatalf("pods give %+v, Add gave %+v", fromPods, used)
 		}
 	})
