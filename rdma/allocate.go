@@ -83,6 +83,8 @@ func newPlanner(inv *Inventory, used *Used, req *Request) (*planner, error) {
 		switch {
 		case len(req.DesignatedVFs) > 0 || req.VFSelector != nil:
 			p.kind = VFs
+		case req.Count == 0 && !req.All:
+			p.kind = WholePF // no NICs asked (e.g. GPUs only): the kind does not matter
 		case inv.mode == ModeVF:
 			p.kind = VFs
 		case inv.mode == ModePF:

@@ -24,6 +24,23 @@ func BenchmarkAllocate(b *testing.B) {
 			}
 		}
 	})
+	// A large node for the SamePCIe root search: 64 roots with 2 GPUs and 1 NIC each,
+	// every even root's NIC taken, 32 GPUs and 32 NICs wanted (only the 32 odd roots
+	// qualify).
+	big := bigNode(b, 64, 2, 1, 0)
+	var used Used
+	for r := 0; r < 64; r += 2 {
+		used.HoldPF(big.pfs[r].bdf)
+	}
+	bigReq := Request{Kind: WholePF, Count: 32, GPUs: 32, Joint: JointSamePCIe}
+	b.Run("roots=64,pfs=64,gpus=128", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := Allocate(big, used, bigReq); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
 }
 
 // filterCluster is nodes VF-mode nodes (8 PFs x 8 VFs) where every node is half full:

@@ -45,8 +45,10 @@
 //  3. GPUs (joint requests). With SamePCIe required (or preferred), the GPU PCIe roots
 //     are chosen first: the smallest set S of roots, earliest in root order, such that
 //     every root in S has a free GPU and a free NIC unit, |S| <= GPUs, |S| <= NICs, and S
-//     holds enough of both (see chooseRoots: an exact dynamic programme in
-//     O(roots x min(GPUs, NICs) x GPUs), no exponential search). Each root in S gets its
+//     holds enough of both. The search is an exact dynamic programme over (root, roots
+//     chosen, GPUs still needed) that keeps the most NIC units reachable, in
+//     O(roots x min(GPUs, NICs) x GPUs) time; no exponential search, so it does not give
+//     up on large nodes. Each root in S gets its
 //     lowest-minor GPU, the rest fill up in root order. When no such S exists, SamePCIe
 //     fails with the per-root counts; Preferred instead takes GPUs from roots with NICs
 //     first, then roots with more free GPUs, unknown roots last.

@@ -112,7 +112,8 @@ func (p *planner) scopeError(groups []group, first error) error {
 		return p.errorf("need %s within one %s, no %s has any", p.needText(need), noun, noun)
 	}
 	if p.req.joint() {
-		return p.errorf("need the request within one %s, none can hold it (first, %s: %v)", noun, p.groupLabel(groups[0]), first)
+		inner := strings.TrimPrefix(first.Error(), "node "+p.inv.name+": rdma: ")
+		return p.errorf("need the request within one %s, none can hold it (first, %s: %s)", noun, p.groupLabel(groups[0]), inner)
 	}
 	best := 0
 	var parts []string

@@ -176,3 +176,36 @@ func ExampleDRADevices() {
 	// vf-0000-af-00-2 pci0000:ae vf
 	// vf-0000-af-00-3 pci0000:ae vf
 }
+
+func ExampleDecodeAllocateHints() {
+	h, err := rdma.DecodeAllocateHints(`{"rdma":{"vfSelector":{"matchLabels":{"rdma-type":"storage"}},"requiredTopologyScope":"PCIe","exclusivePolicy":"PCIeLevel"}}`)
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println(h[rdma.RDMA].VFSelector.MatchLabels, h[rdma.RDMA].RequiredTopologyScope, h[rdma.RDMA].ExclusivePolicy)
+	_, err = rdma.DecodeAllocateHints(`{"rdma":{"allocateStrategy":"Greedy"}}`)
+	fmt.Println(err)
+	// Output:
+	// map[rdma-type:storage] PCIe PCIeLevel
+	// annotation scheduling.koordinator.sh/device-allocate-hint: rdma.allocateStrategy: unknown "Greedy"
+}
+
+func ExampleDecodeJointAllocate() {
+	j, err := rdma.DecodeJointAllocate(`{"deviceTypes":["gpu","rdma"],"requiredScope":"SamePCIe"}`)
+	fmt.Println(j.DeviceTypes, j.RequiredScope, err)
+	// Output: [gpu rdma] SamePCIe <nil>
+}
+
+func ExampleUsed_Add() {
+	inv, _ := rdma.NewInventory(exampleNode())
+	a, _ := rdma.Allocate(inv, rdma.Used{}, rdma.Request{Count: 1, Exclusive: rdma.ExclusivePCIe})
+	var used rdma.Used
+	used.Add(a)
+	fmt.Println(used.VFs(), used.ExclusiveRoots())
+	// The root is held exclusively, so only the storage NIC's VFs remain.
+	b, _ := rdma.Allocate(inv, used, rdma.Request{Count: 2})
+	fmt.Println(b.NICs[0].BDF, len(b.NICs[0].VFs))
+	// Output:
+	// [0000:18:00.2] [pci0000:17]
+	// 0000:af:00.0 2
+}

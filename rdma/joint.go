@@ -200,8 +200,8 @@ func chooseRoots(stats []rootStat, G, N int, all bool) ([]int, bool) {
 	}
 	R := len(rs)
 	dim := (kmax + 1) * (G + 1)
-	f := make([]int, (R+1)*dim)
-	at := func(i, j, g int) *int { return &f[i*dim+j*(G+1)+g] }
+	f := make([]int32, (R+1)*dim) // int32: NIC counts are far below 2^31
+	at := func(i, j, g int) *int32 { return &f[i*dim+j*(G+1)+g] }
 	for j := 0; j <= kmax; j++ {
 		for g := 0; g <= G; g++ {
 			*at(R, j, g) = -1
@@ -212,13 +212,13 @@ func chooseRoots(stats []rootStat, G, N int, all bool) ([]int, bool) {
 		s := &stats[rs[i]]
 		for j := 0; j <= kmax; j++ {
 			for g := 0; g <= G; g++ {
-				best := -1
+				best := int32(-1)
 				if !s.mandatory {
 					best = *at(i+1, j, g)
 				}
 				if j > 0 {
 					if sub := *at(i+1, j-1, max(0, g-len(s.gpus))); sub >= 0 {
-						best = max(best, s.nics+sub)
+						best = max(best, int32(s.nics)+sub)
 					}
 				}
 				*at(i, j, g) = best
@@ -226,7 +226,7 @@ func chooseRoots(stats []rootStat, G, N int, all bool) ([]int, bool) {
 		}
 	}
 	for k := max(1, mandatory); k <= kmax; k++ {
-		if *at(0, k, G) < N {
+		if int(*at(0, k, G)) < N {
 			continue
 		}
 		var S []int
@@ -234,7 +234,7 @@ func chooseRoots(stats []rootStat, G, N int, all bool) ([]int, bool) {
 		for i := 0; i < R && j > 0; i++ {
 			s := &stats[rs[i]]
 			sub := *at(i+1, j-1, max(0, g-len(s.gpus)))
-			if sub >= 0 && s.nics+sub >= n {
+			if sub >= 0 && s.nics+int(sub) >= n {
 				S = append(S, rs[i])
 				j, g, n = j-1, max(0, g-len(s.gpus)), max(0, n-s.nics)
 			}

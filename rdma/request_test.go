@@ -60,3 +60,22 @@ func TestStrings(t *testing.T) {
 		t.Fatal("name")
 	}
 }
+
+func TestGPUOnlyRequestOnAMixedNode(t *testing.T) {
+	inv := mustInv(t, "n1", gpuDev(0, "pci0000:17", 0), gpuDev(1, "pci0000:17", 0),
+		nic(0, "0000:18:00.0", "pci0000:17", 0, nil), nic(1, "0000:af:00.0", "pci0000:ae", 1, nil, "0000:af:00.2"))
+	a, err := Allocate(inv, Used{}, Request{GPUs: 2, Joint: JointSamePCIe})
+	if err != nil || len(a.GPUs) != 2 || len(a.NICs) != 0 {
+		t.Fatalf("got %+v %v", a, err)
+	}
+}
+
+func TestJointScopeErrorNamesTheFirstGroup(t *testing.T) {
+	inv := mustInv(t, "n1", gpuDev(0, "pci0000:17", 0), gpuDev(1, "pci0000:3a", 0),
+		nic(0, "0000:18:00.0", "pci0000:17", 0, nil), nic(1, "0000:3b:00.0", "pci0000:3a", 0, nil))
+	_, err := Allocate(inv, Used{}, Request{Count: 1, GPUs: 2, Scope: ScopePCIe})
+	want := "node n1: rdma: need the request within one PCIe root, none can hold it (first, pci0000:17: need 2 GPUs, 1 free)"
+	if err == nil || err.Error() != want {
+		t.Fatalf("got %v\nwant %s", err, want)
+	}
+}

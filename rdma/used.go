@@ -71,6 +71,9 @@ func (u Used) PFs() []BDF { return sortedBDFs(u.pfs) }
 // VFs lists the VFs in use, in BDF order.
 func (u Used) VFs() []BDF { return sortedBDFs(u.vfs) }
 
+// ExclusivePFs lists the PFs held exclusively, in BDF order.
+func (u Used) ExclusivePFs() []BDF { return sortedBDFs(u.exPF) }
+
 // ExclusiveRoots lists the PCIe roots held exclusively, sorted.
 func (u Used) ExclusiveRoots() []string { return slices.Sorted(maps.Keys(u.exRt)) }
 
