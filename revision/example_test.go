@@ -158,7 +158,9 @@ func ExampleRestarts() {
 			keys.UpdateRevision: "f4c16993a53f5b40", keys.UpdateRevisionTimestamp: revision.FormatTimestamp(wantedAt),
 			keys.CurrentRevision: "1b5d3bd378ca7b6c",
 		}},
-		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "main"}}},
+		// As Inject left it: "main" mounts the set's volume.
+		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "main", VolumeMounts: []corev1.VolumeMount{
+			{Name: revision.VolumeName(set.Name), MountPath: "/data/conf1", ReadOnly: true}}}}},
 		Status: corev1.PodStatus{
 			InitContainerStatuses: []corev1.ContainerStatus{{Name: sidecar, State: running(wantedAt.Add(-time.Hour))}},
 			ContainerStatuses:     []corev1.ContainerStatus{{Name: "main", State: running(wantedAt.Add(-time.Hour))}},
