@@ -45,7 +45,8 @@ type podInfo struct {
 	pod       *corev1.Pod
 	state     revState
 	ready     bool
-	cold      bool
+	cold      bool // created before spec.containers last changed, or not injected
+	injected  bool // carries the set's reload sidecar
 	target    string // wanted revision after the plan
 	changed   bool
 	labelNow  bool
@@ -112,7 +113,7 @@ func Plan(in Input) (Result, error) {
 		events = append(events, Event{corev1.EventTypeNormal, "ContainersChanged", "spec.containers changed; only pods created from now on get the new mounts"})
 	}
 
-	pods, err := readPods(in.Pods, keys, lastTS)
+	pods, err := readPods(in.Pods, keys, ReloadSidecarName(set.Name), lastTS)
 	if err != nil {
 		return Result{}, err
 	}
@@ -204,7 +205,7 @@ func coldStart(set *ConfigMapSet, now time.Time) (*metav1.Time, string, bool) {
 // readPods reads every non-terminating pod's state, ordered by namespace and name.
 // The pointers are sorted before the states are read: swapping pointers is cheaper
 // than swapping podInfo values.
-func readPods(in []*corev1.Pod, keys Keys, lastTS *metav1.Time) ([]podInfo, error) {
+func readPods(in []*corev1.Pod, keys Keys, sidecar string, lastTS *metav1.Time) ([]podInfo, error) {
 	sorted := make([]*corev1.Pod, 0, len(in))
 	for _, p := range in {
 		if p != nil && p.DeletionTimestamp == nil {
@@ -224,11 +225,13 @@ func readPods(in []*corev1.Pod, keys Keys, lastTS *metav1.Time) ([]podInfo, erro
 			return nil, err
 		}
 		_, label := p.Labels[keys.UpdateOrder]
+		injected := hasContainer(p, sidecar)
 		pods[i] = podInfo{
 			pod:      p,
 			state:    revState{UpdateRevision: st.UpdateRevision, CurrentRevision: st.CurrentRevision},
 			ready:    podReady(p),
-			cold:     isColdAt(p, lastTS),
+			cold:     !injected || isColdAt(p, lastTS),
+			injected: injected,
 			target:   st.UpdateRevision,
 			labelNow: label,
 		}
