@@ -45,8 +45,8 @@ type podInfo struct {
 	pod       *corev1.Pod
 	state     revState
 	ready     bool
-	cold      bool // created before spec.containers last changed, or not injected
-	injected  bool // carries the set's reload sidecar
+	cold      bool   // created before spec.containers last changed, or not injected
+	injected  bool   // carries the set's reload sidecar
 	target    string // wanted revision after the plan
 	changed   bool
 	labelNow  bool
