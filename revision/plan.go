@@ -281,7 +281,7 @@ func buildPatches(pods []podInfo, keys Keys, injectOrder bool, now time.Time) ([
 			vals = append(vals, p.target, ts)
 			target, stamp := &vals[len(vals)-2], &vals[len(vals)-1]
 			pp.Annotations = map[string]*string{keys.UpdateRevision: target, keys.UpdateRevisionTimestamp: stamp}
-			if err := checkAnnotationSize(p.pod, pp.Annotations); err != nil {
+			if err := checkAnnotationSize(p.pod, [2]string{keys.UpdateRevision, keys.UpdateRevisionTimestamp}, [2]string{p.target, ts}); err != nil {
 				return nil, err
 			}
 		}
@@ -298,21 +298,27 @@ func buildPatches(pods []podInfo, keys Keys, injectOrder bool, now time.Time) ([
 	return out, nil
 }
 
-// checkAnnotationSize fails when the pod's annotations after ch exceed the API
-// server's limit.
-func checkAnnotationSize(pod *corev1.Pod, ch map[string]*string) error {
+// checkAnnotationSize fails when setting the two annotations keys to vals would take
+// the pod's annotations over the API server's limit. A change that does not grow them
+// cannot take a pod the API server accepted over it, so only growing changes sum the
+// pod's annotations.
+func checkAnnotationSize(pod *corev1.Pod, keys, vals [2]string) error {
+	growth := 0
+	for i, k := range keys {
+		old, had := pod.Annotations[k]
+		growth += len(vals[i]) - len(old)
+		if !had {
+			growth += len(k)
+		}
+	}
+	if growth <= 0 {
+		return nil
+	}
 	size := 0
 	for k, v := range pod.Annotations {
-		if _, over := ch[k]; !over {
-			size += len(k) + len(v)
-		}
+		size += len(k) + len(v)
 	}
-	for k, v := range ch {
-		if v != nil {
-			size += len(k) + len(*v)
-		}
-	}
-	if size > apivalidation.TotalAnnotationSizeLimitB {
+	if size += growth; size > apivalidation.TotalAnnotationSizeLimitB {
 		return fmt.Errorf("pod %s/%s: metadata.annotations: would hold %d bytes, more than the limit of %d", pod.Namespace, pod.Name, size, apivalidation.TotalAnnotationSizeLimitB)
 	}
 	return nil

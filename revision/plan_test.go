@@ -250,12 +250,25 @@ func TestPlanUpdateOrderLabel(t *testing.T) {
 	})
 }
 
+func annotationBytes(p *corev1.Pod) int {
+	n := 0
+	for k, v := range p.Annotations {
+		n += len(k) + len(v)
+	}
+	return n
+}
+
 func TestPlanErrors(t *testing.T) {
 	hub, revs := hubOf(t, data("a"))
 	bad := revPod("x", revs[0], "", true)
 	bad.Annotations[testKeys.UpdateRevisionTimestamp] = "yesterday"
-	big := revPod("y", revs[0], revs[0], true)
-	big.Annotations["huge"] = strings.Repeat("x", 256*1024)
+	// A pod the API server accepted, 10 bytes under the limit: the patch adds the
+	// wanted revision and its timestamp and would take it over.
+	big := revPod("y", "", "", true)
+	big.Annotations = map[string]string{"huge": strings.Repeat("x", 256*1024-len("huge")-10)}
+	// The same pod already holding a revision: the patch does not grow it.
+	bigHeld := revPod("y", revs[0], revs[0], true)
+	bigHeld.Annotations["huge"] = strings.Repeat("x", 256*1024-len("huge")-annotationBytes(bigHeld))
 	tests := []struct {
 		name string
 		in   Input
@@ -269,6 +282,12 @@ func TestPlanErrors(t *testing.T) {
 		{"a hub over 1 MiB is an error naming the sizes", Input{Set: newSet(map[string]string{"f": strings.Repeat("x", MaxHubBytes)})}, "more than the 1048576"},
 		{"a missing set is an error", Input{}, "no ConfigMapSet"},
 	}
+	t.Run("a patch that does not grow full annotations is fine", func(t *testing.T) {
+		res, err := Plan(Input{Set: newSet(data("b")), Hub: hub, Pods: []*corev1.Pod{bigHeld}, Now: now})
+		if err != nil || len(res.Pods) != 1 {
+			t.Errorf("%d patches, %v", len(res.Pods), err)
+		}
+	})
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			_, err := Plan(tt.in)
