@@ -37,6 +37,17 @@ const smKubeVersion = "v1.30.0"
 func newMachine(t *rapid.T) *machine {
 	set := newSet(nil)
 	set.Spec.UpdateStrategy.Partition = drawPartition(t)
+	drawStrategy(t, set)
+	m := &machine{set: set, pods: map[string]*corev1.Pod{}, now: t0.Add(time.Minute), nameOf: map[int]string{}}
+	m.setData(data("v0"), -1)
+	return m
+}
+
+// drawStrategy draws restartInjectedContainers with maxUnavailable, injectUpdateOrder
+// and revisionHistoryLimit.
+func drawStrategy(t *rapid.T, set *ConfigMapSet) {
+	us := &set.Spec.UpdateStrategy
+	us.RestartInjectedContainers, us.MaxUnavailable = false, nil
 	if rapid.Bool().Draw(t, "restartInjectedContainers") {
 		mu := rapid.OneOf(
 			rapid.Custom(func(t *rapid.T) intstr.IntOrString { return intstr.FromInt32(rapid.Int32Range(1, 3).Draw(t, "int")) }),
@@ -44,15 +55,12 @@ func newMachine(t *rapid.T) *machine {
 				return intstr.FromString(rapid.SampledFrom([]string{"1%", "25%", "50%", "100%"}).Draw(t, "pct"))
 			}),
 		).Draw(t, "maxUnavailable")
-		set.Spec.UpdateStrategy.RestartInjectedContainers = true
-		set.Spec.UpdateStrategy.MaxUnavailable = &mu
+		us.RestartInjectedContainers = true
+		us.MaxUnavailable = &mu
 	}
 	set.Spec.InjectUpdateOrder = rapid.Bool().Draw(t, "injectUpdateOrder")
 	limit := rapid.Int32Range(0, 3).Draw(t, "revisionHistoryLimit")
 	set.Spec.RevisionHistoryLimit = &limit
-	m := &machine{set: set, pods: map[string]*corev1.Pod{}, now: t0.Add(time.Minute), nameOf: map[int]string{}}
-	m.setData(data("v0"), -1)
-	return m
 }
 
 func drawPartition(t *rapid.T) *intstr.IntOrString {
@@ -561,6 +569,10 @@ func TestStateMachine(t *testing.T) {
 			},
 			"partition": func(t *rapid.T) {
 				m.set.Spec.UpdateStrategy.Partition = drawPartition(t)
+				m.set.Generation++
+			},
+			"strategy": func(t *rapid.T) {
+				drawStrategy(t, m.set)
 				m.set.Generation++
 			},
 			"addPod": func(t *rapid.T) { m.addPod(t) },
