@@ -105,8 +105,9 @@
 //     hash-shortened. The design's revision/revisionTimestamp are named
 //     updateRevision/updateRevisionTimestamp as in Kruise. Timestamps are milliseconds.
 //   - The update-order label configMapSet/{name}/updateOrder is invalid too; it is
-//     apps.kruise.io/configmapset.S.updateOrder. It is set on every pod Plan changes
-//     and removed once the pod confirms its wanted revision.
+//     apps.kruise.io/configmapset.S.updateOrder. Plan sets it on every warm pod
+//     whose wanted revision is not confirmed yet (pods it picks, and new pods that
+//     have not loaded theirs) and removes it once the pod confirms it.
 //   - Priority: the design lists the rules in two orders; the implementation section's
 //     order is used (see Algorithm 4).
 //   - The hub stores a JSON list, not a YAML mapping (mappings have no order).
