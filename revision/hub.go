@@ -57,6 +57,12 @@ func (h Hub) Index(name string) int {
 
 // Files returns a copy of the files of the named revision, as the reload sidecar
 // writes them. A revision the hub does not hold is an error.
+//
+// The sidecar reads the hub from a ConfigMap volume, which the kubelet refreshes
+// only every sync period (about a minute), while Plan adds a revision to the hub and
+// asks pods for it in the same reconcile. A sidecar that gets this error for its
+// wanted revision should therefore re-read the file until the revision appears
+// rather than exit (exiting would put it in CrashLoopBackOff).
 func (h Hub) Files(name string) (map[string]string, error) {
 	i := h.Index(name)
 	if i < 0 {
