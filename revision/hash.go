@@ -81,7 +81,11 @@ func (h Hub) add(data map[string]string, collisionCount int32, hash hashFunc) (A
 		}
 		revs := make([]Revision, 0, len(h.Revisions)+1)
 		revs = append(revs, h.Revisions...)
-		revs = append(revs, Revision{Name: name, Data: maps.Clone(data)})
+		files := maps.Clone(data)
+		if files == nil {
+			files = map[string]string{}
+		}
+		revs = append(revs, Revision{Name: name, Data: files})
 		return AddResult{Hub: Hub{Revisions: revs}, Name: name, CollisionCount: collisionCount, Created: true}, nil
 	}
 	return AddResult{}, errCollisions(collisionCount)
