@@ -88,6 +88,10 @@ func BenchmarkPlan(b *testing.B) {
 	}
 }
 
+// BenchmarkPlanWarm measures one reconcile after exactly one pod's annotation
+// changed: a Planner that planned the previous state, the existing ConfigMaps as the
+// API server holds them after applying that plan (with resourceVersions), and pod 0's
+// annotation alternating between two values. Every iteration yields one update.
 func BenchmarkPlanWarm(b *testing.B) {
 	rt, _ := LibraryConfigMap(LibraryMindIERole)
 	rt.Data[KeyPodParserTemplate] = BuiltinRanktableJSON
@@ -97,22 +101,36 @@ func BenchmarkPlanWarm(b *testing.B) {
 			in := s.input(tm)
 			pods := append([]*corev1.Pod(nil), s.podList...)
 			in.Pods = pods
-			p := NewPlanner()
-			res, err := p.Plan(in)
-			checkCompleted(b, res, err)
 			orig := pods[0]
 			alt := orig.DeepCopy()
-			alt.Annotations[DefaultAnnotationName] = strings.Replace(alt.Annotations[DefaultAnnotationName], `"10.0.0.1"`, `"10.99.0.1"`, 1)
+			alt.Annotations[DefaultAnnotationName] = strings.Replace(alt.Annotations[DefaultAnnotationName], `"10.0.0.1"`, `"10.0.99.1"`, 1)
+			p := NewPlanner()
+			var srv apiServer
+			states := [2][]*corev1.ConfigMap{} // the ConfigMaps after planning orig, alt
+			for i, pod := range []*corev1.Pod{orig, alt, orig} {
+				pods[0] = pod
+				res, err := p.Plan(in)
+				checkCompleted(b, res, err)
+				states[i%2] = srv.apply(res)
+				in.ConfigMaps = states[i%2]
+			}
+			// Now: the Planner and the ConfigMaps hold the orig state.
+			next := [2]*corev1.Pod{alt, orig}
 			b.ReportAllocs()
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {
-				if i%2 == 0 {
-					pods[0] = alt
-				} else {
-					pods[0] = orig
-				}
+				pods[0], in.ConfigMaps = next[i%2], states[i%2]
 				res, err := p.Plan(in)
 				checkCompleted(b, res, err)
+				updates := 0
+				for _, d := range res.ConfigMaps {
+					if d.Action != ActionNone {
+						updates++
+					}
+				}
+				if updates != 1 {
+					b.Fatalf("%d ConfigMaps to write, want 1", updates)
+				}
 			}
 		})
 	}

@@ -192,6 +192,7 @@ func build(members []Member, opts BuildOptions, validate bool) (*Table, error) {
 		TotalDevices: total, Timestamp: opts.Timestamp, Servers: make([]Server, len(servers)),
 	}
 	all := make([]RankedDevice, total)
+	nums := decimals(total + 1)
 	rank := 0
 	for i, s := range servers {
 		if !sortedBy(s.devs, idCmp) {
@@ -202,7 +203,7 @@ func build(members []Member, opts BuildOptions, validate bool) (*Table, error) {
 		for j, d := range s.devs {
 			out[j] = RankedDevice{
 				DeviceId: d.ID, DeviceIp: d.IP, SuperDeviceId: d.SuperDeviceID,
-				RankId: strconv.Itoa(rank), ClusterId: strconv.Itoa(rank + 1),
+				RankId: nums.at(rank), ClusterId: nums.at(rank + 1),
 			}
 			rank++
 		}
@@ -216,6 +217,37 @@ func build(members []Member, opts BuildOptions, validate bool) (*Table, error) {
 	t.SuperPods = superPods(t.Servers)
 	t.Roles = roles(t.Servers)
 	return t, nil
+}
+
+// decimalStrings holds the decimal forms of 0..n in one string: two allocations
+// instead of one per rank id.
+type decimalStrings struct {
+	all  string
+	ends []int32
+}
+
+// decimals returns the decimal strings of 0..n.
+func decimals(n int) decimalStrings {
+	digits := 1 // "0"
+	for p := 1; p <= n; p *= 10 {
+		digits += n - p + 1
+	}
+	b := make([]byte, 0, digits)
+	ends := make([]int32, n+1)
+	for i := 0; i <= n; i++ {
+		b = strconv.AppendInt(b, int64(i), 10)
+		ends[i] = int32(len(b))
+	}
+	return decimalStrings{all: string(b), ends: ends}
+}
+
+// at returns the decimal form of i.
+func (d decimalStrings) at(i int) string {
+	start := int32(0)
+	if i > 0 {
+		start = d.ends[i-1]
+	}
+	return d.all[start:d.ends[i]]
 }
 
 func sortedBy(devs []Device, c func(a, b string) int) bool {

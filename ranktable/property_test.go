@@ -221,7 +221,8 @@ func errStrings(gs []GroupStatus) []string {
 
 // TestPlannerEqualsPlan is a state machine: pods are added, deleted, replaced and
 // their annotations changed; after every step the long-lived Planner's result equals a
-// fresh Plan's.
+// fresh Plan's, and the plan is applied as the API server would (new resourceVersions
+// for written ConfigMaps).
 func TestPlannerEqualsPlan(t *testing.T) {
 	o := testOwner("ms")
 	tm := mustLibrary(t, LibraryMindIERole, LoadOptions{})
@@ -230,6 +231,7 @@ func TestPlannerEqualsPlan(t *testing.T) {
 		exp := map[GroupKey]int{{"ms-0", "worker-0"}: 2, {"ms-1", "worker-0"}: 2}
 		pods := map[string]*corev1.Pod{}
 		var cms []*corev1.ConfigMap
+		var srv apiServer
 		check := func() {
 			list := make([]*corev1.Pod, 0, len(pods))
 			for _, k := range sortedPodNames(pods) {
@@ -241,10 +243,7 @@ func TestPlannerEqualsPlan(t *testing.T) {
 			if err != nil || !resultsEqual(got, want) {
 				t.Fatalf("Planner result differs from Plan (err %v)", err)
 			}
-			cms = cms[:0]
-			for _, d := range got.ConfigMaps {
-				cms = append(cms, d.ConfigMap)
-			}
+			cms = srv.apply(got)
 		}
 		t.Repeat(map[string]func(*rapid.T){
 			"add": func(t *rapid.T) {

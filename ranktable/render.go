@@ -2,7 +2,9 @@ package ranktable
 
 import (
 	"encoding/json"
+
 	"fmt"
+	"github.com/kplan-dev/kplan/internal/canonhash"
 	"strconv"
 )
 
@@ -25,6 +27,22 @@ func (o RenderOptions) limit() int {
 // JSON of at most opts.MaxOutputBytes bytes. table is not changed.
 func (t *Template) Render(table *Table, opts RenderOptions) ([]byte, error) {
 	return t.render(table, opts.limit(), nil)
+}
+
+// renderString renders table as Render does, into the scratch buffer *buf (grown once
+// to the table's estimated size), and returns the table as a string with its content
+// hash (canonhash.Short of the string, computed on the bytes to avoid a copy).
+func (t *Template) renderString(table *Table, limit int, buf *[]byte) (content, hash string, err error) {
+	if hint := min(128+96*table.ServerCount+144*table.TotalDevices, limit+1); cap(*buf) < hint {
+		*buf = make([]byte, 0, hint)
+	}
+	out, err := t.render(table, limit, *buf)
+	if err != nil {
+		return "", "", err
+	}
+	*buf = out[:0]
+	// canonhash.Short(s) hashes the count of strings (1), then len(s) and s.
+	return string(out), canonhash.New().Uint64(1).Bytes(out).Hex(8), nil
 }
 
 func (t *Template) render(table *Table, limit int, buf []byte) ([]byte, error) {
