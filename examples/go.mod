@@ -1,5 +1,5 @@
 module github.com/kplan-dev/kplan/examples
 
-go 1.25.0
+go 1.26.0
 
 replace github.com/kplan-dev/kplan => ../
