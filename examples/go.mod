@@ -6,8 +6,8 @@ replace github.com/kplan-dev/kplan => ../
 
 require (
 	github.com/kplan-dev/kplan v0.0.0-00010101000000-000000000000
-	k8s.io/api v0.37.2
-	k8s.io/apimachinery v0.37.2
+	k8s.io/api v0.37.0
+	k8s.io/apimachinery v0.37.0
 )
 
 require (
