@@ -1,6 +1,7 @@
 package rollout
 
 import (
+	"bytes"
 	"cmp"
 	"fmt"
 	"slices"
@@ -11,13 +12,19 @@ import (
 // unit is one replica as the planner sees it. Units point into the caller's slice,
 // which is only read.
 type unit struct {
-	r          *Replica
-	key        uint32 // health, surplus and version position, packed; see sortKey
-	rev        int32  // rank in the revision table, oldest 0
-	avail      bool
-	partial    bool
-	recovering bool
-	done       bool // acted on in this step
+	r *Replica
+	// key packs health, surplus, version position and priority so that most
+	// comparisons are one integer comparison; see rank.
+	key  uint64
+	cost int64 // DeletionCost, copied to spare the sort a pointer chase
+	// name is the replica's natural key (appendNaturalKey): planner.names[name0:name1].
+	name0, name1 uint32
+	rev          int32 // rank in the revision table, oldest 0
+	health       uint8 // healthRank of the effective state
+	avail        bool
+	partial      bool
+	recovering   bool
+	done         bool // acted on in this step
 }
 
 // pool is the set of replicas one availability floor applies to: all replicas in
@@ -42,6 +49,8 @@ type planner struct {
 	minAvail int
 	pools    []pool
 	step     Step
+	names    []byte   // natural keys of all names, see unit.name0
+	slab     []string // backing store for Update.Members
 }
 
 // Plan returns one reconcile's actions for replicas under strategy. See the
@@ -81,21 +90,30 @@ func Plan(replicas []Replica, strategy Strategy) (Step, error) {
 
 // collect validates replicas and sorts them into pools.
 func (p *planner) collect(replicas []Replica) error {
-	index := make(map[string]int32, len(replicas))
+	index := newNameTable(replicas)
 	revSet := map[string]bool{p.s.TargetRevision: true}
 	for _, h := range p.s.History {
 		revSet[h] = true
 	}
+	// Natural keys of all names in replica order, built while each name is in
+	// cache: replica i's key is p.names[nameEnd[i-1]:nameEnd[i]].
+	nameEnd := make([]uint32, len(replicas))
+	p.names = make([]byte, 0, 16*len(replicas))
+	lastRev := ""
 	for i := range replicas {
 		r := &replicas[i]
 		if err := p.validReplica(i, r); err != nil {
 			return err
 		}
-		if _, dup := index[r.Name]; dup {
+		if index.insert(i) >= 0 {
 			return fmt.Errorf("replica %s: name: repeated", r.Name)
 		}
-		index[r.Name] = int32(i)
-		revSet[r.Revision] = true
+		if r.Revision != lastRev {
+			lastRev = r.Revision
+			revSet[r.Revision] = true
+		}
+		p.names = appendNaturalKey(p.names, r.Name)
+		nameEnd[i] = uint32(len(p.names))
 	}
 	revs := make([]string, 0, len(revSet))
 	for r := range revSet {
@@ -105,27 +123,27 @@ func (p *planner) collect(replicas []Replica) error {
 	p.target = int32(p.revs.rank[p.s.TargetRevision])
 
 	// Which replicas are being replaced by recovery.
-	var replaced map[int32]bool
+	var replaced map[int]bool
 	for i := range replicas {
 		r := &replicas[i]
 		if r.ReplacementFor == "" || !live(r) {
 			continue
 		}
-		if j, ok := index[r.ReplacementFor]; ok && live(&replicas[j]) {
+		if j := index.lookup(r.ReplacementFor); j >= 0 && live(&replicas[j]) {
 			if replaced == nil {
-				replaced = map[int32]bool{}
+				replaced = map[int]bool{}
 			}
 			replaced[j] = true
 		}
 	}
-	colIndex := map[string]int{}
-	addPool := func(col string) int {
+	colIndex := map[string]int32{}
+	addPool := func(col string) int32 {
 		if k, ok := colIndex[col]; ok {
 			return k
 		}
-		colIndex[col] = len(p.pools)
+		colIndex[col] = int32(len(p.pools))
 		p.pools = append(p.pools, pool{column: col})
-		return len(p.pools) - 1
+		return int32(len(p.pools) - 1)
 	}
 	if p.s.Mode == Group {
 		for _, c := range p.s.Columns {
@@ -133,28 +151,71 @@ func (p *planner) collect(replicas []Replica) error {
 		}
 	} else {
 		addPool("")
-		p.pools[0].units = make([]unit, 0, len(replicas))
 	}
+	// First pass: each replica's pool (-1: not planned), and pool sizes, so that
+	// all units live in one slice.
+	poolOf := make([]int32, len(replicas))
+	var sizes []int
+	planned := 0
 	for i := range replicas {
 		r := &replicas[i]
-		if !live(r) {
+		poolOf[i] = -1
+		skip := !live(r)
+		if !skip && r.ReplacementFor != "" {
+			j := index.lookup(r.ReplacementFor)
+			skip = j >= 0 && live(&replicas[j])
+		}
+		if skip {
+			// Not planned, but still validated (planned replicas are in the next loop).
+			for j := range r.Members {
+				if r.Members[j].Name == "" {
+					return unnamedMember(r, j)
+				}
+			}
 			continue
 		}
-		if r.ReplacementFor != "" {
-			if j, ok := index[r.ReplacementFor]; ok && live(&replicas[j]) {
-				continue
-			}
-		}
-		col := ""
+		k := int32(0)
 		if p.s.Mode == Group {
-			col = r.Column
+			k = addPool(r.Column)
 		}
-		k := addPool(col)
+		poolOf[i] = k
+		for len(sizes) < len(p.pools) {
+			sizes = append(sizes, 0)
+		}
+		sizes[k]++
+		planned++
+	}
+	units := make([]unit, planned)
+	off := 0
+	for k := range sizes {
+		p.pools[k].units = units[off : off : off+sizes[k]]
+		off += sizes[k]
+	}
+	lastRev, lastRank := "", int32(-1)
+	for i := range replicas {
+		k := poolOf[i]
+		if k < 0 {
+			continue
+		}
+		r := &replicas[i]
+		if r.Revision != lastRev || lastRank < 0 {
+			lastRev, lastRank = r.Revision, int32(p.revs.rank[r.Revision])
+		}
 		// A replica being replaced, and a replacement standing in for a replica
 		// already gone, are counted but left to recovery.
-		u := unit{r: r, rev: int32(p.revs.rank[r.Revision]), recovering: replaced[int32(i)] || r.ReplacementFor != ""}
-		u.partial = r.Partial()
-		u.avail = counts(r.Effective())
+		u := unit{r: r, rev: lastRank, recovering: replaced[i] || r.ReplacementFor != "",
+			cost: r.DeletionCost}
+		eff, partial, unnamed := inspect(r)
+		if unnamed >= 0 {
+			return unnamedMember(r, unnamed)
+		}
+		u.partial = partial
+		u.avail = counts(eff)
+		u.health = uint8(healthRank(eff))
+		if i > 0 {
+			u.name0 = nameEnd[i-1]
+		}
+		u.name1 = nameEnd[i]
 		pl := &p.pools[k]
 		pl.units = append(pl.units, u)
 		if u.avail {
@@ -183,12 +244,11 @@ func (p *planner) validReplica(i int, r *Replica) error {
 	case p.s.Mode == Group && r.Column == "":
 		return fmt.Errorf("replica %s: column: group mode needs a column", r.Name)
 	}
-	for j := range r.Members {
-		if r.Members[j].Name == "" {
-			return fmt.Errorf("replica %s: members[%d].name: must not be empty", r.Name, j)
-		}
-	}
 	return nil
+}
+
+func unnamedMember(r *Replica, j int) error {
+	return fmt.Errorf("replica %s: members[%d].name: must not be empty", r.Name, j)
 }
 
 // live reports whether a replica takes part in planning at all.
@@ -265,29 +325,30 @@ func (p *planner) rank() {
 		us := p.pools[k].units
 		for i := range us {
 			u := &us[i]
-			h := uint32(healthRank(u.r.Effective()))
+			h := uint64(u.health)
 			if u.partial && h > 1 {
 				h = 1
 			}
-			surplus := uint32(1)
+			surplus := uint64(1)
 			if availBy[k*nrev+int(u.rev)] > minAvail[u.rev] {
 				surplus = 0 // cutting it does not lower its version's serving capacity
 			}
-			u.key = h<<30 | surplus<<29 | pos[u.rev]
+			// health (2 bits), surplus (1), version position (29), priority with
+			// its sign bit flipped so that unsigned order is signed order (32).
+			u.key = h<<62 | surplus<<61 | uint64(pos[u.rev])<<32 | uint64(uint32(u.r.Priority)^1<<31)
 		}
-		slices.SortFunc(us, compareUnits)
+		names := p.names
+		slices.SortFunc(us, func(a, b unit) int {
+			if a.key != b.key {
+				return cmp.Compare(a.key, b.key)
+			}
+			if a.cost != b.cost {
+				return cmp.Compare(a.cost, b.cost)
+			}
+			if c := bytes.Compare(names[a.name0:a.name1], names[b.name0:b.name1]); c != 0 {
+				return c
+			}
+			return natural.Compare(a.r.Name, b.r.Name)
+		})
 	}
-}
-
-func compareUnits(a, b unit) int {
-	if a.key != b.key {
-		return cmp.Compare(a.key, b.key)
-	}
-	if a.r.Priority != b.r.Priority {
-		return cmp.Compare(a.r.Priority, b.r.Priority)
-	}
-	if a.r.DeletionCost != b.r.DeletionCost {
-		return cmp.Compare(a.r.DeletionCost, b.r.DeletionCost)
-	}
-	return natural.Compare(a.r.Name, b.r.Name)
 }
