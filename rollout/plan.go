@@ -13,10 +13,6 @@ import (
 // which is only read.
 type unit struct {
 	r *Replica
-	// key packs health, surplus, version position and priority so that most
-	// comparisons are one integer comparison; see rank.
-	key  uint64
-	cost int64 // DeletionCost, copied to spare the sort a pointer chase
 	// name is the replica's natural key (appendNaturalKey): planner.names[name0:name1].
 	name0, name1 uint32
 	rev          int32 // rank in the revision table, oldest 0
@@ -203,8 +199,7 @@ func (p *planner) collect(replicas []Replica) error {
 		}
 		// A replica being replaced, and a replacement standing in for a replica
 		// already gone, are counted but left to recovery.
-		u := unit{r: r, rev: lastRank, recovering: replaced[i] || r.ReplacementFor != "",
-			cost: r.DeletionCost}
+		u := unit{r: r, rev: lastRank, recovering: replaced[i] || r.ReplacementFor != ""}
 		eff, partial, unnamed := inspect(r)
 		if unnamed >= 0 {
 			return unnamedMember(r, unnamed)
@@ -321,8 +316,17 @@ func (p *planner) rank() {
 	for i, v := range order {
 		pos[v] = uint32(i)
 	}
+	largest := 0
+	for k := range p.pools {
+		largest = max(largest, len(p.pools[k].units))
+	}
+	recs := make([]sortRec, 0, largest)
+	scratch := make([]unit, largest)
+	names := p.names
 	for k := range p.pools {
 		us := p.pools[k].units
+		lcp := p.commonPrefix(us)
+		recs = recs[:0]
 		for i := range us {
 			u := &us[i]
 			h := uint64(u.health)
@@ -333,22 +337,76 @@ func (p *planner) rank() {
 			if availBy[k*nrev+int(u.rev)] > minAvail[u.rev] {
 				surplus = 0 // cutting it does not lower its version's serving capacity
 			}
-			// health (2 bits), surplus (1), version position (29), priority with
-			// its sign bit flipped so that unsigned order is signed order (32).
-			u.key = h<<62 | surplus<<61 | uint64(pos[u.rev])<<32 | uint64(uint32(u.r.Priority)^1<<31)
+			recs = append(recs, sortRec{
+				// health (2 bits), surplus (1), version position (29), priority
+				// with its sign bit flipped so that unsigned order is signed order.
+				key:  h<<62 | surplus<<61 | uint64(pos[u.rev])<<32 | uint64(uint32(u.r.Priority)^1<<31),
+				cost: u.r.DeletionCost,
+				name: namePrefix(names[u.name0:u.name1], lcp),
+				idx:  uint32(i),
+			})
 		}
-		names := p.names
-		slices.SortFunc(us, func(a, b unit) int {
+		slices.SortFunc(recs, func(a, b sortRec) int {
 			if a.key != b.key {
 				return cmp.Compare(a.key, b.key)
 			}
 			if a.cost != b.cost {
 				return cmp.Compare(a.cost, b.cost)
 			}
-			if c := bytes.Compare(names[a.name0:a.name1], names[b.name0:b.name1]); c != 0 {
+			if a.name != b.name {
+				return cmp.Compare(a.name, b.name)
+			}
+			ua, ub := &us[a.idx], &us[b.idx]
+			if c := bytes.Compare(names[ua.name0:ua.name1], names[ub.name0:ub.name1]); c != 0 {
 				return c
 			}
-			return natural.Compare(a.r.Name, b.r.Name)
+			return natural.Compare(ua.r.Name, ub.r.Name)
 		})
+		sorted := scratch[:len(us)]
+		for i, rc := range recs {
+			sorted[i] = us[rc.idx]
+		}
+		copy(us, sorted)
 	}
+}
+
+// sortRec is what sorting a pool moves around: the order's leading fields packed
+// in 32 bytes, and the unit's index.
+type sortRec struct {
+	key  uint64 // health, surplus, version position, priority
+	cost int64
+	name uint64 // 8 bytes of the natural key after the pool's common prefix
+	idx  uint32
+}
+
+// commonPrefix is the length of the prefix all natural keys of us share.
+func (p *planner) commonPrefix(us []unit) int {
+	if len(us) == 0 {
+		return 0
+	}
+	first := p.names[us[0].name0:us[0].name1]
+	n := len(first)
+	for i := 1; i < len(us) && n > 0; i++ {
+		k := p.names[us[i].name0:us[i].name1]
+		n = min(n, len(k))
+		j := 0
+		for j < n && k[j] == first[j] {
+			j++
+		}
+		n = j
+	}
+	return n
+}
+
+// namePrefix packs key[from:from+8] big-endian, zero-padded: when two packs
+// differ they order the keys as bytes.Compare does.
+func namePrefix(key []byte, from int) uint64 {
+	var v uint64
+	for i := range 8 {
+		v <<= 8
+		if j := from + i; j < len(key) {
+			v |= uint64(key[j])
+		}
+	}
+	return v
 }
