@@ -49,6 +49,17 @@ type planner struct {
 	slab     []string // backing store for Update.Members
 }
 
+// Size limits. [Plan], [PlanRecover] and [PlanLockstep] reject larger input with
+// an error; they keep the planner's packed indexes (32-bit) far from overflow.
+const (
+	// MaxReplicas is the most replicas one call accepts, and the largest
+	// Strategy.Replicas and History.
+	MaxReplicas = 1 << 20
+	// MaxNameLength is the longest replica name accepted: the longest Kubernetes
+	// object name.
+	MaxNameLength = 253
+)
+
 // Plan returns one reconcile's actions for replicas under strategy. See the
 // package documentation for each mode's algorithm and invariants.
 //
@@ -73,6 +84,9 @@ func Plan(replicas []Replica, strategy Strategy) (Step, error) {
 		return Step{}, fmt.Errorf("strategy: %w", err)
 	}
 	p.minAvail = p.n - p.b.MaxUnavailable
+	if len(replicas) > MaxReplicas {
+		return Step{}, fmt.Errorf("replicas: %d, more than MaxReplicas %d", len(replicas), MaxReplicas)
+	}
 	if err := p.collect(replicas); err != nil {
 		return Step{}, err
 	}
@@ -232,6 +246,8 @@ func (p *planner) validReplica(i int, r *Replica) error {
 	switch {
 	case r.Name == "":
 		return fmt.Errorf("replica[%d]: name: must not be empty", i)
+	case len(r.Name) > MaxNameLength:
+		return fmt.Errorf("replica[%d]: name: %d bytes, longer than MaxNameLength %d", i, len(r.Name), MaxNameLength)
 	case r.Revision == "":
 		return fmt.Errorf("replica %s: revision: must not be empty", r.Name)
 	case p.s.Mode == Gang && len(r.Members) == 0:
