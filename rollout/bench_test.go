@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"k8s.io/apimachinery/pkg/util/intstr"
 
@@ -78,12 +79,14 @@ func BenchmarkPlan(b *testing.B) {
 		rs, s := benchScenario(c.mode, c.rows, c.columns)
 		b.Run(c.name, func(b *testing.B) {
 			b.ReportAllocs()
+			cpu := processCPU()
 			for b.Loop() {
 				step, err := rollout.Plan(rs, s)
 				if err != nil || step.Empty() {
 					b.Fatalf("plan: %v, empty %v", err, step.Empty())
 				}
 			}
+			reportCPU(b, cpu)
 		})
 	}
 }
@@ -97,12 +100,19 @@ func BenchmarkSortFloor(b *testing.B) {
 		ptrs := make([]*rollout.Replica, len(rs))
 		b.Run(fmt.Sprintf("replicas=%d", n), func(b *testing.B) {
 			b.ReportAllocs()
+			cpu := processCPU()
 			for b.Loop() {
 				for i := range rs {
 					ptrs[i] = &rs[i]
 				}
 				slices.SortFunc(ptrs, func(x, y *rollout.Replica) int { return strings.Compare(x.Name, y.Name) })
 			}
+			reportCPU(b, cpu)
 		})
 	}
+}
+
+// reportCPU reports the process CPU time per op since start as cpu-ns/op.
+func reportCPU(b *testing.B, start time.Duration) {
+	b.ReportMetric(float64(processCPU()-start)/float64(b.N), "cpu-ns/op")
 }

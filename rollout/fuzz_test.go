@@ -3,6 +3,7 @@ package rollout_test
 import (
 	"fmt"
 	"math"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -243,6 +244,12 @@ func FuzzFromPods(f *testing.F) {
 		}
 		if len(seen) != len(pods) {
 			t.Fatalf("%d pods became %d replicas or members", len(pods), len(seen))
+		}
+		reversed := slices.Clone(pods)
+		slices.Reverse(reversed)
+		again, err := rollout.FromPods(reversed, opts)
+		if err != nil || !reflect.DeepEqual(rs, again) {
+			t.Fatalf("pods in reverse order give %+v, %v; want %+v", again, err, rs)
 		}
 	})
 }

@@ -3,6 +3,7 @@ package rollouttest_test
 import (
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -236,4 +237,59 @@ func TestSimulatorRunsARollout(t *testing.T) {
 	if _, err := sim.Run(2); err == nil {
 		t.Fatal("4 replicas one at a time completed within 2 reconciles")
 	}
+}
+
+// TestRecoverSimulatorHeals runs the recovery simulator on one failed replica and
+// one failed gang: the replacements start, become ready, swap in, and the failed
+// ones are released after ReleaseDelay.
+func TestRecoverSimulatorHeals(t *testing.T) {
+	rs := append(fleet("web", 2, "1-a", "", 0), fleet("gang", 1, "1-a", "", 2)...)
+	rs[0].State = rollout.State{Failed: true}
+	rs[2].Members[1].State = rollout.State{Failed: true}
+	sim := &rollouttest.RecoverSimulator{Policy: rollout.RecoverPolicy{ReleaseDelay: time.Minute}, Replicas: rs,
+		Now: t0, Tick: time.Minute}
+	var log []string
+	for i := range 4 {
+		step, err := sim.Reconcile()
+		if err != nil {
+			t.Fatal(err)
+		}
+		log = append(log, fmt.Sprintf("%d: replace %d swap %d release %d", i, len(step.Replace), len(step.Swap), len(step.Release)))
+		sim.Settle(nil)
+	}
+	// 0: both replaced; 1: both replacements ready, swapped; 2: swapped out 1m ago,
+	// ReleaseDelay 1m: released; 3: nothing left.
+	want := []string{"0: replace 2 swap 0 release 0", "1: replace 0 swap 2 release 0", "2: replace 0 swap 0 release 2",
+		"3: replace 0 swap 0 release 0"}
+	if fmt.Sprint(log) != fmt.Sprint(want) {
+		t.Fatalf("got  %v\nwant %v", log, want)
+	}
+	if err := rollouttest.Healthy(sim.Replicas, sim.Policy, sim.Now); err != nil {
+		t.Fatal(err)
+	}
+	if len(sim.Replicas) != 3 || len(sim.Policy.Started) != 2 {
+		t.Fatalf("%d replicas, %d starts recorded; want 3 and 2", len(sim.Replicas), len(sim.Policy.Started))
+	}
+}
+
+func TestShuffledKeepsEveryReplica(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		rs := fleet("r", rapid.IntRange(0, 20).Draw(t, "n"), "1-a", "", 1)
+		got := rollouttest.Shuffled(t, rs)
+		seen := map[string]int{}
+		for _, r := range got {
+			seen[r.Name]++
+		}
+		for _, r := range rs {
+			if seen[r.Name] != 1 {
+				t.Fatalf("%s appears %d times", r.Name, seen[r.Name])
+			}
+		}
+		if len(got) > 0 {
+			got[0].Members[0].Name = "changed"
+			if slices.ContainsFunc(rs, func(r rollout.Replica) bool { return r.Members[0].Name == "changed" }) {
+				t.Fatal("Shuffled shares members with its input")
+			}
+		}
+	})
 }
