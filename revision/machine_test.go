@@ -255,6 +255,16 @@ func (m *machine) plan(t *rapid.T) Result {
 	hubBefore := hubNames(t, m.hub)
 	after := viewPods(t, applyPatches(pods, res.Pods))
 	update := res.Status.UpdateRevision
+	// Cold pods (created before spec.containers last changed) are never touched.
+	cold := map[string]bool{}
+	for _, p := range pods {
+		cold[p.Name] = isColdAt(p, res.Status.LastContainersTimestamp)
+	}
+	for _, pp := range res.Pods {
+		if cold[pp.Name] {
+			t.Fatalf("cold pod %s patched", pp.Name)
+		}
+	}
 
 	// The update revision: the old name when the data is in the hub, else its hash.
 	if old, ok := m.nameOf[m.data]; ok && slices.Contains(hubBefore, old) {
@@ -331,6 +341,16 @@ func (m *machine) plan(t *rapid.T) Result {
 	}
 	aBefore, aAfter := countU(before), countU(after)
 	rollback := st.CurrentRevision != update && slices.Contains(order, st.CurrentRevision)
+	warmOff, warmOn := 0, 0 // warm pods off and on the update before the plan
+	for name, v := range before {
+		switch {
+		case cold[name]:
+		case v.wanted == update:
+			warmOn++
+		default:
+			warmOff++
+		}
+	}
 	switch {
 	case aAfter > max(want, aBefore):
 		t.Fatalf("partition: %d pods on the update, want %d, %d before", aAfter, want, aBefore)
@@ -338,9 +358,9 @@ func (m *machine) plan(t *rapid.T) Result {
 		t.Fatalf("partition: pods rolled back from %d to %d with %d wanted", aBefore, aAfter, want)
 	case aBefore > want && aAfter < want:
 		t.Fatalf("partition: rolled back too far: %d -> %d, want %d", aBefore, aAfter, want)
-	case !restart && aBefore <= want && aAfter != want:
+	case !restart && aBefore <= want && aAfter != min(want, aBefore+warmOff):
 		t.Fatalf("partition: %d pods on the update, want %d", aAfter, want)
-	case !restart && aBefore > want && rollback && aAfter != want:
+	case !restart && aBefore > want && rollback && aAfter != max(want, aBefore-warmOn):
 		t.Fatalf("partition raised: %d pods on the update, want %d", aAfter, want)
 	case !rollback && aAfter < aBefore:
 		t.Fatalf("rolled back without a revision to roll back to")
@@ -383,11 +403,11 @@ func (m *machine) plan(t *rapid.T) Result {
 	}
 	less := func(a, b key) bool { return cmp.Or(cmp.Compare(a.class, b.class), cmp.Compare(a.name, b.name)) < 0 }
 	for p := range before {
-		if before[p].wanted == update || after[p].wanted != update {
+		if cold[p] || before[p].wanted == update || after[p].wanted != update {
 			continue
 		}
 		for q := range before {
-			if before[q].wanted == update || after[q].wanted == update || !less(prio(q), prio(p)) {
+			if cold[q] || before[q].wanted == update || after[q].wanted == update || !less(prio(q), prio(p)) {
 				continue
 			}
 			if !restart || before[q].unavailable() {
@@ -407,11 +427,11 @@ func (m *machine) plan(t *rapid.T) Result {
 	}
 	rbLess := func(a, b key) bool { return cmp.Or(cmp.Compare(a.class, b.class), -cmp.Compare(a.name, b.name)) < 0 }
 	for p := range before {
-		if before[p].wanted != update || after[p].wanted == update {
+		if cold[p] || before[p].wanted != update || after[p].wanted == update {
 			continue
 		}
 		for q := range before {
-			if before[q].wanted != update || after[q].wanted != update || !rbLess(rbKey(q), rbKey(p)) {
+			if cold[q] || before[q].wanted != update || after[q].wanted != update || !rbLess(rbKey(q), rbKey(p)) {
 				continue
 			}
 			if !restart || before[q].unavailable() {
@@ -450,6 +470,9 @@ func (m *machine) plan(t *rapid.T) Result {
 	// The update-order label marks exactly the pods asked for a revision they have
 	// not confirmed.
 	for name, v := range after {
+		if cold[name] {
+			continue
+		}
 		if wantLabel := m.set.Spec.InjectUpdateOrder && v.wanted != v.current; v.label != wantLabel {
 			t.Fatalf("pod %s: update-order label %v, want %v (%+v)", name, v.label, wantLabel, v)
 		}
@@ -493,20 +516,31 @@ func (m *machine) settle(t *rapid.T) {
 	}
 	update := res.Status.UpdateRevision
 	kept, _ := ResolvePartition(m.set.Spec.UpdateStrategy.Partition, n)
-	onUpdate := 0
-	for name, v := range viewPods(t, m.podList()) {
-		if v.wanted != v.current {
-			t.Fatalf("settled, but pod %s wants %s and runs %s", name, v.wanted, v.current)
-		}
-		if v.wanted == update {
+	onUpdate, coldOnUpdate, warm, allUpdated := 0, 0, 0, true
+	for _, p := range m.podList() {
+		st, _ := testKeys.Read(p)
+		allUpdated = allUpdated && st.UpdateRevision == update && st.CurrentRevision == update
+		if st.UpdateRevision == update {
 			onUpdate++
 		}
+		if isColdAt(p, m.set.Status.LastContainersTimestamp) {
+			if st.UpdateRevision == update {
+				coldOnUpdate++
+			}
+			continue
+		}
+		warm++
+		if st.UpdateRevision != st.CurrentRevision {
+			t.Fatalf("settled, but pod %s wants %s and runs %s", p.Name, st.UpdateRevision, st.CurrentRevision)
+		}
 	}
+	// Warm pods fill the update up to n-kept; cold pods stay where they are.
+	want := max(coldOnUpdate, min(n-kept, coldOnUpdate+warm))
 	rollback := m.set.Status.CurrentRevision != update && slices.Contains(res.Revisions, m.set.Status.CurrentRevision)
-	if onUpdate != n-kept && !(onUpdate > n-kept && !rollback) {
-		t.Fatalf("settled with %d of %d pods on the update, want %d (current %s)", onUpdate, n, n-kept, m.set.Status.CurrentRevision)
+	if onUpdate != want && !(onUpdate > want && !rollback) {
+		t.Fatalf("settled with %d of %d pods on the update (%d cold), want %d (current %s)", onUpdate, n, coldOnUpdate, want, m.set.Status.CurrentRevision)
 	}
-	if onUpdate == n && (m.set.Status.CurrentRevision != update || int(m.set.Status.UpdatedReadyPods) != n) {
+	if allUpdated && (m.set.Status.CurrentRevision != update || int(m.set.Status.UpdatedReadyPods) != n) {
 		t.Fatalf("every pod runs %s but the status is %+v", update, m.set.Status)
 	}
 }
@@ -538,7 +572,14 @@ func TestStateMachine(t *testing.T) {
 			"node": func(t *rapid.T) {
 				m.nodeStep(t, m.pickPod(t))
 			},
-			"plan":   func(t *rapid.T) { m.plan(t) },
+			"plan": func(t *rapid.T) { m.plan(t) },
+			"containers": func(t *rapid.T) {
+				// New mount paths: only pods created from the next reconcile on get
+				// them; older pods are cold.
+				c := &m.set.Spec.Containers[0]
+				c.MountPath = map[string]string{"/data/conf": "/data/conf2", "/data/conf2": "/data/conf"}[c.MountPath]
+				m.set.Generation++
+			},
 			"settle": func(t *rapid.T) { m.settle(t) },
 			"": func(t *rapid.T) {
 				m.now = m.now.Add(time.Second)

@@ -278,3 +278,19 @@ func TestPlanErrors(t *testing.T) {
 		})
 	}
 }
+
+// Plan used to read pods in input order, so with two bad pods the error named
+// whichever came first; it now reads them in name order.
+func TestPlanErrorDoesNotDependOnPodOrder(t *testing.T) {
+	bad := func(name string) *corev1.Pod {
+		p := revPod(name, "r", "", true)
+		p.Annotations[testKeys.UpdateRevisionTimestamp] = "yesterday"
+		return p
+	}
+	a, b := bad("a"), bad("b")
+	_, err1 := Plan(Input{Set: newSet(data("x")), Pods: []*corev1.Pod{a, b}, Now: now})
+	_, err2 := Plan(Input{Set: newSet(data("x")), Pods: []*corev1.Pod{b, a}, Now: now})
+	if err1 == nil || err2 == nil || err1.Error() != err2.Error() || !strings.Contains(err1.Error(), "pod ns/a: annotation "+testKeys.UpdateRevisionTimestamp) {
+		t.Errorf("%v / %v", err1, err2)
+	}
+}

@@ -53,7 +53,7 @@ func selectPods(set *ConfigMapSet, pods []podInfo, update string, hubIndex map[s
 	}
 
 	assigned := 0
-	var warm []int
+	warm := make([]int, 0, n)
 	for i := range pods {
 		if pods[i].target == update {
 			assigned++
@@ -65,7 +65,7 @@ func selectPods(set *ConfigMapSet, pods []podInfo, update string, hubIndex map[s
 	hubLen := len(hubIndex)
 	switch {
 	case assigned < want:
-		var cand []int
+		cand := make([]int, 0, len(warm))
 		for _, i := range warm {
 			if pods[i].target != update {
 				cand = append(cand, i)
@@ -82,7 +82,7 @@ func selectPods(set *ConfigMapSet, pods []podInfo, update string, hubIndex map[s
 			}
 		}
 	case assigned > want && rollbackTo != "":
-		var cand []int
+		cand := make([]int, 0, len(warm))
 		for _, i := range warm {
 			if pods[i].target == update {
 				cand = append(cand, i)
