@@ -52,9 +52,21 @@ func FuzzBuiltinRanktableJSON(f *testing.F) {
 	f.Add(`{"pod_name":"x","server_id":"a\"b","devices":[{"device_id":"0","device_ip":"1.2.3.4"}]}`)
 	f.Add(`{"server_id":"s","devices":[{"device_id":"01","device_ip":"-1"}]}`)
 	f.Add(`{"server_id":"s","devices":[{"device_id":"0","device_ip":"1.2.3.4\",\"x\":\"y"}]}`)
+	f.Add(`{"pod_name":"x","pod_name":"y","server_id":"s","devices":[]}`)
+	f.Add(`{"POD_NAME":"x","server_id":"s","devices":[{"device_id":"0","device_ip":"1.2.3.4","device_ip":"1.2.3.5"}]}`)
+	f.Add(" {\t\"server_id\" : \"s\" ,\n\"devices\":[ {} , {\"device_id\":\"1\"}]}\r\n")
+	f.Add(`{"server_id":"s","devices":[{"device_id":"0","device_ip":"1.2.3.4"}]} x`)
+	f.Add(`{"server_id":"s","devices":null}`)
 	f.Fuzz(func(t *testing.T, s string) {
 		d, err := parseChecked(builtinJSON{}, s, new([]byte))
 		checkParsed(t, d, err)
+		// The fast path agrees with encoding/json wherever it answers.
+		if fast, ok := fastRanktableJSON(s); ok {
+			slow, err := decodeRanktableJSON(s)
+			if err != nil || !reflect.DeepEqual(fast, slow) {
+				t.Fatalf("fast path %+v, encoding/json %+v (%v)", fast, slow, err)
+			}
+		}
 	})
 }
 
