@@ -261,3 +261,31 @@ func TestFastRanktableJSON(t *testing.T) {
 		t.Errorf("%v allocations per annotation, want 1 (the device slice)", n)
 	}
 }
+
+// TestNativeRendererSkipsTheJSONCheckOnlyForPlainStrings: validated data is plain, so
+// the common path needs no json.Valid; a status needing escapes turns the check on.
+func TestNativeRendererSkipsTheJSONCheckOnlyForPlainStrings(t *testing.T) {
+	tm := mustLibrary(t, LibraryMindIERole, LoadOptions{})
+	var members []Member
+	for i, p := range designPods(testOwner("qwen-inference")) {
+		d, err := tm.ParseAnnotation(p.Annotations[DefaultAnnotationName])
+		if err != nil {
+			t.Fatal(err)
+		}
+		members = append(members, Member{Pod: fmt.Sprint("default/p", i), Data: d, RankIndex: -1})
+	}
+	table, err := Build(members, BuildOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, valid := tm.native(nil, table); !valid {
+		t.Error("a validated table was not vouched for")
+	}
+	table.Status = `x"`
+	if _, valid := tm.native(nil, table); valid {
+		t.Error("a status with a quote was vouched for")
+	}
+	if _, err := tm.Render(table, RenderOptions{}); err == nil || !strings.Contains(err.Error(), "not valid JSON") {
+		t.Errorf("a broken table rendered: %v", err)
+	}
+}
