@@ -259,6 +259,8 @@ func TestPlannerEqualsPlan(t *testing.T) {
 		pods := map[string]*corev1.Pod{}
 		var cms []*corev1.ConfigMap
 		var srv apiServer
+		rv := 0
+		nextRV := func() string { rv++; return strconv.Itoa(rv) }
 		check := func() {
 			list := make([]*corev1.Pod, 0, len(pods))
 			for _, k := range sortedPodNames(pods) {
@@ -275,7 +277,28 @@ func TestPlannerEqualsPlan(t *testing.T) {
 		t.Repeat(map[string]func(*rapid.T){
 			"add": func(t *rapid.T) {
 				g, k := rapid.IntRange(0, 1).Draw(t, "g"), rapid.IntRange(0, 2).Draw(t, "k")
-				pods[fmt.Sprint(g, k)] = kthenaPod(o, g, "worker-0", k, rapid.Bool().Draw(t, "ann"), rapid.IntRange(1, 8).Draw(t, "devs"))
+				np := kthenaPod(o, g, "worker-0", k, rapid.Bool().Draw(t, "ann"), rapid.IntRange(1, 8).Draw(t, "devs"))
+				np.ResourceVersion = nextRV()
+				pods[fmt.Sprint(g, k)] = np
+			},
+			"write without changes": func(t *rapid.T) {
+				if len(pods) == 0 {
+					t.Skip("no pods")
+				}
+				k := rapid.SampledFrom(sortedPodNames(pods)).Draw(t, "pod")
+				np := pods[k].DeepCopy()
+				np.ResourceVersion = nextRV()
+				pods[k] = np
+			},
+			"move to the other group": func(t *rapid.T) {
+				if len(pods) == 0 {
+					t.Skip("no pods")
+				}
+				k := rapid.SampledFrom(sortedPodNames(pods)).Draw(t, "pod")
+				np := pods[k].DeepCopy()
+				np.Labels[LabelGroupName] = map[bool]string{true: "ms-0", false: "ms-1"}[np.Labels[LabelGroupName] == "ms-1"]
+				np.ResourceVersion = nextRV()
+				pods[k] = np
 			},
 			"delete": func(t *rapid.T) {
 				if len(pods) == 0 {
@@ -294,6 +317,11 @@ func TestPlannerEqualsPlan(t *testing.T) {
 				}
 				np.Annotations[DefaultAnnotationName] = designAnnotation(np.Name, rapid.SampledFrom([]string{"192.168.9.1", "192.168.9.2", "bad id!"}).Draw(t, "server"),
 					"10.9.9.1", "10.9.9.2")
+				if rapid.IntRange(0, 4).Draw(t, "without resourceVersion") > 0 {
+					np.ResourceVersion = nextRV()
+				} else {
+					np.ResourceVersion = ""
+				}
 				pods[k] = np
 			},
 			"": func(t *rapid.T) { check() },
