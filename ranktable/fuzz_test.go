@@ -153,7 +153,8 @@ func FuzzLoadTemplate(f *testing.F) {
 	})
 }
 
-// FuzzPlan builds tables from two arbitrary annotations.
+// FuzzPlan builds tables from two arbitrary annotations, with Plan and with a Planner
+// that saw other annotations before.
 func FuzzPlan(f *testing.F) {
 	f.Add(designAnnotation("a", "192.168.1.10", "10.0.0.1"), designAnnotation("b", "192.168.1.10", "10.0.0.2"))
 	f.Add(designAnnotation("a", "s", "10.0.0.1"), `{"server_id":"s","devices":[{"device_id":"0","device_ip":"10.0.0.9"}]}`)
@@ -161,11 +162,20 @@ func FuzzPlan(f *testing.F) {
 	tm, _ := LoadLibraryTemplate(LibraryMindIERole, LoadOptions{})
 	f.Fuzz(func(t *testing.T, a, b string) {
 		pods := designPods(o)
+		// A Planner that saw the design's annotations, then the fuzzed ones.
+		p := NewPlanner()
+		if _, err := p.Plan(Input{Owner: o, Template: tm, Pods: pods, Now: t0}); err != nil {
+			t.Fatal(err)
+		}
 		pods[0].Annotations[DefaultAnnotationName] = a
 		pods[1].Annotations[DefaultAnnotationName] = b
-		res, err := Plan(Input{Owner: o, Template: tm, Pods: []*corev1.Pod{pods[0], pods[1]}, Now: t0})
+		in := Input{Owner: o, Template: tm, Pods: []*corev1.Pod{pods[0], pods[1]}, Now: t0}
+		res, err := Plan(in)
 		if err != nil {
 			t.Fatal(err)
+		}
+		if warm, err := p.Plan(in); err != nil || !resultsEqual(warm, res) {
+			t.Fatalf("Planner after a change differs from Plan (%v)", err)
 		}
 		g := res.Groups[0]
 		if g.Phase == PhaseCompleted {
