@@ -176,7 +176,12 @@ func build(members []Member, opts BuildOptions, validate bool) (*Table, error) {
 				}
 			}
 		}
-		s.devs = append(s.devs, m.Data.Devices...)
+		if s.pods == 0 {
+			// Shared with the member until a second pod or a sort needs a copy.
+			s.devs = slices.Clip(m.Data.Devices)
+		} else {
+			s.devs = append(s.devs, m.Data.Devices...)
+		}
 		s.pods++
 		total += len(m.Data.Devices)
 	}
@@ -196,7 +201,9 @@ func build(members []Member, opts BuildOptions, validate bool) (*Table, error) {
 	rank := 0
 	for i, s := range servers {
 		if !sortedBy(s.devs, idCmp) {
-			// s.devs was built by append onto nil: it is ours to sort.
+			if s.pods == 1 {
+				s.devs = slices.Clone(s.devs) // the member's slice: not ours to sort
+			}
 			slices.SortFunc(s.devs, func(a, b Device) int { return idCmp(a.ID, b.ID) })
 		}
 		out := all[rank : rank+len(s.devs) : rank+len(s.devs)]

@@ -30,6 +30,7 @@ type Planner struct {
 	pods     map[types.UID]*podEntry
 	groups   map[groupCacheKey]*groupEntry
 	order    []*groupEntry                // scratch: the groups of the current call
+	sorted   []*groupEntry                // the previous call's groups in key order
 	existing map[string]*corev1.ConfigMap // scratch: the current call's ConfigMaps by name
 	buf      []byte                       // scratch for parser templates
 }
@@ -37,6 +38,11 @@ type Planner struct {
 type podEntry struct {
 	owner                                     types.UID
 	namespace, name, key                      string
+	resourceVersion                           string
+	level                                     Level
+	grouping                                  Grouping
+	group                                     GroupKey
+	missing                                   bool // no annotation (or an empty one)
 	annotation, podIP, nodeName, role, roleID string
 	entry                                     bool
 	rankIndex                                 int
@@ -181,17 +187,30 @@ func (p *Planner) Plan(in Input) (Result, error) {
 		if pod == nil || pod.Namespace != in.Owner.Namespace || pod.DeletionTimestamp != nil || !ownedBy(pod, in.Owner) {
 			continue
 		}
-		k := KeyOf(pod, level, g)
-		if in.Expected != nil {
-			if _, ok := in.Expected[k]; !ok {
-				continue
+		e := p.unchangedPod(pod, owner, t, level, g)
+		var k GroupKey
+		if e != nil {
+			k = e.group
+		} else {
+			k = KeyOf(pod, level, g)
+		}
+		ge := last
+		if ge == nil || ge.key != k {
+			if in.Expected != nil {
+				if _, ok := in.Expected[k]; !ok {
+					continue
+				}
 			}
+			ge = touch(k)
 		}
+		if e == nil {
+			e = p.parsePod(pod, owner, t, level, g, k)
+		}
+		e.seen = now
 		ref := podRef{pod: pod}
-		if ann, ok := pod.Annotations[t.AnnotationName]; ok && ann != "" {
-			ref.entry = p.parsePod(pod, owner, t, g, ann, now)
+		if !e.missing {
+			ref.entry = e
 		}
-		ge := touch(k)
 		ge.refs = append(ge.refs, ref)
 	}
 	clear(p.existing)
@@ -200,7 +219,7 @@ func (p *Planner) Plan(in Input) (Result, error) {
 			p.existing[cm.Name] = cm
 		}
 	}
-	slices.SortFunc(p.order, func(a, b *groupEntry) int { return compareKeys(a.key, b.key) })
+	p.sortOrder(now)
 
 	res := Result{Level: level, Groups: make([]GroupStatus, 0, len(p.order)), ConfigMaps: make([]DesiredConfigMap, 0, len(p.order))}
 	var earliest time.Duration
@@ -328,24 +347,43 @@ func (e *podEntry) member() Member {
 		RoleID: e.roleID, Entry: e.entry, RankIndex: e.rankIndex}
 }
 
-// parsePod returns the cached parse of pod, re-parsing when anything read from the pod
-// or the template changed. An unchanged pod costs string comparisons, no allocation.
-func (p *Planner) parsePod(pod *corev1.Pod, owner types.UID, t *Template, g Grouping, ann string, now uint64) *podEntry {
+// unchangedPod returns the cached entry of pod when the pod has the resourceVersion
+// the entry was made from (the API server changes it on every write) and nothing else
+// the entry depends on changed; nil otherwise. It costs a map lookup and string
+// comparisons, no allocation.
+func (p *Planner) unchangedPod(pod *corev1.Pod, owner types.UID, t *Template, level Level, g Grouping) *podEntry {
+	e := p.pods[pod.UID]
+	if e == nil || pod.ResourceVersion == "" || e.resourceVersion != pod.ResourceVersion || e.tmpl != t ||
+		e.owner != owner || e.level != level || e.grouping != g || e.name != pod.Name || e.namespace != pod.Namespace {
+		return nil
+	}
+	return e
+}
+
+// parsePod returns the cached entry of pod (in group k), re-parsing when anything
+// read from the pod or the template changed. An unchanged pod costs string
+// comparisons, no allocation.
+func (p *Planner) parsePod(pod *corev1.Pod, owner types.UID, t *Template, level Level, g Grouping, k GroupKey) *podEntry {
+	ann := pod.Annotations[t.AnnotationName]
 	podIP, node := pod.Status.PodIP, pod.Spec.NodeName
 	role, roleID, entry := pod.Labels[g.RoleLabel], pod.Labels[g.RoleIDLabel], pod.Labels[g.EntryLabel] == "true"
 	ri := rankIndex(pod)
 	if old, ok := p.pods[pod.UID]; ok && old.tmpl == t && old.owner == owner && old.annotation == ann &&
 		old.name == pod.Name && old.namespace == pod.Namespace && old.podIP == podIP &&
 		old.nodeName == node && old.role == role && old.roleID == roleID && old.entry == entry && old.rankIndex == ri {
-		old.seen = now
+		old.resourceVersion, old.level, old.grouping, old.group = pod.ResourceVersion, level, g, k
 		return old
 	}
+	p.gen++ // a new parse generation, distinct from every earlier one
 	e := &podEntry{
 		owner: owner, namespace: pod.Namespace, name: pod.Name, key: pod.Namespace + "/" + pod.Name,
-		annotation: ann, podIP: podIP, nodeName: node, role: role, roleID: roleID, entry: entry,
-		rankIndex: ri, tmpl: t, gen: now, seen: now,
+		resourceVersion: pod.ResourceVersion, level: level, grouping: g, group: k,
+		annotation: ann, missing: ann == "", podIP: podIP, nodeName: node, role: role, roleID: roleID, entry: entry,
+		rankIndex: ri, tmpl: t, gen: p.gen,
 	}
-	e.data, e.err = parseChecked(t.parser, ann, &p.buf)
+	if !e.missing {
+		e.data, e.err = parseChecked(t.parser, ann, &p.buf)
+	}
 	p.pods[pod.UID] = e
 	return e
 }
@@ -386,6 +424,21 @@ func (p *Planner) renderGroup(ge *groupEntry, t *Template, opts BuildOptions, li
 		h.String(string(s.uid))
 	}
 	ge.podsHash = h.Hex(8)
+}
+
+// sortOrder sorts the groups of the call now by key, reusing the previous call's
+// order when the call has exactly the same groups.
+func (p *Planner) sortOrder(now uint64) {
+	same := len(p.order) == len(p.sorted)
+	for i := 0; same && i < len(p.sorted); i++ {
+		same = p.sorted[i].seen == now
+	}
+	if same {
+		copy(p.order, p.sorted)
+		return
+	}
+	slices.SortFunc(p.order, func(a, b *groupEntry) int { return compareKeys(a.key, b.key) })
+	p.sorted = append(p.sorted[:0], p.order...)
 }
 
 // prune forgets owner's pods and groups not seen in the call now.

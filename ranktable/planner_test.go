@@ -2,6 +2,7 @@ package ranktable
 
 import (
 	"fmt"
+	"reflect"
 	"strconv"
 	"strings"
 	"testing"
@@ -218,5 +219,73 @@ func TestDecimals(t *testing.T) {
 		if len(d.ends) != n+1 {
 			t.Fatalf("decimals(%d): %d ends", n, len(d.ends))
 		}
+	}
+}
+
+func TestFastRanktableJSON(t *testing.T) {
+	cases := []struct {
+		name, in string
+		fast     bool
+	}{
+		{"the design's annotation", designAnnotation("qwen-0", "192.168.1.10", "10.20.0.2", "10.20.0.3"), true},
+		{"whitespace everywhere", " {\t\"server_id\" : \"s\" ,\n\"devices\":[ {} , {\"device_id\":\"1\"}]}\r\n", true},
+		{"no devices key", `{"server_id":"s"}`, true},
+		{"an escape", `{"server_id":"a\"b","devices":[]}`, false},
+		{"a repeated key", `{"server_id":"a","server_id":"b","devices":[]}`, false},
+		{"a repeated device key", `{"server_id":"a","devices":[{"device_id":"0","device_id":"1"}]}`, false},
+		{"another spelling", `{"Server_ID":"a","devices":[]}`, false},
+		{"an unknown key", `{"server_id":"a","devices":[],"x":"y"}`, false},
+		{"a number", `{"server_id":"a","devices":[{"device_id":0}]}`, false},
+		{"null devices", `{"server_id":"a","devices":null}`, false},
+		{"non-ASCII", `{"server_id":"é","devices":[]}`, false},
+		{"an empty string", `{"server_id":"","devices":[]}`, false},
+		{"trailing data", `{"server_id":"a","devices":[]}x`, false},
+		{"truncated", `{"server_id":"a","devices":[`, false},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			fast, ok := fastRanktableJSON(c.in)
+			if ok != c.fast {
+				t.Fatalf("fast path taken: %v, want %v", ok, c.fast)
+			}
+			if !ok {
+				return
+			}
+			slow, err := decodeRanktableJSON(c.in)
+			if err != nil || !reflect.DeepEqual(fast, slow) {
+				t.Fatalf("fast %+v, encoding/json %+v (%v)", fast, slow, err)
+			}
+		})
+	}
+	if n := testing.AllocsPerRun(10, func() { _, _ = fastRanktableJSON(cases[0].in) }); n != 1 {
+		t.Errorf("%v allocations per annotation, want 1 (the device slice)", n)
+	}
+}
+
+// TestNativeRendererSkipsTheJSONCheckOnlyForPlainStrings: validated data is plain, so
+// the common path needs no json.Valid; a status needing escapes turns the check on.
+func TestNativeRendererSkipsTheJSONCheckOnlyForPlainStrings(t *testing.T) {
+	tm := mustLibrary(t, LibraryMindIERole, LoadOptions{})
+	var members []Member
+	for i, p := range designPods(testOwner("qwen-inference")) {
+		d, err := tm.ParseAnnotation(p.Annotations[DefaultAnnotationName])
+		if err != nil {
+			t.Fatal(err)
+		}
+		members = append(members, Member{Pod: fmt.Sprint("default/p", i), Data: d, RankIndex: -1})
+	}
+	table, err := Build(members, BuildOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, valid := tm.native(nil, table); !valid {
+		t.Error("a validated table was not vouched for")
+	}
+	table.Status = `x"`
+	if _, valid := tm.native(nil, table); valid {
+		t.Error("a status with a quote was vouched for")
+	}
+	if _, err := tm.Render(table, RenderOptions{}); err == nil || !strings.Contains(err.Error(), "not valid JSON") {
+		t.Errorf("a broken table rendered: %v", err)
 	}
 }
