@@ -41,3 +41,33 @@ func TestCases(t *testing.T) {
 		})
 	}
 }
+
+// TestNoStaleGoldens checks that every golden file belongs to a case, so a renamed or
+// removed case does not leave an unchecked file behind.
+func TestNoStaleGoldens(t *testing.T) {
+	cases, err := clitest.Load(filepath.Join(casesDir, "cases.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]bool{}
+	for _, c := range cases {
+		if c.Exit == 0 {
+			want[c.Name+".out"] = true
+		} else {
+			want[c.Name+".err"] = true
+		}
+	}
+	entries, err := os.ReadDir(filepath.Join(casesDir, "golden"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		if !want[e.Name()] {
+			t.Errorf("golden/%s belongs to no case in cases.txt", e.Name())
+		}
+		delete(want, e.Name())
+	}
+	for name := range want {
+		t.Errorf("golden/%s is missing", name)
+	}
+}
