@@ -71,3 +71,48 @@ func TestNoStaleGoldens(t *testing.T) {
 		t.Errorf("golden/%s is missing", name)
 	}
 }
+
+// TestInputOrder runs cases with their -f files in reverse order: plans do not depend
+// on the order objects come in, so the output must be byte-identical.
+func TestInputOrder(t *testing.T) {
+	cases, err := clitest.Load(filepath.Join(casesDir, "cases.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Chdir(casesDir)
+	tested := 0
+	for _, c := range cases {
+		var files, rest []string
+		for i := 0; i < len(c.Args); i++ {
+			if c.Args[i] == "-f" && i+1 < len(c.Args) {
+				files = append(files, c.Args[i+1])
+				i++
+				continue
+			}
+			rest = append(rest, c.Args[i])
+		}
+		if c.Exit != 0 || c.Stdin != "" || len(files) < 2 {
+			continue
+		}
+		tested++
+		t.Run(c.Name, func(t *testing.T) {
+			reversed := append([]string{}, rest[0])
+			for i := len(files) - 1; i >= 0; i-- {
+				reversed = append(reversed, "-f", files[i])
+			}
+			reversed = append(reversed, rest[1:]...)
+			var a, b, errA, errB bytes.Buffer
+			codeA := Main(c.Args, bytes.NewReader(nil), &a, &errA)
+			codeB := Main(reversed, bytes.NewReader(nil), &b, &errB)
+			if codeA != 0 || codeB != 0 {
+				t.Fatalf("exit codes %d and %d: %s %s", codeA, codeB, errA.String(), errB.String())
+			}
+			if !bytes.Equal(a.Bytes(), b.Bytes()) {
+				t.Errorf("%v and %v print different plans:\n%s\n---\n%s", c.Args, reversed, a.String(), b.String())
+			}
+		})
+	}
+	if tested < 10 {
+		t.Errorf("only %d cases with several files", tested)
+	}
+}

@@ -326,12 +326,33 @@ func countReplicas(replicas []rollout.Replica, mode rollout.Mode) int {
 	return most
 }
 
+// MaxSimulatedPods bounds the pods a simulation may create, so a large replica count
+// in the input cannot make the simulation run out of memory.
+const MaxSimulatedPods = 10000
+
 // simulate runs the rollout to completion in rollouttest's simulator.
 func simulate(strategy rollout.Strategy, replicas []rollout.Replica, gangSize, maxSteps int) (simulation, error) {
 	if strategy.Mode == rollout.Gang && gangSize == 0 {
 		for _, r := range replicas {
 			gangSize = max(gangSize, len(r.Members))
 		}
+	}
+	pods := strategy.Replicas
+	switch strategy.Mode {
+	case rollout.Gang:
+		pods *= max(gangSize, 1)
+	case rollout.Group:
+		columns := map[string]bool{}
+		for _, c := range strategy.Columns {
+			columns[c] = true
+		}
+		for _, r := range replicas {
+			columns[r.Column] = true
+		}
+		pods *= max(len(columns), 1)
+	}
+	if strategy.Replicas > MaxSimulatedPods || gangSize > MaxSimulatedPods || pods > MaxSimulatedPods {
+		return simulation{}, fmt.Errorf("simulation: %d replicas (%d pods) is more than the %d pods kplan simulates", strategy.Replicas, pods, MaxSimulatedPods)
 	}
 	sim := rollouttest.NewSimulator(rollouttest.Scenario{Strategy: strategy, Replicas: replicas, GangSize: gangSize}, rollouttest.NoFaults)
 	out := simulation{Mode: strategy.Mode.String(), TargetRevision: strategy.TargetRevision, Replicas: strategy.Replicas}
