@@ -1,8 +1,3 @@
-// Package cli is the kplan planning command: it reads manifests as kubectl prints them,
-// calls one kplan planning function and prints the plan as YAML or JSON.
-//
-// Main is the whole program (cmd/kplan only calls it), so tests run it in-process
-// as well as a process.
 package cli
 
 import (
@@ -356,7 +351,7 @@ func pick(o *options, objs []*manifest.Object, kind, flagName, value string) (*m
 func blame(err error, primary *manifest.Object, candidates []*manifest.Object) error {
 	msg := err.Error()
 	for _, c := range candidates {
-		if strings.Contains(msg, namespaceOf(c)+"/"+c.Name) {
+		if mentions(msg, namespaceOf(c)+"/"+c.Name) {
 			return fmt.Errorf("%s: %v", c.Where(), err)
 		}
 	}
@@ -364,6 +359,26 @@ func blame(err error, primary *manifest.Object, candidates []*manifest.Object) e
 		return err
 	}
 	return fmt.Errorf("%s: %v", primary.Where(), err)
+}
+
+// mentions reports whether msg names id as a whole word: "default/web-1" is not
+// mentioned by "default/web-10".
+func mentions(msg, id string) bool {
+	for i := 0; ; {
+		j := strings.Index(msg[i:], id)
+		if j < 0 {
+			return false
+		}
+		start, end := i+j, i+j+len(id)
+		if (start == 0 || !nameByte(msg[start-1])) && (end == len(msg) || !nameByte(msg[end])) {
+			return true
+		}
+		i = start + 1
+	}
+}
+
+func nameByte(b byte) bool {
+	return b >= 'a' && b <= 'z' || b >= '0' && b <= '9' || b == '-' || b == '.'
 }
 
 // buffer is a bytes.Buffer for tables.

@@ -116,3 +116,21 @@ func TestInputOrder(t *testing.T) {
 		t.Errorf("only %d cases with several files", tested)
 	}
 }
+
+func TestMentions(t *testing.T) {
+	for _, tc := range []struct {
+		msg, id string
+		want    bool
+	}{
+		{"pod default/web-1: label x: missing", "default/web-1", true},
+		{"pod default/web-10: label x: missing", "default/web-1", false},
+		{"pod default/web-10 and default/web-1", "default/web-1", true},
+		{"pod xdefault/web-1", "default/web-1", false},
+		{"default/web-1", "default/web-1", true},
+		{"", "default/web-1", false},
+	} {
+		if got := mentions(tc.msg, tc.id); got != tc.want {
+			t.Errorf("mentions(%q, %q) = %v, want %v", tc.msg, tc.id, got, tc.want)
+		}
+	}
+}

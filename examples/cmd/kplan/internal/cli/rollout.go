@@ -35,7 +35,7 @@ table (or the steps, with -o yaml or -o json).
 		fs.StringVar(&o.target, "target", "", "the target revision (default: the StatefulSet's status.updateRevision)")
 		fs.IntVar(&o.replicas, "replicas", 0, "desired replicas, gangs, or rows per column (default: the StatefulSet's, else as many as there are)")
 		fs.StringVar(&o.maxUnavailable, "max-unavailable", "", "maxUnavailable, integer or percent (default: the StatefulSet's, else 25%)")
-		fs.StringVar(&o.maxSurge, "max-surge", "", "maxSurge, integer or percent (default 25%)")
+		fs.StringVar(&o.maxSurge, "max-surge", "", "maxSurge, integer or percent (default: 0 with a StatefulSet, which never surges, else 25%)")
 		fs.StringVar(&o.latestRatio, "latest-ratio", "", "how many replicas should run the target, integer or percent (default: all)")
 		fs.StringVar(&o.versionOrder, "version-order", "LessFirst", "which old version is cut first: LessFirst, LatestFirst or OldFirst")
 		fs.StringVar(&o.history, "history", "", "known revisions, oldest first, comma-separated")
