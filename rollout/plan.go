@@ -16,6 +16,8 @@ type unit struct {
 	// name is the replica's natural key (appendNaturalKey): planner.names[name0:name1].
 	name0, name1 uint32
 	rev          int32 // rank in the revision table, oldest 0
+	priority     int32 // the replica's Priority and DeletionCost, copied while
+	cost         int64 // collect reads it so that rank does not chase r
 	health       uint8 // healthRank of the effective state
 	avail        bool
 	partial      bool
@@ -213,7 +215,8 @@ func (p *planner) collect(replicas []Replica) error {
 		}
 		// A replica being replaced, and a replacement standing in for a replica
 		// already gone, are counted but left to recovery.
-		u := unit{r: r, rev: lastRank, recovering: replaced[i] || r.ReplacementFor != ""}
+		u := unit{r: r, rev: lastRank, recovering: replaced[i] || r.ReplacementFor != "",
+			priority: r.Priority, cost: r.DeletionCost}
 		eff, partial, unnamed := inspect(r)
 		if unnamed >= 0 {
 			return unnamedMember(r, unnamed)
@@ -356,8 +359,8 @@ func (p *planner) rank() {
 			recs = append(recs, sortRec{
 				// health (2 bits), surplus (1), version position (29), priority
 				// with its sign bit flipped so that unsigned order is signed order.
-				key:  h<<62 | surplus<<61 | uint64(pos[u.rev])<<32 | uint64(uint32(u.r.Priority)^1<<31),
-				cost: u.r.DeletionCost,
+				key:  h<<62 | surplus<<61 | uint64(pos[u.rev])<<32 | uint64(uint32(u.priority)^1<<31),
+				cost: u.cost,
 				name: namePrefix(names[u.name0:u.name1], lcp),
 				idx:  uint32(i),
 			})
