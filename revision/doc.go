@@ -39,7 +39,10 @@
 //     revision to newest): that is the update revision U.
 //  2. Cold start: when the hash of spec.containers differs from
 //     status.lastContainersHash, status.lastContainersTimestamp becomes now. Pods
-//     created before it are cold: never changed (they lack the new mounts).
+//     created before it are cold: never changed (they lack the new mounts). Pods
+//     without the set's reload sidecar (not injected: the webhook failed open or
+//     injection was paused) are cold too, and count against maxUnavailable only
+//     when not ready, since they can never confirm a revision.
 //  3. Partition: kept = partition resolved against n ([ResolvePartition]: percent
 //     rounds up; below 100% with n > 1 at least one pod updates; clamped to [0, n]).
 //     Pods to update: want = n - kept.
@@ -118,7 +121,9 @@
 //     containers restarted are those that mount the set's volume in the pod, not
 //     spec.containers resolved anew, so a cold pod restarts the right ones.
 //   - Plan returns a [Result] (Go does not allow a type named like the function).
-//   - injectStrategy.pause pauses injection into new pods only.
+//   - injectStrategy.pause pauses injection into new pods only; pods created
+//     meanwhile have no reload sidecar, and Plan leaves them alone (they still
+//     count in matchedPods, so the rollout does not complete while they exist).
 //   - Terminating pods are ignored; pods older than the set count as cold on the first
 //     reconcile (they were never injected).
 //   - The reload sidecar is a native sidecar from Kubernetes 1.29 (not 1.28: the gate

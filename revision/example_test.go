@@ -31,7 +31,9 @@ func ExamplePlan() {
 	keys, _ := revision.KeysFor(set.Name)
 	var pods []*corev1.Pod
 	for _, name := range []string{"sample-a", "sample-b", "sample-c", "sample-d"} {
-		pods = append(pods, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "demo", Name: name}})
+		// Pods as the webhook (Inject) left them: with the reload sidecar.
+		pods = append(pods, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "demo", Name: name},
+			Spec: corev1.PodSpec{InitContainers: []corev1.Container{{Name: revision.ReloadSidecarName(set.Name)}}}})
 	}
 	// First reconcile: the hub is created and every pod gets revision A.
 	res, err := revision.Plan(revision.Input{Set: set, Pods: pods, Now: now})

@@ -37,6 +37,17 @@ const smKubeVersion = "v1.30.0"
 func newMachine(t *rapid.T) *machine {
 	set := newSet(nil)
 	set.Spec.UpdateStrategy.Partition = drawPartition(t)
+	drawStrategy(t, set)
+	m := &machine{set: set, pods: map[string]*corev1.Pod{}, now: t0.Add(time.Minute), nameOf: map[int]string{}}
+	m.setData(data("v0"), -1)
+	return m
+}
+
+// drawStrategy draws restartInjectedContainers with maxUnavailable, injectUpdateOrder
+// and revisionHistoryLimit.
+func drawStrategy(t *rapid.T, set *ConfigMapSet) {
+	us := &set.Spec.UpdateStrategy
+	us.RestartInjectedContainers, us.MaxUnavailable = false, nil
 	if rapid.Bool().Draw(t, "restartInjectedContainers") {
 		mu := rapid.OneOf(
 			rapid.Custom(func(t *rapid.T) intstr.IntOrString { return intstr.FromInt32(rapid.Int32Range(1, 3).Draw(t, "int")) }),
@@ -44,15 +55,12 @@ func newMachine(t *rapid.T) *machine {
 				return intstr.FromString(rapid.SampledFrom([]string{"1%", "25%", "50%", "100%"}).Draw(t, "pct"))
 			}),
 		).Draw(t, "maxUnavailable")
-		set.Spec.UpdateStrategy.RestartInjectedContainers = true
-		set.Spec.UpdateStrategy.MaxUnavailable = &mu
+		us.RestartInjectedContainers = true
+		us.MaxUnavailable = &mu
 	}
 	set.Spec.InjectUpdateOrder = rapid.Bool().Draw(t, "injectUpdateOrder")
 	limit := rapid.Int32Range(0, 3).Draw(t, "revisionHistoryLimit")
 	set.Spec.RevisionHistoryLimit = &limit
-	m := &machine{set: set, pods: map[string]*corev1.Pod{}, now: t0.Add(time.Minute), nameOf: map[int]string{}}
-	m.setData(data("v0"), -1)
-	return m
 }
 
 func drawPartition(t *rapid.T) *intstr.IntOrString {
@@ -258,7 +266,7 @@ func (m *machine) plan(t *rapid.T) Result {
 	// Cold pods (created before spec.containers last changed) are never touched.
 	cold := map[string]bool{}
 	for _, p := range pods {
-		cold[p.Name] = isColdAt(p, res.Status.LastContainersTimestamp)
+		cold[p.Name] = isColdAt(p, res.Status.LastContainersTimestamp) || !hasContainer(p, ReloadSidecarName(m.set.Name))
 	}
 	for _, pp := range res.Pods {
 		if cold[pp.Name] {
@@ -301,9 +309,9 @@ func (m *machine) plan(t *rapid.T) Result {
 		t.Fatalf("the update revision's files are %v, %v", f, err)
 	}
 	live := map[string]bool{update: true, st.CurrentRevision: true, res.Status.CurrentRevision: true}
-	for _, v := range after {
+	for name, v := range after {
 		live[v.wanted], live[v.current] = true, true
-		if !slices.Contains(hubAfter, v.wanted) {
+		if !cold[name] && !slices.Contains(hubAfter, v.wanted) {
 			t.Fatalf("a pod wants %s, which the hub %v does not hold", v.wanted, hubAfter)
 		}
 	}
@@ -523,7 +531,7 @@ func (m *machine) settle(t *rapid.T) {
 		if st.UpdateRevision == update {
 			onUpdate++
 		}
-		if isColdAt(p, m.set.Status.LastContainersTimestamp) {
+		if isColdAt(p, m.set.Status.LastContainersTimestamp) || !hasContainer(p, ReloadSidecarName(m.set.Name)) {
 			if st.UpdateRevision == update {
 				coldOnUpdate++
 			}
@@ -563,7 +571,21 @@ func TestStateMachine(t *testing.T) {
 				m.set.Spec.UpdateStrategy.Partition = drawPartition(t)
 				m.set.Generation++
 			},
+			"strategy": func(t *rapid.T) {
+				drawStrategy(t, m.set)
+				m.set.Generation++
+			},
 			"addPod": func(t *rapid.T) { m.addPod(t) },
+			"addPodWithoutWebhook": func(t *rapid.T) {
+				// The webhook failed open (or injection is paused): no sidecar, no
+				// revision. Plan must leave the pod alone and not count it as
+				// restarting.
+				name := fmt.Sprintf("p-%02d", rapid.IntRange(0, 40).Draw(t, "name"))
+				if m.pods[name] != nil {
+					t.Skip("name taken")
+				}
+				m.pods[name] = podfixture.Pod("ns", name, podfixture.Labels("app", "sample"), podfixture.Containers("main"), podfixture.Created(m.now), podfixture.Ready())
+			},
 			"deletePod": func(t *rapid.T) {
 				delete(m.pods, m.pickPod(t).Name)
 			},

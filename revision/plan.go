@@ -45,7 +45,8 @@ type podInfo struct {
 	pod       *corev1.Pod
 	state     revState
 	ready     bool
-	cold      bool
+	cold      bool   // created before spec.containers last changed, or not injected
+	injected  bool   // carries the set's reload sidecar
 	target    string // wanted revision after the plan
 	changed   bool
 	labelNow  bool
@@ -112,7 +113,7 @@ func Plan(in Input) (Result, error) {
 		events = append(events, Event{corev1.EventTypeNormal, "ContainersChanged", "spec.containers changed; only pods created from now on get the new mounts"})
 	}
 
-	pods, err := readPods(in.Pods, keys, lastTS)
+	pods, err := readPods(in.Pods, keys, ReloadSidecarName(set.Name), lastTS)
 	if err != nil {
 		return Result{}, err
 	}
@@ -204,7 +205,7 @@ func coldStart(set *ConfigMapSet, now time.Time) (*metav1.Time, string, bool) {
 // readPods reads every non-terminating pod's state, ordered by namespace and name.
 // The pointers are sorted before the states are read: swapping pointers is cheaper
 // than swapping podInfo values.
-func readPods(in []*corev1.Pod, keys Keys, lastTS *metav1.Time) ([]podInfo, error) {
+func readPods(in []*corev1.Pod, keys Keys, sidecar string, lastTS *metav1.Time) ([]podInfo, error) {
 	sorted := make([]*corev1.Pod, 0, len(in))
 	for _, p := range in {
 		if p != nil && p.DeletionTimestamp == nil {
@@ -224,11 +225,13 @@ func readPods(in []*corev1.Pod, keys Keys, lastTS *metav1.Time) ([]podInfo, erro
 			return nil, err
 		}
 		_, label := p.Labels[keys.UpdateOrder]
+		injected := hasContainer(p, sidecar)
 		pods[i] = podInfo{
 			pod:      p,
 			state:    revState{UpdateRevision: st.UpdateRevision, CurrentRevision: st.CurrentRevision},
 			ready:    podReady(p),
-			cold:     isColdAt(p, lastTS),
+			cold:     !injected || isColdAt(p, lastTS),
+			injected: injected,
 			target:   st.UpdateRevision,
 			labelNow: label,
 		}
@@ -278,7 +281,7 @@ func buildPatches(pods []podInfo, keys Keys, injectOrder bool, now time.Time) ([
 			vals = append(vals, p.target, ts)
 			target, stamp := &vals[len(vals)-2], &vals[len(vals)-1]
 			pp.Annotations = map[string]*string{keys.UpdateRevision: target, keys.UpdateRevisionTimestamp: stamp}
-			if err := checkAnnotationSize(p.pod, pp.Annotations); err != nil {
+			if err := checkAnnotationSize(p.pod, [2]string{keys.UpdateRevision, keys.UpdateRevisionTimestamp}, [2]string{p.target, ts}); err != nil {
 				return nil, err
 			}
 		}
@@ -295,21 +298,27 @@ func buildPatches(pods []podInfo, keys Keys, injectOrder bool, now time.Time) ([
 	return out, nil
 }
 
-// checkAnnotationSize fails when the pod's annotations after ch exceed the API
-// server's limit.
-func checkAnnotationSize(pod *corev1.Pod, ch map[string]*string) error {
+// checkAnnotationSize fails when setting the two annotations keys to vals would take
+// the pod's annotations over the API server's limit. A change that does not grow them
+// cannot take a pod the API server accepted over it, so only growing changes sum the
+// pod's annotations.
+func checkAnnotationSize(pod *corev1.Pod, keys, vals [2]string) error {
+	growth := 0
+	for i, k := range keys {
+		old, had := pod.Annotations[k]
+		growth += len(vals[i]) - len(old)
+		if !had {
+			growth += len(k)
+		}
+	}
+	if growth <= 0 {
+		return nil
+	}
 	size := 0
 	for k, v := range pod.Annotations {
-		if _, over := ch[k]; !over {
-			size += len(k) + len(v)
-		}
+		size += len(k) + len(v)
 	}
-	for k, v := range ch {
-		if v != nil {
-			size += len(k) + len(*v)
-		}
-	}
-	if size > apivalidation.TotalAnnotationSizeLimitB {
+	if size += growth; size > apivalidation.TotalAnnotationSizeLimitB {
 		return fmt.Errorf("pod %s/%s: metadata.annotations: would hold %d bytes, more than the limit of %d", pod.Namespace, pod.Name, size, apivalidation.TotalAnnotationSizeLimitB)
 	}
 	return nil

@@ -74,6 +74,9 @@ func drawInput(t *rapid.T) Input {
 		if rapid.IntRange(0, 5).Draw(t, "labelled") == 0 {
 			opts = append(opts, podfixture.Labels(testKeys.UpdateOrder, UpdateOrderValue))
 		}
+		if rapid.IntRange(0, 7).Draw(t, "notInjected") != 0 {
+			opts = append(opts, podfixture.InitContainers(ReloadSidecarName("cms1")))
+		}
 		if rapid.IntRange(0, 9).Draw(t, "terminating") == 0 {
 			opts = append(opts, podfixture.Deleting(now))
 		}
@@ -91,8 +94,8 @@ func copyInput(in Input) Input {
 }
 
 // TestPlanProperties: for arbitrary inputs Plan does not change its input, gives the
-// identical result for any pod order, never touches cold or terminating pods, and
-// leaves every warm pod wanting a revision the hub holds.
+// identical result for any pod order, never touches cold, terminating or not injected
+// pods, and leaves every warm pod wanting a revision the hub holds.
 func TestPlanProperties(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		in := drawInput(t)
@@ -128,6 +131,8 @@ func TestPlanProperties(t *testing.T) {
 				t.Fatalf("terminating pod %s patched", p.Name)
 			case isColdAt(p, res.Status.LastContainersTimestamp):
 				t.Fatalf("cold pod %s patched", p.Name)
+			case !hasContainer(p, ReloadSidecarName("cms1")):
+				t.Fatalf("pod %s without the reload sidecar patched", p.Name)
 			}
 			patched = append(patched, pp.Namespace+"/"+pp.Name)
 		}
@@ -135,7 +140,7 @@ func TestPlanProperties(t *testing.T) {
 			t.Fatalf("patches not in name order: %v", patched)
 		}
 		for _, p := range applyPatches(in.Pods, res.Pods) {
-			if p.DeletionTimestamp != nil || isColdAt(p, res.Status.LastContainersTimestamp) {
+			if p.DeletionTimestamp != nil || isColdAt(p, res.Status.LastContainersTimestamp) || !hasContainer(p, ReloadSidecarName("cms1")) {
 				continue
 			}
 			if w := p.Annotations[testKeys.UpdateRevision]; h.Index(w) < 0 && !in.Set.Spec.UpdateStrategy.RestartInjectedContainers {

@@ -125,7 +125,8 @@ func selectPods(set *ConfigMapSet, pods []podInfo, update string, hubIndex map[s
 }
 
 // unavailable reports whether the pod counts against maxUnavailable: not ready, or
-// asked for a revision it has not confirmed yet (restarting).
+// asked for a revision it has not confirmed yet (restarting). A pod without the
+// reload sidecar can never confirm a revision, so only readiness counts for it.
 func (p *podInfo) unavailable() bool {
-	return !p.ready || (p.state.UpdateRevision != "" && p.state.UpdateRevision != p.state.CurrentRevision)
+	return !p.ready || (p.injected && p.state.UpdateRevision != "" && p.state.UpdateRevision != p.state.CurrentRevision)
 }
