@@ -5,6 +5,7 @@ go 1.26.0
 replace github.com/kplan-dev/kplan => ../
 
 require (
+	github.com/go-logr/logr v1.4.3
 	github.com/kplan-dev/kplan v0.0.0-00010101000000-000000000000
 	github.com/prometheus/client_golang v1.24.0
 	k8s.io/api v0.37.0
@@ -26,7 +27,6 @@ require (
 	github.com/evanphx/json-patch/v5 v5.9.11 // indirect
 	github.com/fsnotify/fsnotify v1.9.0 // indirect
 	github.com/fxamacker/cbor/v2 v2.9.1 // indirect
-	github.com/go-logr/logr v1.4.3 // indirect
 	github.com/go-logr/zapr v1.3.0 // indirect
 	github.com/go-openapi/jsonpointer v1.0.0 // indirect
 	github.com/go-openapi/jsonreference v1.0.0 // indirect
