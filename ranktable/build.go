@@ -176,7 +176,12 @@ func build(members []Member, opts BuildOptions, validate bool) (*Table, error) {
 				}
 			}
 		}
-		s.devs = append(s.devs, m.Data.Devices...)
+		if s.pods == 0 {
+			// Shared with the member until a second pod or a sort needs a copy.
+			s.devs = slices.Clip(m.Data.Devices)
+		} else {
+			s.devs = append(s.devs, m.Data.Devices...)
+		}
 		s.pods++
 		total += len(m.Data.Devices)
 	}
@@ -192,17 +197,20 @@ func build(members []Member, opts BuildOptions, validate bool) (*Table, error) {
 		TotalDevices: total, Timestamp: opts.Timestamp, Servers: make([]Server, len(servers)),
 	}
 	all := make([]RankedDevice, total)
+	nums := decimals(total + 1)
 	rank := 0
 	for i, s := range servers {
 		if !sortedBy(s.devs, idCmp) {
-			// s.devs was built by append onto nil: it is ours to sort.
+			if s.pods == 1 {
+				s.devs = slices.Clone(s.devs) // the member's slice: not ours to sort
+			}
 			slices.SortFunc(s.devs, func(a, b Device) int { return idCmp(a.ID, b.ID) })
 		}
 		out := all[rank : rank+len(s.devs) : rank+len(s.devs)]
 		for j, d := range s.devs {
 			out[j] = RankedDevice{
 				DeviceId: d.ID, DeviceIp: d.IP, SuperDeviceId: d.SuperDeviceID,
-				RankId: strconv.Itoa(rank), ClusterId: strconv.Itoa(rank + 1),
+				RankId: nums.at(rank), ClusterId: nums.at(rank + 1),
 			}
 			rank++
 		}
@@ -216,6 +224,37 @@ func build(members []Member, opts BuildOptions, validate bool) (*Table, error) {
 	t.SuperPods = superPods(t.Servers)
 	t.Roles = roles(t.Servers)
 	return t, nil
+}
+
+// decimalStrings holds the decimal forms of 0..n in one string: two allocations
+// instead of one per rank id.
+type decimalStrings struct {
+	all  string
+	ends []int32
+}
+
+// decimals returns the decimal strings of 0..n.
+func decimals(n int) decimalStrings {
+	digits := 1 // "0"
+	for p := 1; p <= n; p *= 10 {
+		digits += n - p + 1
+	}
+	b := make([]byte, 0, digits)
+	ends := make([]int32, n+1)
+	for i := 0; i <= n; i++ {
+		b = strconv.AppendInt(b, int64(i), 10)
+		ends[i] = int32(len(b))
+	}
+	return decimalStrings{all: string(b), ends: ends}
+}
+
+// at returns the decimal form of i.
+func (d decimalStrings) at(i int) string {
+	start := int32(0)
+	if i > 0 {
+		start = d.ends[i-1]
+	}
+	return d.all[start:d.ends[i]]
 }
 
 func sortedBy(devs []Device, c func(a, b string) int) bool {

@@ -18,6 +18,15 @@
 //     RanktableGenerationFailed, PodRanktableAnnotationMissing;
 //   - Result.RequeueAfter: when to look again while a group waits.
 //
+// A Planner kept across reconciles makes the common reconcile cheap: a pod whose
+// resourceVersion is unchanged is recognized by a map lookup and string comparisons
+// (no allocation, no label or annotation reads), a pod without a resourceVersion by
+// comparing what is read from it; only pods whose annotation (or anything else read)
+// changed are re-parsed, only their groups are rebuilt and re-rendered, and an existing
+// ConfigMap whose UID and resourceVersion were already found up to date is returned as
+// it is (ActionNone) without comparing its data. Planner.Forget drops a deleted
+// owner's state.
+//
 // A mutating webhook calls Inject on a copy of each pod and returns
 // webhookpatch.Diff of the two.
 //
@@ -31,6 +40,9 @@
 // decoded by a built-in parser (BuiltinRanktableJSON, BuiltinAscendDevicePlugin) or by
 // running the parser template on the annotation string and decoding the YAML it prints
 // (DecodeParserOutput). Annotations over MaxAnnotationBytes are rejected unread.
+// BuiltinRanktableJSON reads annotations of the plain shape (known keys once, strings
+// without escapes) with a scanner that keeps substrings of the annotation and falls
+// back to encoding/json for anything else, with equal results (fuzzed).
 //
 // Building: pods are grouped by server id (pods on one server are merged); servers are
 // ordered by the Order policy, devices inside a server numerically, and rank ids are
@@ -43,10 +55,14 @@
 // design); PodIndex orders servers by the pods' hccl/rankIndex annotation, then role
 // id, entry pod first, then pod name.
 //
-// Rendering: library templates whose text is byte-for-byte the library's are rendered
-// by native code with identical output; other templates run through text/template
-// with FuncMap. The output must be valid JSON of at most MaxOutputBytes (default 1 MiB,
-// the ConfigMap limit).
+// Rendering: library templates whose text is byte-for-byte the library's (all of them:
+// MindIE role, simple and extended, vLLM-Ascend group and PD, HCCL v1.2) are rendered by
+// native code with identical output (a property test compares them with text/template
+// on arbitrary tables); other templates run through text/template with FuncMap. The
+// output must be valid JSON of at most MaxOutputBytes (default 1 MiB, the ConfigMap
+// limit); a native renderer that wrote only plain strings (printable ASCII without
+// quotes or backslashes, which validated annotations always are) vouches for its
+// output and the JSON check is skipped.
 //
 // # Invariants
 //
@@ -100,6 +116,22 @@
 //     ConfigMap limit; such a group fails with an error wrapping ErrOutputTooLarge
 //     unless MaxOutputBytes is raised (for tests and benchmarks; the API server would
 //     still reject it).
+//
+// # Limitations
+//
+//   - Parser templates receive only the annotation string, as in the design; the pod's
+//     IP and node name reach ranktable templates (Server.ContainerIp, Server.NodeName)
+//     but not parser templates.
+//   - Device ids are checked to be integers in 0..MaxDeviceID, not against the number
+//     of NPUs of the server.
+//   - Template execution is bounded in memory (output cap, capped until, seq, repeat,
+//     indent) but not in CPU time: text/template cannot be interrupted, so a template
+//     that loops long within the caps (nested ranges over capped sequences) runs to the
+//     end. Templates come from ConfigMaps in the templates namespace; restrict who may
+//     write there.
+//   - The Planner trusts resourceVersions: a pod or ConfigMap object changed without a
+//     new resourceVersion (only possible for objects not from the API server) may be
+//     taken as unchanged. Objects without a resourceVersion are always compared.
 //
 // # Example
 //

@@ -2,6 +2,7 @@ package ranktable_test
 
 import (
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/kplan-dev/kplan/ranktable"
@@ -123,4 +124,107 @@ func ExampleInject() {
 	// add /spec/containers/0/env
 	// add /spec/containers/0/volumeMounts
 	// RANKTABLEFILE = /etc/ascend/ranktable/ranktable.json
+}
+
+// A Planner kept between reconciles re-parses only the pod whose annotation changed
+// and re-renders only its group; the other group's ConfigMap is left alone.
+func ExamplePlanner() {
+	tmpl, _ := ranktable.LoadLibraryTemplate(ranktable.LibraryVLLMGroup, ranktable.LoadOptions{})
+	owner := ranktable.Owner{
+		ObjectMeta: metav1.ObjectMeta{Name: "qwen", Namespace: "default", UID: "ms-uid"},
+		GVK:        schema.GroupVersionKind{Group: "workload.kthena.io", Version: "v1alpha1", Kind: "ModelServing"},
+	}
+	yes := true
+	pod := func(group, name, server, ip string) *corev1.Pod {
+		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{
+			Name: name, Namespace: "default", UID: types.UID("uid-" + name),
+			Labels:          map[string]string{ranktable.LabelGroupName: group},
+			OwnerReferences: []metav1.OwnerReference{{APIVersion: "workload.kthena.io/v1alpha1", Kind: "ModelServing", Name: "qwen", UID: "ms-uid", Controller: &yes}},
+			Annotations: map[string]string{ranktable.DefaultAnnotationName: `{"server_id":"` + server +
+				`","devices":[{"device_id":"0","device_ip":"` + ip + `"}]}`},
+		}}
+	}
+	in := ranktable.Input{Owner: owner, Template: tmpl, Now: time.Unix(0, 0), Pods: []*corev1.Pod{
+		pod("qwen-0", "qwen-0-a", "192.168.1.10", "10.0.0.1"),
+		pod("qwen-1", "qwen-1-a", "192.168.1.11", "10.0.1.1"),
+	}}
+	planner := ranktable.NewPlanner()
+	res, _ := planner.Plan(in)
+	for _, d := range res.ConfigMaps {
+		d.ConfigMap.ResourceVersion = "1" // as if created by the API server
+		in.ConfigMaps = append(in.ConfigMaps, d.ConfigMap)
+	}
+
+	in.Pods[1] = pod("qwen-1", "qwen-1-a", "192.168.1.11", "10.0.1.2") // a new device IP
+	res, _ = planner.Plan(in)
+	for _, d := range res.ConfigMaps {
+		fmt.Println(d.ConfigMap.Name, d.Action)
+	}
+	// Output:
+	// qwen-0-ranktable none
+	// qwen-1-ranktable update
+}
+
+// The Ascend device plugin's annotation is decoded by a built-in parser: no parser
+// template needed.
+func ExampleTemplate_ParseAnnotation() {
+	rt, _ := ranktable.LibraryConfigMap(ranktable.LibraryHCCLv12)
+	rt.Data["pod-parser-template"] = ranktable.BuiltinAscendDevicePlugin
+	tmpl, err := ranktable.LoadTemplate(rt, nil, ranktable.LoadOptions{})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println(tmpl.AnnotationName)
+	d, err := tmpl.ParseAnnotation(`{"pod_name":"qwen-0","server_id":"192.168.1.10","host_ip":"192.168.1.10","super_pod_id":0,` +
+		`"devices":[{"device_id":"0","device_ip":"10.20.0.2","super_device_id":37748736}]}`)
+	fmt.Println(d.ServerID, d.SuperPodID, d.Devices[0].ID, d.Devices[0].IP, d.Devices[0].SuperDeviceID, err)
+	_, err = tmpl.ParseAnnotation(`{"server_id":"192.168.1.10","devices":[{"device_id":"0","device_ip":"-1"}]}`)
+	fmt.Println(err)
+	// Output:
+	// ascend.kubectl.kubernetes.io/ascend-910-configuration
+	// 192.168.1.10 0 0 10.20.0.2 37748736 <nil>
+	// annotation ascend.kubectl.kubernetes.io/ascend-910-configuration: devices[0].device_ip: "-1" is not an IP address
+}
+
+// The library ConfigMaps can be applied as they are (kubectl apply) or loaded by name.
+func ExampleLibraryConfigMaps() {
+	for _, cm := range ranktable.LibraryConfigMaps() {
+		fmt.Println(strings.TrimSpace(cm.Namespace + " " + cm.Name + " " + cm.Data["inference-engine"] + " " + cm.Data["ranktable-level"]))
+	}
+	// Output:
+	// kthena-system ascend-pod-ranktable-parser-standard
+	// kthena-system ascend-ranktable-template-hccl-v1.2 mindie role
+	// kthena-system ascend-ranktable-template-mindie-extended mindie role
+	// kthena-system ascend-ranktable-template-mindie-role mindie role
+	// kthena-system ascend-ranktable-template-mindie-simple mindie role
+	// kthena-system ascend-ranktable-template-vllm-group vllm-ascend group
+	// kthena-system ascend-ranktable-template-vllm-pd vllm-ascend group
+}
+
+// A TemplateCache parses a template ConfigMap once per resourceVersion.
+func ExampleTemplateCache() {
+	var cache ranktable.TemplateCache
+	rt, _ := ranktable.LibraryConfigMap(ranktable.LibraryMindIERole)
+	rt.Data["pod-parser-template"] = ranktable.BuiltinRanktableJSON
+	rt.UID, rt.ResourceVersion = "rt-uid", "1"
+	a, err := cache.Load(rt, nil, ranktable.LoadOptions{})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	b, _ := cache.Load(rt, nil, ranktable.LoadOptions{})
+	rt.ResourceVersion = "2"
+	c, _ := cache.Load(rt, nil, ranktable.LoadOptions{})
+	fmt.Println(a == b, a == c)
+	// Output:
+	// true false
+}
+
+func ExampleConfigMapName() {
+	fmt.Println(ranktable.ConfigMapName("qwen", ranktable.GroupKey{Group: "qwen-3", Role: "decode-1"}))
+	fmt.Println(ranktable.ConfigMapName("qwen", ranktable.GroupKey{Group: "qwen-3"}))
+	// Output:
+	// qwen-3-decode-1-ranktable
+	// qwen-3-ranktable
 }

@@ -52,9 +52,21 @@ func FuzzBuiltinRanktableJSON(f *testing.F) {
 	f.Add(`{"pod_name":"x","server_id":"a\"b","devices":[{"device_id":"0","device_ip":"1.2.3.4"}]}`)
 	f.Add(`{"server_id":"s","devices":[{"device_id":"01","device_ip":"-1"}]}`)
 	f.Add(`{"server_id":"s","devices":[{"device_id":"0","device_ip":"1.2.3.4\",\"x\":\"y"}]}`)
+	f.Add(`{"pod_name":"x","pod_name":"y","server_id":"s","devices":[]}`)
+	f.Add(`{"POD_NAME":"x","server_id":"s","devices":[{"device_id":"0","device_ip":"1.2.3.4","device_ip":"1.2.3.5"}]}`)
+	f.Add(" {\t\"server_id\" : \"s\" ,\n\"devices\":[ {} , {\"device_id\":\"1\"}]}\r\n")
+	f.Add(`{"server_id":"s","devices":[{"device_id":"0","device_ip":"1.2.3.4"}]} x`)
+	f.Add(`{"server_id":"s","devices":null}`)
 	f.Fuzz(func(t *testing.T, s string) {
 		d, err := parseChecked(builtinJSON{}, s, new([]byte))
 		checkParsed(t, d, err)
+		// The fast path agrees with encoding/json wherever it answers.
+		if fast, ok := fastRanktableJSON(s); ok {
+			slow, err := decodeRanktableJSON(s)
+			if err != nil || !reflect.DeepEqual(fast, slow) {
+				t.Fatalf("fast path %+v, encoding/json %+v (%v)", fast, slow, err)
+			}
+		}
 	})
 }
 
@@ -141,7 +153,8 @@ func FuzzLoadTemplate(f *testing.F) {
 	})
 }
 
-// FuzzPlan builds tables from two arbitrary annotations.
+// FuzzPlan builds tables from two arbitrary annotations, with Plan and with a Planner
+// that saw other annotations before.
 func FuzzPlan(f *testing.F) {
 	f.Add(designAnnotation("a", "192.168.1.10", "10.0.0.1"), designAnnotation("b", "192.168.1.10", "10.0.0.2"))
 	f.Add(designAnnotation("a", "s", "10.0.0.1"), `{"server_id":"s","devices":[{"device_id":"0","device_ip":"10.0.0.9"}]}`)
@@ -149,11 +162,20 @@ func FuzzPlan(f *testing.F) {
 	tm, _ := LoadLibraryTemplate(LibraryMindIERole, LoadOptions{})
 	f.Fuzz(func(t *testing.T, a, b string) {
 		pods := designPods(o)
+		// A Planner that saw the design's annotations, then the fuzzed ones.
+		p := NewPlanner()
+		if _, err := p.Plan(Input{Owner: o, Template: tm, Pods: pods, Now: t0}); err != nil {
+			t.Fatal(err)
+		}
 		pods[0].Annotations[DefaultAnnotationName] = a
 		pods[1].Annotations[DefaultAnnotationName] = b
-		res, err := Plan(Input{Owner: o, Template: tm, Pods: []*corev1.Pod{pods[0], pods[1]}, Now: t0})
+		in := Input{Owner: o, Template: tm, Pods: []*corev1.Pod{pods[0], pods[1]}, Now: t0}
+		res, err := Plan(in)
 		if err != nil {
 			t.Fatal(err)
+		}
+		if warm, err := p.Plan(in); err != nil || !resultsEqual(warm, res) {
+			t.Fatalf("Planner after a change differs from Plan (%v)", err)
 		}
 		g := res.Groups[0]
 		if g.Phase == PhaseCompleted {

@@ -33,8 +33,11 @@ var libraryFS embed.FS
 var library = loadLibrary()
 
 var (
-	designTemplateText = library[LibraryMindIERole].Data[KeyRanktableTemplate]
-	simpleTemplateText = library[LibraryMindIESimple].Data[KeyRanktableTemplate]
+	designTemplateText   = library[LibraryMindIERole].Data[KeyRanktableTemplate]
+	simpleTemplateText   = library[LibraryMindIESimple].Data[KeyRanktableTemplate]
+	extendedTemplateText = library[LibraryMindIEExtended].Data[KeyRanktableTemplate]
+	hcclTemplateText     = library[LibraryHCCLv12].Data[KeyRanktableTemplate]
+	pdTemplateText       = library[LibraryVLLMPD].Data[KeyRanktableTemplate]
 )
 
 func loadLibrary() map[string]*corev1.ConfigMap {

@@ -75,6 +75,14 @@ type jsonAnnotation struct {
 }
 
 func (builtinJSON) parse(s string, _ *[]byte) (PodData, error) {
+	if d, ok := fastRanktableJSON(s); ok {
+		return d, nil
+	}
+	return decodeRanktableJSON(s)
+}
+
+// decodeRanktableJSON is builtinJSON.parse through encoding/json.
+func decodeRanktableJSON(s string) (PodData, error) {
 	var a jsonAnnotation
 	if err := json.Unmarshal([]byte(s), &a); err != nil {
 		return PodData{}, fmt.Errorf("not the ranktable JSON: %w", err)

@@ -81,7 +81,9 @@ const (
 
 // DesiredConfigMap is one ranktable ConfigMap with what to do about it. For updates
 // ConfigMap is the existing object (deep-copied) with data, labels and annotations
-// replaced, so its resourceVersion makes the update an optimistic-lock write.
+// replaced, so its resourceVersion makes the update an optimistic-lock write. For
+// ActionNone it is the existing object from Input.ConfigMaps itself (not a copy: do not
+// modify it); for ActionCreate a new object.
 type DesiredConfigMap struct {
 	Group     GroupKey
 	Action    Action

@@ -17,18 +17,32 @@ import (
 // Planner is Plan with memory: it keeps each pod's parsed annotation (keyed by pod UID
 // and everything read from the pod) and each group's rendered table (keyed by the
 // template, the options and its pods' parse generations), so a reconcile after one pod
-// changed re-parses that pod and re-renders only its group. Its results always equal
-// Plan's for the same input. It is safe for concurrent use (calls are serialized);
-// use one Planner per owner or share one.
+// changed re-parses that pod and re-renders only its group. Checking an unchanged pod
+// compares strings and does not allocate; an unchanged group reuses its rendered table,
+// its ConfigMap name and, when the existing ConfigMap has the UID and resourceVersion
+// last found up to date, skips comparing its data. Its results always equal Plan's for
+// the same input. It is safe for concurrent use (calls are serialized). A Planner may be
+// shared by several owners: each call forgets only the calling owner's pods and groups
+// that are gone; call Forget when an owner is deleted.
 type Planner struct {
-	mu     sync.Mutex
-	gen    uint64
-	pods   map[types.UID]*podEntry
-	groups map[groupCacheKey]*groupEntry
-	buf    []byte
+	mu       sync.Mutex
+	gen      uint64
+	pods     map[types.UID]*podEntry
+	groups   map[groupCacheKey]*groupEntry
+	order    []*groupEntry                // scratch: the groups of the current call
+	sorted   []*groupEntry                // the previous call's groups in key order
+	existing map[string]*corev1.ConfigMap // scratch: the current call's ConfigMaps by name
+	buf      []byte                       // scratch for parser templates
 }
 
 type podEntry struct {
+	owner                                     types.UID
+	namespace, name, key                      string
+	resourceVersion                           string
+	level                                     Level
+	grouping                                  Grouping
+	group                                     GroupKey
+	missing                                   bool // no annotation (or an empty one)
 	annotation, podIP, nodeName, role, roleID string
 	entry                                     bool
 	rankIndex                                 int
@@ -44,16 +58,47 @@ type groupCacheKey struct {
 	key   GroupKey
 }
 
+// podRef is one pod of a group in the current call; entry is nil when the pod has no
+// annotation.
+type podRef struct {
+	pod   *corev1.Pod
+	entry *podEntry
+}
+
+func (r podRef) key() string {
+	if r.entry != nil {
+		return r.entry.key
+	}
+	return r.pod.Namespace + "/" + r.pod.Name
+}
+
 type groupEntry struct {
-	tmpl     *Template
-	opts     BuildOptions
-	limit    int
-	members  []memberSig
-	content  string
-	podsHash string
-	contHash string
-	err      error
-	seen     uint64
+	owner             types.UID
+	key               GroupKey
+	ownerName, cmName string
+	refs              []podRef // the current call's pods
+	seen              uint64
+
+	// The rendered table, valid when rendered is set, for tmpl, opts, limit and the
+	// members (sorted by UID).
+	rendered                    bool
+	tmpl                        *Template
+	opts                        BuildOptions
+	limit                       int
+	members, scratch            []memberSig
+	content, podsHash, contHash string
+	err                         error
+
+	// verified is the existing ConfigMap last found equal to the desired one.
+	verified verifiedCM
+}
+
+// verifiedCM identifies an existing ConfigMap by UID and resourceVersion (which the API
+// server changes on every write) together with the desired content it matched.
+type verifiedCM struct {
+	uid                                   types.UID
+	resourceVersion                       string
+	filename, content, contHash, podsHash string
 }
 
 type memberSig struct {
@@ -63,7 +108,25 @@ type memberSig struct {
 
 // NewPlanner returns an empty Planner.
 func NewPlanner() *Planner {
-	return &Planner{pods: map[types.UID]*podEntry{}, groups: map[groupCacheKey]*groupEntry{}}
+	return &Planner{pods: map[types.UID]*podEntry{}, groups: map[groupCacheKey]*groupEntry{},
+		existing: map[string]*corev1.ConfigMap{}}
+}
+
+// Forget drops everything the Planner keeps for owner (call it when the owner is
+// deleted).
+func (p *Planner) Forget(owner types.UID) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for k, e := range p.pods {
+		if e.owner == owner {
+			delete(p.pods, k)
+		}
+	}
+	for k := range p.groups {
+		if k.owner == owner {
+			delete(p.groups, k)
+		}
+	}
 }
 
 // Plan computes the ranktable ConfigMaps of in.Owner. Rules:
@@ -96,68 +159,98 @@ func (p *Planner) Plan(in Input) (Result, error) {
 	g := in.Grouping.withDefaults()
 	limit := RenderOptions{MaxOutputBytes: in.MaxOutputBytes}.limit()
 	bopts := BuildOptions{Order: in.Order, Timestamp: in.Timestamp}
+	owner := in.Owner.UID
 
-	type podRef struct {
-		pod   *corev1.Pod
-		key   string
-		entry *podEntry // nil: annotation missing
+	p.order = p.order[:0]
+	var last *groupEntry
+	touch := func(k GroupKey) *groupEntry {
+		if last != nil && last.key == k {
+			return last
+		}
+		ge := p.groups[groupCacheKey{owner, k}]
+		if ge == nil {
+			ge = &groupEntry{owner: owner, key: k}
+			p.groups[groupCacheKey{owner, k}] = ge
+		}
+		if ge.seen != now {
+			ge.seen = now
+			ge.refs = ge.refs[:0]
+			p.order = append(p.order, ge)
+		}
+		last = ge
+		return ge
 	}
-	groups := map[GroupKey][]podRef{}
 	for k := range in.Expected {
-		groups[k] = nil
+		touch(k)
 	}
 	for _, pod := range in.Pods {
 		if pod == nil || pod.Namespace != in.Owner.Namespace || pod.DeletionTimestamp != nil || !ownedBy(pod, in.Owner) {
 			continue
 		}
-		k := KeyOf(pod, level, g)
-		if in.Expected != nil {
-			if _, ok := in.Expected[k]; !ok {
-				continue
+		e := p.unchangedPod(pod, owner, t, level, g)
+		var k GroupKey
+		if e != nil {
+			k = e.group
+		} else {
+			k = KeyOf(pod, level, g)
+		}
+		ge := last
+		if ge == nil || ge.key != k {
+			if in.Expected != nil {
+				if _, ok := in.Expected[k]; !ok {
+					continue
+				}
 			}
+			ge = touch(k)
 		}
-		ref := podRef{pod: pod, key: pod.Namespace + "/" + pod.Name}
-		if ann, ok := pod.Annotations[t.AnnotationName]; ok && ann != "" {
-			ref.entry = p.parsePod(pod, t, g, ann, now)
+		if e == nil {
+			e = p.parsePod(pod, owner, t, level, g, k)
 		}
-		groups[k] = append(groups[k], ref)
+		e.seen = now
+		ref := podRef{pod: pod}
+		if !e.missing {
+			ref.entry = e
+		}
+		ge.refs = append(ge.refs, ref)
 	}
-	existing := map[string]*corev1.ConfigMap{}
+	clear(p.existing)
 	for _, cm := range in.ConfigMaps {
 		if cm != nil && cm.Namespace == in.Owner.Namespace {
-			existing[cm.Name] = cm
+			p.existing[cm.Name] = cm
 		}
 	}
-	keys := make([]GroupKey, 0, len(groups))
-	for k := range groups {
-		keys = append(keys, k)
-	}
-	slices.SortFunc(keys, compareKeys)
+	p.sortOrder(now)
 
-	res := Result{Level: level}
+	res := Result{Level: level, Groups: make([]GroupStatus, 0, len(p.order)), ConfigMaps: make([]DesiredConfigMap, 0, len(p.order))}
 	var earliest time.Duration
-	members := make([]Member, 0, 16)
-	for _, k := range keys {
-		refs := groups[k]
-		slices.SortFunc(refs, func(a, b podRef) int { return natural.Compare(a.key, b.key) })
+	for _, ge := range p.order {
+		k, refs := ge.key, ge.refs
 		expected := len(refs)
 		if in.Expected != nil {
 			expected = in.Expected[k]
 		}
-		st := GroupStatus{Group: k, ConfigMapName: ConfigMapName(in.Owner.Name, k), Pods: len(refs), Expected: expected}
-		cur := existing[st.ConfigMapName]
-		var parseErrs []error
-		members = members[:0]
-		sigs := make([]memberSig, 0, len(refs))
+		if ge.cmName == "" || ge.ownerName != in.Owner.Name {
+			ge.ownerName, ge.cmName = in.Owner.Name, ConfigMapName(in.Owner.Name, k)
+		}
+		st := GroupStatus{Group: k, ConfigMapName: ge.cmName, Pods: len(refs), Expected: expected}
+		cur := p.existing[st.ConfigMapName]
+		ready := 0
 		for _, r := range refs {
-			switch {
-			case r.entry == nil:
-				st.Missing = append(st.Missing, r.key)
-			case r.entry.err != nil:
-				parseErrs = append(parseErrs, fmt.Errorf("pod %s: annotation %s: %w", r.key, t.AnnotationName, r.entry.err))
-			default:
-				members = append(members, r.entry.member(r.key))
-				sigs = append(sigs, memberSig{uid: r.pod.UID, gen: r.entry.gen})
+			if r.entry != nil && r.entry.err == nil {
+				ready++
+			}
+		}
+		var parseErr error
+		if ready < len(refs) {
+			// Missing pods and the first parse error, in pod order.
+			slices.SortFunc(refs, func(a, b podRef) int { return natural.Compare(a.key(), b.key()) })
+			for _, r := range refs {
+				switch {
+				case r.entry == nil:
+					st.Missing = append(st.Missing, r.key())
+				case r.entry.err != nil && parseErr == nil:
+					parseErr = fmt.Errorf("pod %s: annotation %s: %w", r.entry.key, t.AnnotationName, r.entry.err)
+				}
 			}
 		}
 		content, contHash, podsHash := "", "", ""
@@ -165,11 +258,11 @@ func (p *Planner) Plan(in Input) (Result, error) {
 		switch {
 		case conflict:
 			st.Phase, st.Error = PhaseFailed, fmt.Errorf("ConfigMap %s/%s exists and is not controlled by %s %s", cur.Namespace, cur.Name, in.Owner.GVK.Kind, in.Owner.Name)
-		case len(parseErrs) > 0:
-			st.Phase, st.Error = PhaseFailed, parseErrs[0]
+		case parseErr != nil:
+			st.Phase, st.Error = PhaseFailed, parseErr
 		case len(refs) > expected:
 			st.Phase, st.Error = PhaseFailed, fmt.Errorf("group %s has %d pods, expected %d", k, len(refs), expected)
-		case len(members) < expected || expected == 0:
+		case ready < expected || expected == 0:
 			st.Phase = PhaseWaiting
 			since := latestCreation(cur, refs, func(r podRef) *corev1.Pod { return r.pod })
 			if since.IsZero() {
@@ -179,13 +272,13 @@ func (p *Planner) Plan(in Input) (Result, error) {
 				left := in.Timeout - in.Now.Sub(since)
 				if left <= 0 {
 					st.Phase = PhaseFailed
-					st.Error = fmt.Errorf("group %s: %w: %d of %d pods ready after %s", k, ErrTimeout, len(members), expected, in.Timeout)
+					st.Error = fmt.Errorf("group %s: %w: %d of %d pods ready after %s", k, ErrTimeout, ready, expected, in.Timeout)
 				} else if earliest == 0 || left < earliest {
 					earliest = left
 				}
 			}
 		default:
-			ge := p.renderGroup(in.Owner.UID, k, t, bopts, limit, members, sigs, now)
+			p.renderGroup(ge, t, bopts, limit)
 			if ge.err != nil {
 				st.Phase, st.Error = PhaseFailed, fmt.Errorf("group %s: %w", k, ge.err)
 			} else {
@@ -193,6 +286,7 @@ func (p *Planner) Plan(in Input) (Result, error) {
 				content, contHash, podsHash = ge.content, ge.contHash, ge.podsHash
 			}
 		}
+		clear(ge.refs) // keep the capacity, not the pods
 		for _, m := range st.Missing {
 			res.Events = append(res.Events, Event{Type: corev1.EventTypeNormal, Reason: ReasonAnnotationMissing, Kind: "Pod", Object: m,
 				Message: fmt.Sprintf("pod has no %s annotation yet (group %s)", t.AnnotationName, k)})
@@ -202,20 +296,21 @@ func (p *Planner) Plan(in Input) (Result, error) {
 			res.Events = append(res.Events, failedEvent(in.Owner, st))
 			continue
 		}
-		dc := p.desired(in.Owner, t, k, st.ConfigMapName, cur, content, contHash, podsHash)
+		dc := desired(in.Owner, t, ge, cur, content, contHash, podsHash)
 		res.ConfigMaps = append(res.ConfigMaps, dc)
 		if dc.Action == ActionCreate {
 			res.Events = append(res.Events, Event{Type: corev1.EventTypeNormal, Reason: ReasonConfigMapCreated, Kind: "ConfigMap",
 				Object: in.Owner.Namespace + "/" + st.ConfigMapName, Message: fmt.Sprintf("ranktable ConfigMap for group %s", k)})
 		}
-		if st.Phase == PhaseCompleted && (cur == nil || cur.Data[t.Filename] != content) {
+		if st.Phase == PhaseCompleted && dc.Action != ActionNone && (cur == nil || cur.Data[t.Filename] != content) {
 			res.Events = append(res.Events, Event{Type: corev1.EventTypeNormal, Reason: ReasonGenerated, Kind: "ConfigMap",
-				Object: in.Owner.Namespace + "/" + st.ConfigMapName, Message: fmt.Sprintf("ranktable for group %s: %d pods, content hash %s", k, len(members), contHash)})
+				Object: in.Owner.Namespace + "/" + st.ConfigMapName, Message: fmt.Sprintf("ranktable for group %s: %d pods, content hash %s", k, ready, contHash)})
 		}
 		if st.Phase == PhaseFailed {
 			res.Events = append(res.Events, failedEvent(in.Owner, st))
 		}
 	}
+	clear(p.existing)
 	for _, st := range res.Groups {
 		if st.Phase == PhaseWaiting {
 			res.RequeueAfter = cmp.Or(in.RequeueAfter, DefaultRequeueAfter)
@@ -225,7 +320,7 @@ func (p *Planner) Plan(in Input) (Result, error) {
 			break
 		}
 	}
-	p.prune(now)
+	p.prune(owner, now)
 	return res, nil
 }
 
@@ -247,98 +342,146 @@ func latestCreation[T any](cm *corev1.ConfigMap, refs []T, pod func(T) *corev1.P
 	return t
 }
 
-func (e *podEntry) member(key string) Member {
-	return Member{Pod: key, Data: e.data, PodIP: e.podIP, NodeName: e.nodeName, Role: e.role,
+func (e *podEntry) member() Member {
+	return Member{Pod: e.key, Data: e.data, PodIP: e.podIP, NodeName: e.nodeName, Role: e.role,
 		RoleID: e.roleID, Entry: e.entry, RankIndex: e.rankIndex}
 }
 
-// parsePod returns the cached parse of pod, re-parsing when anything read from the pod
-// or the template changed.
-func (p *Planner) parsePod(pod *corev1.Pod, t *Template, g Grouping, ann string, now uint64) *podEntry {
+// unchangedPod returns the cached entry of pod when the pod has the resourceVersion
+// the entry was made from (the API server changes it on every write) and nothing else
+// the entry depends on changed; nil otherwise. It costs a map lookup and string
+// comparisons, no allocation.
+func (p *Planner) unchangedPod(pod *corev1.Pod, owner types.UID, t *Template, level Level, g Grouping) *podEntry {
+	e := p.pods[pod.UID]
+	if e == nil || pod.ResourceVersion == "" || e.resourceVersion != pod.ResourceVersion || e.tmpl != t ||
+		e.owner != owner || e.level != level || e.grouping != g || e.name != pod.Name || e.namespace != pod.Namespace {
+		return nil
+	}
+	return e
+}
+
+// parsePod returns the cached entry of pod (in group k), re-parsing when anything
+// read from the pod or the template changed. An unchanged pod costs string
+// comparisons, no allocation.
+func (p *Planner) parsePod(pod *corev1.Pod, owner types.UID, t *Template, level Level, g Grouping, k GroupKey) *podEntry {
+	ann := pod.Annotations[t.AnnotationName]
 	podIP, node := pod.Status.PodIP, pod.Spec.NodeName
 	role, roleID, entry := pod.Labels[g.RoleLabel], pod.Labels[g.RoleIDLabel], pod.Labels[g.EntryLabel] == "true"
 	ri := rankIndex(pod)
-	if old, ok := p.pods[pod.UID]; ok && old.tmpl == t && old.annotation == ann && old.podIP == podIP &&
+	if old, ok := p.pods[pod.UID]; ok && old.tmpl == t && old.owner == owner && old.annotation == ann &&
+		old.name == pod.Name && old.namespace == pod.Namespace && old.podIP == podIP &&
 		old.nodeName == node && old.role == role && old.roleID == roleID && old.entry == entry && old.rankIndex == ri {
-		old.seen = now
+		old.resourceVersion, old.level, old.grouping, old.group = pod.ResourceVersion, level, g, k
 		return old
 	}
+	p.gen++ // a new parse generation, distinct from every earlier one
 	e := &podEntry{
-		annotation: ann, podIP: podIP, nodeName: node, role: role, roleID: roleID, entry: entry,
-		rankIndex: ri, tmpl: t, gen: now, seen: now,
+		owner: owner, namespace: pod.Namespace, name: pod.Name, key: pod.Namespace + "/" + pod.Name,
+		resourceVersion: pod.ResourceVersion, level: level, grouping: g, group: k,
+		annotation: ann, missing: ann == "", podIP: podIP, nodeName: node, role: role, roleID: roleID, entry: entry,
+		rankIndex: ri, tmpl: t, gen: p.gen,
 	}
-	e.data, e.err = parseChecked(t.parser, ann, &p.buf)
+	if !e.missing {
+		e.data, e.err = parseChecked(t.parser, ann, &p.buf)
+	}
 	p.pods[pod.UID] = e
 	return e
 }
 
-// renderGroup returns the cached table of a group, rebuilding it when the template,
-// the options or any member changed.
-func (p *Planner) renderGroup(owner types.UID, k GroupKey, t *Template, opts BuildOptions, limit int, members []Member, sigs []memberSig, now uint64) *groupEntry {
-	ck := groupCacheKey{owner: owner, key: k}
-	slices.SortFunc(sigs, func(a, b memberSig) int { return cmp.Compare(a.uid, b.uid) })
-	if old, ok := p.groups[ck]; ok && old.tmpl == t && old.opts == opts && old.limit == limit && slices.Equal(old.members, sigs) {
-		old.seen = now
-		return old
+// renderGroup brings the cached table of ge up to date with its current pods (all
+// with valid annotations), rebuilding it only when the template, the options or any
+// member changed.
+func (p *Planner) renderGroup(ge *groupEntry, t *Template, opts BuildOptions, limit int) {
+	sigs := ge.scratch[:0]
+	for _, r := range ge.refs {
+		sigs = append(sigs, memberSig{uid: r.pod.UID, gen: r.entry.gen})
 	}
-	ge := &groupEntry{tmpl: t, opts: opts, limit: limit, members: sigs, seen: now}
-	p.groups[ck] = ge
+	slices.SortFunc(sigs, func(a, b memberSig) int { return cmp.Compare(a.uid, b.uid) })
+	if ge.rendered && ge.tmpl == t && ge.opts == opts && ge.limit == limit && slices.Equal(ge.members, sigs) {
+		ge.scratch = sigs
+		return
+	}
+	ge.scratch, ge.members = ge.members[:0], sigs
+	ge.rendered, ge.tmpl, ge.opts, ge.limit = true, t, opts, limit
+	ge.content, ge.contHash, ge.podsHash, ge.err = "", "", "", nil
+	members := make([]Member, len(ge.refs))
+	for i, r := range ge.refs {
+		members[i] = r.entry.member()
+	}
 	table, err := build(members, opts, false)
 	if err != nil {
 		ge.err = err
-		return ge
+		return
 	}
-	out, err := t.render(table, limit, p.buf)
+	content, contHash, err := t.renderString(table, limit, &p.buf)
 	if err != nil {
 		ge.err = err
-		return ge
+		return
 	}
-	ge.content = string(out)
-	p.buf = out[:0]
-	ge.contHash = canonhash.Short(ge.content)
+	ge.content, ge.contHash = content, contHash
 	h := canonhash.New()
 	for _, s := range sigs {
 		h.String(string(s.uid))
 	}
 	ge.podsHash = h.Hex(8)
-	return ge
 }
 
-func (p *Planner) prune(now uint64) {
+// sortOrder sorts the groups of the call now by key, reusing the previous call's
+// order when the call has exactly the same groups.
+func (p *Planner) sortOrder(now uint64) {
+	same := len(p.order) == len(p.sorted)
+	for i := 0; same && i < len(p.sorted); i++ {
+		same = p.sorted[i].seen == now
+	}
+	if same {
+		copy(p.order, p.sorted)
+		return
+	}
+	slices.SortFunc(p.order, func(a, b *groupEntry) int { return compareKeys(a.key, b.key) })
+	p.sorted = append(p.sorted[:0], p.order...)
+}
+
+// prune forgets owner's pods and groups not seen in the call now.
+func (p *Planner) prune(owner types.UID, now uint64) {
 	for k, e := range p.pods {
-		if e.seen != now {
+		if e.owner == owner && e.seen != now {
 			delete(p.pods, k)
 		}
 	}
 	for k, e := range p.groups {
-		if e.seen != now {
+		if k.owner == owner && e.seen != now {
 			delete(p.groups, k)
 		}
 	}
 }
 
-// desired builds the ConfigMap a group should have and the action to get there.
-func (p *Planner) desired(o Owner, t *Template, k GroupKey, name string, cur *corev1.ConfigMap, content, contHash, podsHash string) DesiredConfigMap {
-	labels := map[string]string{LabelComponent: componentValue}
-	ann := map[string]string{AnnotationContentHash: contHash, AnnotationPodsHash: podsHash}
+// desired builds the ConfigMap group ge should have and the action to get there. When
+// nothing needs to change the result holds cur itself.
+func desired(o Owner, t *Template, ge *groupEntry, cur *corev1.ConfigMap, content, contHash, podsHash string) DesiredConfigMap {
+	k := ge.key
 	if cur == nil {
 		return DesiredConfigMap{Group: k, Action: ActionCreate, ConfigMap: &corev1.ConfigMap{
 			TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"},
 			ObjectMeta: metav1.ObjectMeta{
-				Name: name, Namespace: o.Namespace, Labels: labels, Annotations: ann,
+				Name: ge.cmName, Namespace: o.Namespace, Labels: map[string]string{LabelComponent: componentValue},
+				Annotations:     map[string]string{AnnotationContentHash: contHash, AnnotationPodsHash: podsHash},
 				OwnerReferences: []metav1.OwnerReference{ownerRef(o)},
 			},
 			Data: map[string]string{t.Filename: content},
 		}}
 	}
-	same := len(cur.Data) == 1 && cur.Data[t.Filename] == content && len(cur.BinaryData) == 0 &&
-		cur.Annotations[AnnotationContentHash] == contHash && cur.Annotations[AnnotationPodsHash] == podsHash &&
-		cur.Labels[LabelComponent] == componentValue
-	if _, ok := cur.Data[t.Filename]; !ok {
-		same = false
+	v := verifiedCM{uid: cur.UID, resourceVersion: cur.ResourceVersion, filename: t.Filename,
+		content: content, contHash: contHash, podsHash: podsHash}
+	if v.resourceVersion != "" && v == ge.verified {
+		// The same object version was found up to date for the same desired content.
+		return DesiredConfigMap{Group: k, Action: ActionNone, ConfigMap: cur}
 	}
-	if same {
-		return DesiredConfigMap{Group: k, Action: ActionNone, ConfigMap: cur.DeepCopy()}
+	data, hasData := cur.Data[t.Filename]
+	if hasData && len(cur.Data) == 1 && data == content && len(cur.BinaryData) == 0 &&
+		cur.Annotations[AnnotationContentHash] == contHash && cur.Annotations[AnnotationPodsHash] == podsHash &&
+		cur.Labels[LabelComponent] == componentValue {
+		ge.verified = v
+		return DesiredConfigMap{Group: k, Action: ActionNone, ConfigMap: cur}
 	}
 	up := cur.DeepCopy()
 	up.Data = map[string]string{t.Filename: content}

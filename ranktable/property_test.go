@@ -100,34 +100,61 @@ func deepCopyMembers(ms []Member) []Member {
 }
 
 // TestNativeRenderersEqualTheTemplates renders arbitrary tables (any strings, not only
-// valid ones) with each native renderer and with text/template.
+// valid ones, and lists that need not agree with each other) with each native renderer
+// and with text/template.
 func TestNativeRenderersEqualTheTemplates(t *testing.T) {
-	for _, name := range []string{LibraryMindIERole, LibraryVLLMGroup, LibraryMindIESimple} {
-		tm := mustLibrary(t, name, LoadOptions{})
-		if tm.native == nil {
-			t.Fatalf("%s has no native renderer", name)
+	for _, cm := range LibraryConfigMaps() {
+		if cm.Data[KeyRanktableTemplate] == "" {
+			continue
 		}
-		t.Run(name, func(t *testing.T) {
+		tm := mustLibrary(t, cm.Name, LoadOptions{})
+		if tm.native == nil {
+			t.Fatalf("%s has no native renderer", cm.Name)
+		}
+		t.Run(cm.Name, func(t *testing.T) {
 			rapid.Check(t, func(t *rapid.T) {
-				str := rapid.String()
-				table := &Table{Status: str.Draw(t, "status"), ServerCount: rapid.Int().Draw(t, "count")}
-				for i := rapid.IntRange(0, 3).Draw(t, "servers"); i > 0; i-- {
-					s := Server{ServerId: str.Draw(t, "server")}
-					for j := rapid.IntRange(0, 3).Draw(t, "devices"); j > 0; j-- {
-						s.Devices = append(s.Devices, RankedDevice{DeviceId: str.Draw(t, "id"), DeviceIp: str.Draw(t, "ip"), RankId: str.Draw(t, "rank")})
-					}
-					table.Servers = append(table.Servers, s)
-				}
+				table := genTable(t)
 				want, err := execute(tm.tmpl, table, 1<<20, nil)
 				if err != nil {
 					t.Fatal(err)
 				}
-				if got := tm.native(nil, table); string(got) != string(want) {
+				got, valid := tm.native(nil, table)
+				if string(got) != string(want) {
 					t.Fatalf("native output differs:\n%q\n%q", got, want)
+				}
+				if valid && !json.Valid(got) {
+					t.Fatalf("native renderer vouched for invalid JSON:\n%s", got)
 				}
 			})
 		})
 	}
+}
+
+// genTable draws a table with every field set from arbitrary, printable or plain
+// strings, some empty.
+func genTable(t *rapid.T) *Table {
+	str := rapid.OneOf(rapid.String(), rapid.StringMatching(`[ -~]{0,6}`), rapid.StringMatching(`[0-9a-z.<&]{0,6}`))
+	role := rapid.OneOf(str, rapid.SampledFrom([]string{"prefill", "decode"}))
+	table := &Table{Status: str.Draw(t, "status"), Timestamp: str.Draw(t, "timestamp"),
+		ServerCount: rapid.Int().Draw(t, "count"), TotalDevices: rapid.Int().Draw(t, "total")}
+	for i := rapid.IntRange(0, 3).Draw(t, "servers"); i > 0; i-- {
+		s := Server{ServerId: str.Draw(t, "server"), HostIp: str.Draw(t, "host"), ContainerIp: str.Draw(t, "container"),
+			SuperPodId: str.Draw(t, "superpod"), PodName: str.Draw(t, "pod"), NodeName: str.Draw(t, "node"), Role: role.Draw(t, "role")}
+		for j := rapid.IntRange(0, 3).Draw(t, "devices"); j > 0; j-- {
+			s.Devices = append(s.Devices, RankedDevice{DeviceId: str.Draw(t, "id"), DeviceIp: str.Draw(t, "ip"),
+				SuperDeviceId: str.Draw(t, "superdevice"), RankId: str.Draw(t, "rank"), ClusterId: str.Draw(t, "cluster")})
+		}
+		table.Servers = append(table.Servers, s)
+	}
+	for i := rapid.IntRange(0, 2).Draw(t, "superpods"); i > 0; i-- {
+		table.SuperPods = append(table.SuperPods, SuperPod{SuperPodId: str.Draw(t, "superpod id"),
+			ServerIds: rapid.SliceOfN(str, 0, 3).Draw(t, "server ids")})
+	}
+	for i := rapid.IntRange(0, 3).Draw(t, "roles"); i > 0; i-- {
+		table.Roles = append(table.Roles, RoleServers{Role: role.Draw(t, "role name"),
+			Servers: rapid.SliceOfN(rapid.SampledFrom(append(table.Servers, Server{})), 0, 3).Draw(t, "role servers")})
+	}
+	return table
 }
 
 // genPods draws an owner's pods in 1..3 role replicas of 1..3 pods, some without
@@ -221,7 +248,8 @@ func errStrings(gs []GroupStatus) []string {
 
 // TestPlannerEqualsPlan is a state machine: pods are added, deleted, replaced and
 // their annotations changed; after every step the long-lived Planner's result equals a
-// fresh Plan's.
+// fresh Plan's, and the plan is applied as the API server would (new resourceVersions
+// for written ConfigMaps).
 func TestPlannerEqualsPlan(t *testing.T) {
 	o := testOwner("ms")
 	tm := mustLibrary(t, LibraryMindIERole, LoadOptions{})
@@ -230,6 +258,9 @@ func TestPlannerEqualsPlan(t *testing.T) {
 		exp := map[GroupKey]int{{"ms-0", "worker-0"}: 2, {"ms-1", "worker-0"}: 2}
 		pods := map[string]*corev1.Pod{}
 		var cms []*corev1.ConfigMap
+		var srv apiServer
+		rv := 0
+		nextRV := func() string { rv++; return strconv.Itoa(rv) }
 		check := func() {
 			list := make([]*corev1.Pod, 0, len(pods))
 			for _, k := range sortedPodNames(pods) {
@@ -241,15 +272,33 @@ func TestPlannerEqualsPlan(t *testing.T) {
 			if err != nil || !resultsEqual(got, want) {
 				t.Fatalf("Planner result differs from Plan (err %v)", err)
 			}
-			cms = cms[:0]
-			for _, d := range got.ConfigMaps {
-				cms = append(cms, d.ConfigMap)
-			}
+			cms = srv.apply(got)
 		}
 		t.Repeat(map[string]func(*rapid.T){
 			"add": func(t *rapid.T) {
 				g, k := rapid.IntRange(0, 1).Draw(t, "g"), rapid.IntRange(0, 2).Draw(t, "k")
-				pods[fmt.Sprint(g, k)] = kthenaPod(o, g, "worker-0", k, rapid.Bool().Draw(t, "ann"), rapid.IntRange(1, 8).Draw(t, "devs"))
+				np := kthenaPod(o, g, "worker-0", k, rapid.Bool().Draw(t, "ann"), rapid.IntRange(1, 8).Draw(t, "devs"))
+				np.ResourceVersion = nextRV()
+				pods[fmt.Sprint(g, k)] = np
+			},
+			"write without changes": func(t *rapid.T) {
+				if len(pods) == 0 {
+					t.Skip("no pods")
+				}
+				k := rapid.SampledFrom(sortedPodNames(pods)).Draw(t, "pod")
+				np := pods[k].DeepCopy()
+				np.ResourceVersion = nextRV()
+				pods[k] = np
+			},
+			"move to the other group": func(t *rapid.T) {
+				if len(pods) == 0 {
+					t.Skip("no pods")
+				}
+				k := rapid.SampledFrom(sortedPodNames(pods)).Draw(t, "pod")
+				np := pods[k].DeepCopy()
+				np.Labels[LabelGroupName] = map[bool]string{true: "ms-0", false: "ms-1"}[np.Labels[LabelGroupName] == "ms-1"]
+				np.ResourceVersion = nextRV()
+				pods[k] = np
 			},
 			"delete": func(t *rapid.T) {
 				if len(pods) == 0 {
@@ -268,6 +317,11 @@ func TestPlannerEqualsPlan(t *testing.T) {
 				}
 				np.Annotations[DefaultAnnotationName] = designAnnotation(np.Name, rapid.SampledFrom([]string{"192.168.9.1", "192.168.9.2", "bad id!"}).Draw(t, "server"),
 					"10.9.9.1", "10.9.9.2")
+				if rapid.IntRange(0, 4).Draw(t, "without resourceVersion") > 0 {
+					np.ResourceVersion = nextRV()
+				} else {
+					np.ResourceVersion = ""
+				}
 				pods[k] = np
 			},
 			"": func(t *rapid.T) { check() },

@@ -108,7 +108,11 @@ func isUint32(s string) bool {
 // isIP accepts a specified IPv4 or IPv6 address without a zone, in canonical form.
 func isIP(s string) bool {
 	a, err := netip.ParseAddr(s)
-	return err == nil && a.Zone() == "" && !a.IsUnspecified() && a.String() == s
+	if err != nil || a.Zone() != "" || a.IsUnspecified() {
+		return false
+	}
+	var buf [64]byte // the longest form, IPv4-mapped IPv6, has 45 characters
+	return string(a.AppendTo(buf[:0])) == s
 }
 
 func isConfigMapKey(s string) bool { return len(validation.IsConfigMapKey(s)) == 0 }

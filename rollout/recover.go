@@ -166,6 +166,9 @@ func PlanRecover(replicas []Replica, policy RecoverPolicy, now time.Time) (Recov
 		policy.StartTimeout < 0 || policy.GangMemberTimeout < 0 || policy.ReleaseDelay < 0 {
 		return RecoverStep{}, fmt.Errorf("policy: durations and quotas must not be negative")
 	}
+	if len(replicas) > MaxReplicas {
+		return RecoverStep{}, fmt.Errorf("replicas: %d, more than MaxReplicas %d", len(replicas), MaxReplicas)
+	}
 	order := make([]*Replica, 0, len(replicas))
 	byName := make(map[string]*Replica, len(replicas))
 	for i := range replicas {
