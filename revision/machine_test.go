@@ -208,10 +208,11 @@ func (m *machine) nodeStep(t *rapid.T, p *corev1.Pod) bool {
 type podView struct {
 	wanted, current string
 	ready, label    bool
+	injected        bool // has the reload sidecar
 }
 
 func (v podView) unavailable() bool {
-	return !v.ready || (v.wanted != "" && v.wanted != v.current)
+	return !v.ready || (v.injected && v.wanted != "" && v.wanted != v.current)
 }
 
 func viewPods(t *rapid.T, pods []*corev1.Pod) map[string]podView {
@@ -222,7 +223,8 @@ func viewPods(t *rapid.T, pods []*corev1.Pod) map[string]podView {
 			t.Fatal(err)
 		}
 		_, label := p.Labels[testKeys.UpdateOrder]
-		out[p.Name] = podView{wanted: st.UpdateRevision, current: st.CurrentRevision, ready: podReady(p), label: label}
+		out[p.Name] = podView{wanted: st.UpdateRevision, current: st.CurrentRevision, ready: podReady(p), label: label,
+			injected: hasContainer(p, ReloadSidecarName("cms1"))}
 	}
 	return out
 }
@@ -266,7 +268,7 @@ func (m *machine) plan(t *rapid.T) Result {
 	// Cold pods (created before spec.containers last changed) are never touched.
 	cold := map[string]bool{}
 	for _, p := range pods {
-		cold[p.Name] = isColdAt(p, res.Status.LastContainersTimestamp) || !hasContainer(p, ReloadSidecarName(m.set.Name))
+		cold[p.Name] = isColdAt(p, res.Status.LastContainersTimestamp)
 	}
 	for _, pp := range res.Pods {
 		if cold[pp.Name] {
@@ -350,6 +352,7 @@ func (m *machine) plan(t *rapid.T) Result {
 	aBefore, aAfter := countU(before), countU(after)
 	rollback := st.CurrentRevision != update && slices.Contains(order, st.CurrentRevision)
 	warmOff, warmOn := 0, 0 // warm pods off and on the update before the plan
+	missing := 0            // warm pods off the update on a revision the hub lacks (or none)
 	for name, v := range before {
 		switch {
 		case cold[name]:
@@ -357,16 +360,26 @@ func (m *machine) plan(t *rapid.T) Result {
 			warmOn++
 		default:
 			warmOff++
+			if !slices.Contains(order, v.wanted) {
+				missing++
+			}
 		}
 	}
+	// Pods whose revision the hub lacks are updated first; those the partition keeps
+	// go to the current revision, or, with none to go back to, to the update too.
+	upper, exact := max(want, aBefore), min(want, aBefore+warmOff)
+	if !rollback {
+		upper += missing
+		exact = aBefore + max(min(want-aBefore, warmOff), missing)
+	}
 	switch {
-	case aAfter > max(want, aBefore):
+	case aAfter > upper:
 		t.Fatalf("partition: %d pods on the update, want %d, %d before", aAfter, want, aBefore)
 	case aBefore <= want && aAfter < aBefore:
 		t.Fatalf("partition: pods rolled back from %d to %d with %d wanted", aBefore, aAfter, want)
 	case aBefore > want && aAfter < want:
 		t.Fatalf("partition: rolled back too far: %d -> %d, want %d", aBefore, aAfter, want)
-	case !restart && aBefore <= want && aAfter != min(want, aBefore+warmOff):
+	case !restart && aBefore <= want && aAfter != exact:
 		t.Fatalf("partition: %d pods on the update, want %d", aAfter, want)
 	case !restart && aBefore > want && rollback && aAfter != max(want, aBefore-warmOn):
 		t.Fatalf("partition raised: %d pods on the update, want %d", aAfter, want)
@@ -418,7 +431,7 @@ func (m *machine) plan(t *rapid.T) Result {
 			if cold[q] || before[q].wanted == update || after[q].wanted == update || !less(prio(q), prio(p)) {
 				continue
 			}
-			if !restart || before[q].unavailable() {
+			if !restart || before[q].unavailable() || !before[q].injected {
 				t.Fatalf("priority: %s %v updated before %s %v", p, prio(p), q, prio(q))
 			}
 		}
@@ -442,7 +455,7 @@ func (m *machine) plan(t *rapid.T) Result {
 			if cold[q] || before[q].wanted != update || after[q].wanted != update || !rbLess(rbKey(q), rbKey(p)) {
 				continue
 			}
-			if !restart || before[q].unavailable() {
+			if !restart || before[q].unavailable() || !before[q].injected {
 				t.Fatalf("rollback: %s %v went back before %s %v", p, rbKey(p), q, rbKey(q))
 			}
 		}
@@ -531,14 +544,15 @@ func (m *machine) settle(t *rapid.T) {
 		if st.UpdateRevision == update {
 			onUpdate++
 		}
-		if isColdAt(p, m.set.Status.LastContainersTimestamp) || !hasContainer(p, ReloadSidecarName(m.set.Name)) {
+		if isColdAt(p, m.set.Status.LastContainersTimestamp) {
 			if st.UpdateRevision == update {
 				coldOnUpdate++
 			}
 			continue
 		}
 		warm++
-		if st.UpdateRevision != st.CurrentRevision {
+		// A pod without the reload sidecar never confirms a revision.
+		if st.UpdateRevision != st.CurrentRevision && hasContainer(p, ReloadSidecarName(m.set.Name)) {
 			t.Fatalf("settled, but pod %s wants %s and runs %s", p.Name, st.UpdateRevision, st.CurrentRevision)
 		}
 	}
@@ -578,8 +592,8 @@ func TestStateMachine(t *testing.T) {
 			"addPod": func(t *rapid.T) { m.addPod(t) },
 			"addPodWithoutWebhook": func(t *rapid.T) {
 				// The webhook failed open (or injection is paused): no sidecar, no
-				// revision. Plan must leave the pod alone and not count it as
-				// restarting.
+				// revision. The pod never confirms a revision, and must not count
+				// as restarting (it would block maxUnavailable for ever).
 				name := fmt.Sprintf("p-%02d", rapid.IntRange(0, 40).Draw(t, "name"))
 				if m.pods[name] != nil {
 					t.Skip("name taken")

@@ -42,7 +42,9 @@ func selectPods(set *ConfigMapSet, pods []podInfo, update string, hubIndex map[s
 		avail = mu - unavailable
 	}
 	change := func(p *podInfo, target string) bool {
-		if !p.unavailable() {
+		// Changing an unavailable pod, or one without the reload sidecar (nothing
+		// restarts in it), makes no pod unavailable.
+		if p.injected && !p.unavailable() {
 			if avail <= 0 {
 				return false
 			}
@@ -126,7 +128,8 @@ func selectPods(set *ConfigMapSet, pods []podInfo, update string, hubIndex map[s
 
 // unavailable reports whether the pod counts against maxUnavailable: not ready, or
 // asked for a revision it has not confirmed yet (restarting). A pod without the
-// reload sidecar can never confirm a revision, so only readiness counts for it.
+// reload sidecar never restarts for the set (and never confirms a revision), so only
+// its readiness counts.
 func (p *podInfo) unavailable() bool {
 	return !p.ready || (p.injected && p.state.UpdateRevision != "" && p.state.UpdateRevision != p.state.CurrentRevision)
 }
