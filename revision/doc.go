@@ -39,7 +39,10 @@
 //     revision to newest): that is the update revision U.
 //  2. Cold start: when the hash of spec.containers differs from
 //     status.lastContainersHash, status.lastContainersTimestamp becomes now. Pods
-//     created before it are cold: never changed (they lack the new mounts).
+//     created before it are cold: never changed (they lack the new mounts). Pods
+//     without the set's reload sidecar (not injected: the webhook failed open or
+//     injection was paused) are cold too, and count against maxUnavailable only
+//     when not ready, since they can never confirm a revision.
 //  3. Partition: kept = partition resolved against n ([ResolvePartition]: percent
 //     rounds up; below 100% with n > 1 at least one pod updates; clamped to [0, n]).
 //     Pods to update: want = n - kept.
@@ -57,10 +60,7 @@
 //     ([ResolveMaxUnavailable]: default 1, percent rounds down but never to 0,
 //     at most n):
 //     unavailable pods are not-ready pods and pods whose wanted revision is not
-//     confirmed (restarting); changing an already-unavailable pod is free. Pods
-//     without the set's reload sidecar (the webhook failed open, or injection was
-//     paused) restart nothing and never confirm a revision: they count only when
-//     not ready, and changing them is free.
+//     confirmed (restarting); changing an already-unavailable pod is free.
 //  7. Warm kept pods whose revision is not in the hub get the current revision (or U
 //     when there is none): a pod cannot load a revision the hub does not hold.
 //  8. Trim the hub to revisionHistoryLimit non-live revisions (default 10), oldest
@@ -122,10 +122,9 @@
 //     containers restarted are those that mount the set's volume in the pod, not
 //     spec.containers resolved anew, so a cold pod restarts the right ones.
 //   - Plan returns a [Result] (Go does not allow a type named like the function).
-//   - injectStrategy.pause pauses injection into new pods only. Pods created
-//     meanwhile have no reload sidecar: Plan still gives them wanted revisions (the
-//     partition counts them) but they never confirm one, so the rollout does not
-//     complete while they exist; they never block maxUnavailable (Algorithm 6).
+//   - injectStrategy.pause pauses injection into new pods only; pods created
+//     meanwhile have no reload sidecar, and Plan leaves them alone (they still
+//     count in matchedPods, so the rollout does not complete while they exist).
 //   - Terminating pods are ignored; pods older than the set count as cold on the first
 //     reconcile (they were never injected).
 //   - The reload sidecar is a native sidecar from Kubernetes 1.29 (not 1.28: the gate

@@ -45,8 +45,8 @@ type podInfo struct {
 	pod       *corev1.Pod
 	state     revState
 	ready     bool
-	cold      bool   // created before spec.containers last changed
-	injected  bool   // carries the set's reload sidecar, so it restarts for a new revision
+	cold      bool   // created before spec.containers last changed, or not injected
+	injected  bool   // carries the set's reload sidecar
 	target    string // wanted revision after the plan
 	changed   bool
 	labelNow  bool
@@ -230,7 +230,7 @@ func readPods(in []*corev1.Pod, keys Keys, sidecar string, lastTS *metav1.Time) 
 			pod:      p,
 			state:    revState{UpdateRevision: st.UpdateRevision, CurrentRevision: st.CurrentRevision},
 			ready:    podReady(p),
-			cold:     isColdAt(p, lastTS),
+			cold:     !injected || isColdAt(p, lastTS),
 			injected: injected,
 			target:   st.UpdateRevision,
 			labelNow: label,

@@ -94,8 +94,8 @@ func copyInput(in Input) Input {
 }
 
 // TestPlanProperties: for arbitrary inputs Plan does not change its input, gives the
-// identical result for any pod order, never touches cold or terminating pods, and
-// leaves every warm pod wanting a revision the hub holds.
+// identical result for any pod order, never touches cold, terminating or not injected
+// pods, and leaves every warm pod wanting a revision the hub holds.
 func TestPlanProperties(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		in := drawInput(t)
@@ -131,6 +131,8 @@ func TestPlanProperties(t *testing.T) {
 				t.Fatalf("terminating pod %s patched", p.Name)
 			case isColdAt(p, res.Status.LastContainersTimestamp):
 				t.Fatalf("cold pod %s patched", p.Name)
+			case !hasContainer(p, ReloadSidecarName("cms1")):
+				t.Fatalf("pod %s without the reload sidecar patched", p.Name)
 			}
 			patched = append(patched, pp.Namespace+"/"+pp.Name)
 		}
@@ -138,7 +140,7 @@ func TestPlanProperties(t *testing.T) {
 			t.Fatalf("patches not in name order: %v", patched)
 		}
 		for _, p := range applyPatches(in.Pods, res.Pods) {
-			if p.DeletionTimestamp != nil || isColdAt(p, res.Status.LastContainersTimestamp) {
+			if p.DeletionTimestamp != nil || isColdAt(p, res.Status.LastContainersTimestamp) || !hasContainer(p, ReloadSidecarName("cms1")) {
 				continue
 			}
 			if w := p.Annotations[testKeys.UpdateRevision]; h.Index(w) < 0 && !in.Set.Spec.UpdateStrategy.RestartInjectedContainers {

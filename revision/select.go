@@ -42,9 +42,7 @@ func selectPods(set *ConfigMapSet, pods []podInfo, update string, hubIndex map[s
 		avail = mu - unavailable
 	}
 	change := func(p *podInfo, target string) bool {
-		// Changing an unavailable pod, or one without the reload sidecar (nothing
-		// restarts in it), makes no pod unavailable.
-		if p.injected && !p.unavailable() {
+		if !p.unavailable() {
 			if avail <= 0 {
 				return false
 			}
@@ -128,8 +126,7 @@ func selectPods(set *ConfigMapSet, pods []podInfo, update string, hubIndex map[s
 
 // unavailable reports whether the pod counts against maxUnavailable: not ready, or
 // asked for a revision it has not confirmed yet (restarting). A pod without the
-// reload sidecar never restarts for the set (and never confirms a revision), so only
-// its readiness counts.
+// reload sidecar can never confirm a revision, so only readiness counts for it.
 func (p *podInfo) unavailable() bool {
 	return !p.ready || (p.injected && p.state.UpdateRevision != "" && p.state.UpdateRevision != p.state.CurrentRevision)
 }
