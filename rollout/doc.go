@@ -15,7 +15,9 @@
 // controllers and strategies against the same rules.
 //
 //   - Inputs are never modified; the same replicas in any order give the same
-//     result; there is no clock (recovery takes now) and no randomness.
+//     result; there is no clock (recovery takes now) and no randomness in
+//     results (Plan's name index hashes with a per-process seed, as Go maps do:
+//     it changes speed, never output).
 //   - Bad input returns an error naming the replica and field.
 //   - Every replica that still has to change but is left alone is listed in
 //     [Step].Waiting with a reason ([ReasonBudget], [ReasonWindow], ...).

@@ -387,8 +387,13 @@ func describeReplicas(replicas []rollout.Replica, target string) string {
 // 4. revision
 
 func configMapSet(w io.Writer) error {
+	// The set exists before its pods: the webhook injects every pod created after it
+	// (Plan leaves pods without the reload sidecar, or older than the set, alone).
+	created := now.Add(-2 * time.Minute)
 	set := &revision.ConfigMapSet{
-		ObjectMeta: metav1.ObjectMeta{Namespace: "demo", Name: "engine-config", Generation: 1},
+		ObjectMeta: metav1.ObjectMeta{
+			Namespace: "demo", Name: "engine-config", Generation: 1, CreationTimestamp: metav1.NewTime(created),
+		},
 		Spec: revision.ConfigMapSetSpec{
 			Selector:   &metav1.LabelSelector{MatchLabels: map[string]string{"app": "engine"}},
 			Data:       map[string]string{"settings.yaml": "max_batch: 8\n"},
@@ -399,14 +404,35 @@ func configMapSet(w io.Writer) error {
 	if err != nil {
 		return err
 	}
+	fmt.Fprintf(w, "ConfigMapSet demo/%s over 4 pods; pod annotations:\n  %s\n  %s\n\n", set.Name, keys.UpdateRevision, keys.CurrentRevision)
+
+	// The pods, as the mutating webhook creates them: revision.Inject adds the files'
+	// volume, the reload sidecar and the mounts, and picks each pod's first revision.
+	fmt.Fprintln(w, "webhook: each new pod is injected (files volume, reload sidecar, mounts)")
 	var pods []*corev1.Pod
 	for _, name := range []string{"engine-a", "engine-b", "engine-c", "engine-d"} {
-		pods = append(pods, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{
-			Namespace: "demo", Name: name, UID: types.UID("uid-" + name), Labels: map[string]string{"app": "engine"},
-			CreationTimestamp: metav1.NewTime(now.Add(time.Minute)),
-		}})
+		born := created.Add(time.Minute)
+		pod := &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{
+				Namespace: "demo", Name: name, UID: types.UID("uid-" + name), Labels: map[string]string{"app": "engine"},
+				CreationTimestamp: metav1.NewTime(born),
+			},
+			Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "engine", Image: "engine:1.0"}}},
+		}
+		res, err := revision.Inject(pod, revision.InjectInput{
+			Set: set, Pods: pods, KubeVersion: "v1.31.0",
+			Sidecar: revision.SidecarOptions{Image: "configmapset-reload:1"}, Now: born,
+		})
+		if err != nil {
+			return err
+		}
+		if !res.Changed {
+			return fmt.Errorf("pod %s: not injected", name)
+		}
+		fmt.Fprintf(w, "  %s: created with sidecar %s, wants revision %s\n", name, revision.ReloadSidecarName(set.Name), res.Revision)
+		pods = append(pods, pod)
 	}
-	fmt.Fprintf(w, "ConfigMapSet demo/%s over 4 pods; pod annotations:\n  %s\n  %s\n\n", set.Name, keys.UpdateRevision, keys.CurrentRevision)
+	fmt.Fprintln(w)
 
 	var hub *corev1.ConfigMap
 	plan := func(title string, at time.Time) error {
@@ -437,14 +463,20 @@ func configMapSet(w io.Writer) error {
 				}
 			}
 			p = p.DeepCopy()
-			p.Annotations[keys.CurrentRevision] = p.Annotations[keys.UpdateRevision]
+			if p.Annotations == nil {
+				p.Annotations = map[string]string{}
+			}
+			if want := p.Annotations[keys.UpdateRevision]; want != "" {
+				p.Annotations[keys.CurrentRevision] = want
+				p.Annotations[keys.CurrentRevisionTimestamp] = revision.FormatTimestamp(at)
+			}
 			p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}
 			pods[i] = p
 		}
 		set.Status = res.Status
 		return nil
 	}
-	if err := plan("reconcile 1: the first revision goes to every pod", now); err != nil {
+	if err := plan("reconcile 1: the hub gets the first revision (the pods already want it)", now); err != nil {
 		return err
 	}
 	if err := plan("reconcile 2: every pod confirmed it", now.Add(time.Minute)); err != nil {

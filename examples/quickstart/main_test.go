@@ -39,9 +39,10 @@ func TestOutput(t *testing.T) {
 		"role worker: Completed, 2 of 2 pods",
 		"server 192.168.1.10:", "server 192.168.1.11:",
 		"device 7 10.20.0.17 rank 15",
-		"reconcile 4: complete", // gang: 3 gangs one at a time, then complete
-		"reconcile 5: complete", // group: 4 rows, then complete
-		"PodsRolledBack",        // partition 100% rolls back
+		"reconcile 4: complete",               // gang: 3 gangs one at a time, then complete
+		"reconcile 5: complete",               // group: 4 rows, then complete
+		"PodsUpdated: 2 pods set to revision", // partition 50% moves two of four pods
+		"PodsRolledBack",                      // partition 100% rolls back
 		"VF 0000:18:00.2 of PF 0000:18:00.0 on pci0000:17",
 		"second invocation: 0 operations",
 	} {

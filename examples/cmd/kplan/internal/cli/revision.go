@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"sort"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -20,6 +22,12 @@ hub ConfigMap ({name}-hub). Pods in the set's namespace that its selector
 matches are planned; others are ignored. Prints the hub ConfigMap to write
 (when it changes), the revisions it holds, a merge patch per pod, the new
 status and the events.
+
+Cold pods are listed with the reason and never patched: pods without the set's
+reload sidecar (created before the set or its webhook, or while injection was
+paused) and pods created before spec.containers last changed
+(status.lastContainersTimestamp) lack the set's mounts. Re-create them so the
+webhook injects them; until then the rollout cannot complete.
 
   kubectl get configmapset engine-config -o yaml > set.yaml
   kubectl get configmap engine-config-hub -o yaml > hub.yaml
@@ -40,6 +48,16 @@ type revisionPlan struct {
 	Pods           []podPatchOut               `json:"pods"`
 	Status         revision.ConfigMapSetStatus `json:"status"`
 	Events         []eventOut                  `json:"events,omitempty"`
+	// Cold are the matched pods the plan leaves alone, with the reason.
+	Cold []coldPodOut `json:"coldPods,omitempty"`
+	// Notes explain what the cold pods mean for the rollout.
+	Notes []string `json:"notes,omitempty"`
+}
+
+// coldPodOut is a pod revision.Plan never gives a new wanted revision.
+type coldPodOut struct {
+	Pod    string `json:"pod"`
+	Reason string `json:"reason"`
 }
 
 type podPatchOut struct {
@@ -86,7 +104,53 @@ func runRevision(o *options, objs []manifest.Object) (any, error) {
 	for _, e := range res.Events {
 		out.Events = append(out.Events, eventOut{Type: e.Type, Reason: e.Reason, Object: setObj.ID(), Message: e.Message})
 	}
+	out.Cold = coldPods(set.Name, pods, res.Status.LastContainersTimestamp)
+	if n := len(out.Cold); n > 0 {
+		out.Notes = append(out.Notes, fmt.Sprintf(
+			"%d of %d matched pods are cold: the plan never changes their revision, so the rollout cannot complete; re-create them so the webhook injects them",
+			n, res.Status.MatchedPods))
+	}
 	return out, nil
+}
+
+// coldPods returns the pods revision.Plan leaves alone, as its documentation says:
+// pods without the set's reload sidecar (never injected) and pods created before
+// spec.containers last changed (lastContainers, from the new status). Terminating
+// pods are not planned at all and are not listed. The result is sorted by pod.
+func coldPods(setName string, pods []*corev1.Pod, lastContainers *metav1.Time) []coldPodOut {
+	sidecar := revision.ReloadSidecarName(setName)
+	var out []coldPodOut
+	for _, p := range pods {
+		if p.DeletionTimestamp != nil {
+			continue
+		}
+		reason := ""
+		switch {
+		case !hasContainer(p, sidecar):
+			reason = fmt.Sprintf("not injected (no reload sidecar %s)", sidecar)
+		case lastContainers != nil && !p.CreationTimestamp.IsZero() && p.CreationTimestamp.Before(lastContainers):
+			reason = fmt.Sprintf("created %s, before status.lastContainersTimestamp %s (lacks the current mounts)",
+				p.CreationTimestamp.UTC().Format(time.RFC3339), lastContainers.UTC().Format(time.RFC3339))
+		default:
+			continue
+		}
+		out = append(out, coldPodOut{Pod: p.Namespace + "/" + p.Name, Reason: reason})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Pod < out[j].Pod })
+	return out
+}
+
+// hasContainer reports whether the pod has a container or init container (native
+// sidecars are init containers) named name.
+func hasContainer(p *corev1.Pod, name string) bool {
+	for _, list := range [][]corev1.Container{p.Spec.InitContainers, p.Spec.Containers} {
+		for _, c := range list {
+			if c.Name == name {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // matchedPods returns the input's pods in the set's namespace that its selector
