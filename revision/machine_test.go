@@ -208,10 +208,12 @@ func (m *machine) nodeStep(t *rapid.T, p *corev1.Pod) bool {
 type podView struct {
 	wanted, current string
 	ready, label    bool
+	injected        bool // has the reload sidecar
 }
 
 func (v podView) unavailable() bool {
-	return !v.ready || (v.wanted != "" && v.wanted != v.current)
+	// A pod without the reload sidecar never restarts: only readiness counts.
+	return !v.ready || (v.injected && v.wanted != "" && v.wanted != v.current)
 }
 
 func viewPods(t *rapid.T, pods []*corev1.Pod) map[string]podView {
@@ -222,7 +224,8 @@ func viewPods(t *rapid.T, pods []*corev1.Pod) map[string]podView {
 			t.Fatal(err)
 		}
 		_, label := p.Labels[testKeys.UpdateOrder]
-		out[p.Name] = podView{wanted: st.UpdateRevision, current: st.CurrentRevision, ready: podReady(p), label: label}
+		out[p.Name] = podView{wanted: st.UpdateRevision, current: st.CurrentRevision, ready: podReady(p), label: label,
+			injected: hasContainer(p, ReloadSidecarName("cms1"))}
 	}
 	return out
 }
@@ -584,14 +587,18 @@ func TestStateMachine(t *testing.T) {
 			},
 			"addPod": func(t *rapid.T) { m.addPod(t) },
 			"addPodWithoutWebhook": func(t *rapid.T) {
-				// The webhook failed open (or injection is paused): no sidecar, no
-				// revision. Plan must leave the pod alone and not count it as
-				// restarting.
+				// The webhook failed open (or injection is paused): no sidecar. The
+				// pod may still carry a wanted revision copied from a template. Plan
+				// must leave the pod alone and not count it as restarting.
 				name := fmt.Sprintf("p-%02d", rapid.IntRange(0, 40).Draw(t, "name"))
 				if m.pods[name] != nil {
 					t.Skip("name taken")
 				}
-				m.pods[name] = podfixture.Pod("ns", name, podfixture.Labels("app", "sample"), podfixture.Containers("main"), podfixture.Created(m.now), podfixture.Ready())
+				opts := []podfixture.Option{podfixture.Labels("app", "sample"), podfixture.Containers("main"), podfixture.Created(m.now), podfixture.Ready()}
+				if rev := m.set.Status.UpdateRevision; rev != "" && rapid.Bool().Draw(t, "copiedRevision") {
+					opts = append(opts, podfixture.Annotation(testKeys.UpdateRevision, rev), podfixture.Annotation(testKeys.UpdateRevisionTimestamp, FormatTimestamp(m.now)))
+				}
+				m.pods[name] = podfixture.Pod("ns", name, opts...)
 			},
 			"deletePod": func(t *rapid.T) {
 				delete(m.pods, m.pickPod(t).Name)
