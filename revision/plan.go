@@ -59,7 +59,9 @@ type revState struct {
 }
 
 // Plan plans one reconcile of a ConfigMapSet, as the package doc describes. Terminating
-// pods (with a deletion timestamp) are ignored. Bad input (an invalid spec, a corrupt
+// pods (with a deletion timestamp) are ignored; cold pods (created before
+// status.lastContainersTimestamp) and pods without the set's reload sidecar are
+// counted but never changed. Bad input (an invalid spec, a corrupt
 // hub, an unparsable pod annotation, a pod listed twice) is an error naming the object
 // and field; a hub or pod annotations that would exceed their size limits are errors.
 func Plan(in Input) (Result, error) {
