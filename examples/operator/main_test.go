@@ -14,7 +14,6 @@ import (
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
@@ -282,8 +281,6 @@ func eventually(t *testing.T, what string, f func() error) {
 		t.Fatalf("%s: %v", what, err)
 	}
 }
-
-func isNotFound(err error) bool { return apierrors.IsNotFound(err) }
 
 // ctrlConfig lets a restarted operator register its controllers under the same names
 // (controller-runtime refuses duplicate names within one process otherwise).
