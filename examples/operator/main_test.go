@@ -170,10 +170,10 @@ func readManifests(path string) ([]client.Object, error) {
 }
 
 // managerOptions lets a test wrap the operator's client (to inject a concurrent
-// writer) or change its clock.
+// writer) or set the ranktable timeout.
 type managerOptions struct {
-	wrap func(client.Client) client.Client
-	now  func() time.Time
+	wrap    func(client.Client) client.Client
+	timeout time.Duration
 }
 
 // startManager starts the operator (both controllers and the webhook) as its
@@ -206,7 +206,7 @@ func startManager(o *managerOptions) error {
 	if err != nil {
 		return err
 	}
-	if err := operator.Setup(mgr, operator.Options{Now: o.now}); err != nil {
+	if err := operator.Setup(mgr, operator.Options{RanktableTimeout: o.timeout}); err != nil {
 		return err
 	}
 	ctx, cancel := context.WithCancel(context.Background())

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -385,6 +386,25 @@ func TestRanktableOperatorRestart(t *testing.T) {
 		t.Fatal(err)
 	}
 	tableIs(t, ns, designCM, designTable(t), "the design's table after the restart")
+}
+
+// TestRanktableRequeueTimeout: a group that waits for an annotation that never comes
+// fails once the timeout passes, with nothing changing in the cluster meanwhile: only
+// the requeue the plan asks for brings the operator back.
+func TestRanktableRequeueTimeout(t *testing.T) {
+	ns := newNamespace(t)
+	restartManager(t, &managerOptions{timeout: 3 * time.Second})
+	t.Cleanup(func() { restartManager(t, nil) })
+	designScenario(t, ns, 1)
+	start := time.Now()
+	ev := waitEvent(t, ns, ranktable.ReasonGenerationFailed, "qwen-inference")
+	if !strings.Contains(ev.Note, ranktable.ErrTimeout.Error()) {
+		t.Errorf("failure event %q does not say it timed out", ev.Note)
+	}
+	if waited := time.Since(start); waited < 2*time.Second {
+		t.Errorf("the group failed after %s, before the 3s timeout", waited)
+	}
+	tableIs(t, ns, designCM, "", "no partial table after the timeout")
 }
 
 // TestRanktableLongNames: the longest owner name a StatefulSet may have (63
