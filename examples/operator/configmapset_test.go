@@ -398,3 +398,27 @@ func checkAllSet(v reflect.Value, path string) error {
 		return nil
 	}
 }
+
+// TestStaleUIDPatchIsRefused checks what the ConfigMapSet controller relies on: a merge
+// patch that names another UID (the pod was re-created under the same name) fails
+// instead of annotating the new pod.
+func TestStaleUIDPatchIsRefused(t *testing.T) {
+	ns := newNamespace(t)
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "p"},
+		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "main", Image: "busybox:1.36"}}},
+	}
+	if err := admin.Create(context.Background(), pod); err != nil {
+		t.Fatal(err)
+	}
+	patch := []byte(`{"metadata":{"uid":"00000000-0000-0000-0000-000000000000","annotations":{"a":"b"}}}`)
+	if err := admin.Patch(context.Background(), pod, client.RawPatch(types.MergePatchType, patch)); err == nil {
+		t.Fatal("a patch with a stale UID was accepted")
+	}
+	if err := admin.Get(context.Background(), client.ObjectKeyFromObject(pod), pod); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := pod.Annotations["a"]; ok {
+		t.Error("the refused patch was applied")
+	}
+}
