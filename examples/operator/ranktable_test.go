@@ -158,6 +158,7 @@ func TestRanktableDesignScenario(t *testing.T) {
 		if !metav1.IsControlledBy(cm, sts) {
 			t.Errorf("ConfigMap owners %+v, want controller %s", cm.OwnerReferences, sts.Name)
 		}
+		waitEvent(t, ns, ranktable.ReasonConfigMapCreated, designCM)
 		if got := counterValue(t, "ranktable_configmap_updates_total", "create"); got <= createdBefore {
 			t.Errorf("ranktable_configmap_updates_total{action=create} = %v, want more than %v", got, createdBefore)
 		}
@@ -192,6 +193,7 @@ func TestRanktableDesignScenario(t *testing.T) {
 			t.Errorf("inference env %+v, want RANKTABLEFILE=%s", main.Env, wantEnv)
 		}
 		tableIs(t, ns, designCM, "", "table still empty without annotations")
+		waitEvent(t, ns, ranktable.ReasonAnnotationMissing, "qwen-inference-worker-0")
 	})
 
 	t.Run("annotations complete the design's exact table", func(t *testing.T) {
