@@ -21,7 +21,7 @@ import (
 
 // newSet creates a ConfigMapSet selecting app=web pods, mounting data into container
 // "main" at /etc/app.
-func newSet(t *testing.T, ns, name string, data map[string]string) *revision.ConfigMapSet {
+func newSet(t *testing.T, ns, name string, data map[string]string, updateOrder bool) *revision.ConfigMapSet {
 	t.Helper()
 	set := &revision.ConfigMapSet{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
@@ -29,6 +29,8 @@ func newSet(t *testing.T, ns, name string, data map[string]string) *revision.Con
 			Selector:   &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}},
 			Data:       data,
 			Containers: []revision.ContainerInjectSpec{{Name: "main", MountPath: "/etc/app"}},
+			// Label pods picked for an update until they confirm it.
+			InjectUpdateOrder: updateOrder,
 		},
 	}
 	if err := admin.Create(context.Background(), set); err != nil {
@@ -159,7 +161,7 @@ func TestConfigMapSetPartition(t *testing.T) {
 	ns := newNamespace(t)
 	v1 := map[string]string{"app.conf": "threads=4\n"}
 	v2 := map[string]string{"app.conf": "threads=8\n"}
-	set := newSet(t, ns, "web-config", v1)
+	set := newSet(t, ns, "web-config", v1, true)
 	r1, r2 := revision.RevisionHash(v1, 0), revision.RevisionHash(v2, 0)
 	if set.Status.UpdateRevision != r1 {
 		t.Fatalf("status.updateRevision %s, want %s", set.Status.UpdateRevision, r1)
@@ -233,6 +235,16 @@ func TestConfigMapSetPartition(t *testing.T) {
 			}
 			return nil
 		})
+		keys, _ := revision.KeysFor(set.Name)
+		for name, rev := range wantedRevisions(t, ns, set, pods) {
+			var pod corev1.Pod
+			if err := admin.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, &pod); err != nil {
+				t.Fatal(err)
+			}
+			if _, labelled := pod.Labels[keys.UpdateOrder]; labelled != (rev == r2) {
+				t.Errorf("pod %s on %s: update-order label %s present = %v, want %v", name, rev, keys.UpdateOrder, labelled, rev == r2)
+			}
+		}
 		eventually(t, "status", func() error {
 			if err := admin.Get(ctx, client.ObjectKeyFromObject(set), set); err != nil {
 				return err
@@ -269,7 +281,7 @@ func TestConfigMapSetPartition(t *testing.T) {
 func TestConfigMapSetLongName(t *testing.T) {
 	ns := newNamespace(t)
 	name := "a-configuration-set-with-a-rather-long-name-" + strings.Repeat("x", 40)
-	set := newSet(t, ns, name, map[string]string{"a": "1"})
+	set := newSet(t, ns, name, map[string]string{"a": "1"}, false)
 	newWebPod(t, ns, "web-0")
 	keys, err := revision.KeysFor(name)
 	if err != nil {
@@ -384,5 +396,29 @@ func checkAllSet(v reflect.Value, path string) error {
 			return fmt.Errorf("%s is not set", path)
 		}
 		return nil
+	}
+}
+
+// TestStaleUIDPatchIsRefused checks what the ConfigMapSet controller relies on: a merge
+// patch that names another UID (the pod was re-created under the same name) fails
+// instead of annotating the new pod.
+func TestStaleUIDPatchIsRefused(t *testing.T) {
+	ns := newNamespace(t)
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "p"},
+		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "main", Image: "busybox:1.36"}}},
+	}
+	if err := admin.Create(context.Background(), pod); err != nil {
+		t.Fatal(err)
+	}
+	patch := []byte(`{"metadata":{"uid":"00000000-0000-0000-0000-000000000000","annotations":{"a":"b"}}}`)
+	if err := admin.Patch(context.Background(), pod, client.RawPatch(types.MergePatchType, patch)); err == nil {
+		t.Fatal("a patch with a stale UID was accepted")
+	}
+	if err := admin.Get(context.Background(), client.ObjectKeyFromObject(pod), pod); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := pod.Annotations["a"]; ok {
+		t.Error("the refused patch was applied")
 	}
 }

@@ -14,7 +14,6 @@ import (
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
@@ -171,10 +170,10 @@ func readManifests(path string) ([]client.Object, error) {
 }
 
 // managerOptions lets a test wrap the operator's client (to inject a concurrent
-// writer) or change its clock.
+// writer) or set the ranktable timeout.
 type managerOptions struct {
-	wrap func(client.Client) client.Client
-	now  func() time.Time
+	wrap    func(client.Client) client.Client
+	timeout time.Duration
 }
 
 // startManager starts the operator (both controllers and the webhook) as its
@@ -207,7 +206,7 @@ func startManager(o *managerOptions) error {
 	if err != nil {
 		return err
 	}
-	if err := operator.Setup(mgr, operator.Options{Now: o.now}); err != nil {
+	if err := operator.Setup(mgr, operator.Options{RanktableTimeout: o.timeout}); err != nil {
 		return err
 	}
 	ctx, cancel := context.WithCancel(context.Background())
@@ -282,8 +281,6 @@ func eventually(t *testing.T, what string, f func() error) {
 		t.Fatalf("%s: %v", what, err)
 	}
 }
-
-func isNotFound(err error) bool { return apierrors.IsNotFound(err) }
 
 // ctrlConfig lets a restarted operator register its controllers under the same names
 // (controller-runtime refuses duplicate names within one process otherwise).

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -157,6 +158,7 @@ func TestRanktableDesignScenario(t *testing.T) {
 		if !metav1.IsControlledBy(cm, sts) {
 			t.Errorf("ConfigMap owners %+v, want controller %s", cm.OwnerReferences, sts.Name)
 		}
+		waitEvent(t, ns, ranktable.ReasonConfigMapCreated, designCM)
 		if got := counterValue(t, "ranktable_configmap_updates_total", "create"); got <= createdBefore {
 			t.Errorf("ranktable_configmap_updates_total{action=create} = %v, want more than %v", got, createdBefore)
 		}
@@ -191,6 +193,7 @@ func TestRanktableDesignScenario(t *testing.T) {
 			t.Errorf("inference env %+v, want RANKTABLEFILE=%s", main.Env, wantEnv)
 		}
 		tableIs(t, ns, designCM, "", "table still empty without annotations")
+		waitEvent(t, ns, ranktable.ReasonAnnotationMissing, "qwen-inference-worker-0")
 	})
 
 	t.Run("annotations complete the design's exact table", func(t *testing.T) {
@@ -385,6 +388,27 @@ func TestRanktableOperatorRestart(t *testing.T) {
 		t.Fatal(err)
 	}
 	tableIs(t, ns, designCM, designTable(t), "the design's table after the restart")
+}
+
+// TestRanktableRequeueTimeout: a group that waits for an annotation that never comes
+// fails once the timeout passes, with nothing changing in the cluster meanwhile: only
+// the requeue the plan asks for brings the operator back.
+func TestRanktableRequeueTimeout(t *testing.T) {
+	ns := newNamespace(t)
+	restartManager(t, &managerOptions{timeout: 3 * time.Second})
+	t.Cleanup(func() { restartManager(t, nil) })
+	designScenario(t, ns, 1)
+	start := time.Now()
+	ev := waitEvent(t, ns, ranktable.ReasonGenerationFailed, "qwen-inference")
+	if !strings.Contains(ev.Note, ranktable.ErrTimeout.Error()) {
+		t.Errorf("failure event %q does not say it timed out", ev.Note)
+	}
+	// Creation timestamps have one-second precision, so the 3s timeout may end up to a
+	// second early.
+	if waited := time.Since(start); waited < time.Second {
+		t.Errorf("the group failed after %s, long before the 3s timeout", waited)
+	}
+	tableIs(t, ns, designCM, "", "no partial table after the timeout")
 }
 
 // TestRanktableLongNames: the longest owner name a StatefulSet may have (63

@@ -44,7 +44,6 @@ type PodMutator struct {
 	// Now is the clock.
 	Now func() time.Time
 
-	decoder   admission.Decoder
 	templates ranktable.TemplateCache
 }
 

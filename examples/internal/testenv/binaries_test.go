@@ -206,3 +206,70 @@ func TestEnsureBinariesReportsABuildFailure(t *testing.T) {
 		t.Errorf("a failed build left a stamp (%v)", err)
 	}
 }
+
+// tinyRoot is fakeRoot with tool modules that build (to an empty program).
+func tinyRoot(t *testing.T) string {
+	t.Helper()
+	root := fakeRoot(t)
+	for _, tool := range tools {
+		dir := filepath.Join(root, "tools", "envtestbin", tool)
+		files := map[string]string{
+			"go.mod":  "module example.com/" + tool + "\n\ngo 1.22\n",
+			"go.sum":  "",
+			"main.go": "package main\n\nfunc main() {}\n",
+		}
+		for f, content := range files {
+			if err := os.WriteFile(filepath.Join(dir, f), []byte(content), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	return root
+}
+
+// TestEnsureBinariesBuildsOnceAndRebuildsWhenStale: concurrent callers wait for one
+// build; a changed tool module makes the cache stale and is rebuilt.
+func TestEnsureBinariesBuildsOnceAndRebuildsWhenStale(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds two small programs")
+	}
+	root := tinyRoot(t)
+	t.Chdir(root)
+	t.Setenv("KUBEBUILDER_ASSETS", "")
+	t.Setenv("GOFLAGS", "-race") // stripped for the build (see TestBuildEnv)
+	var logs [3]strings.Builder
+	errs := make(chan error, 3)
+	for i := range logs {
+		go func() {
+			_, err := EnsureBinaries(context.Background(), &logs[i])
+			errs <- err
+		}()
+	}
+	for range logs {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	builds := 0
+	for i := range logs {
+		builds += strings.Count(logs[i].String(), "building etcd")
+	}
+	if builds != 1 {
+		t.Fatalf("etcd was built %d times by 3 concurrent callers, want once", builds)
+	}
+	if !hasTools(BinDir(root)) {
+		t.Fatal("no binaries after the build")
+	}
+
+	main := filepath.Join(root, "tools", "envtestbin", "etcd", "main.go")
+	if err := os.WriteFile(main, []byte("package main\n\nfunc main() { println() }\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var log strings.Builder
+	if _, err := EnsureBinaries(context.Background(), &log); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(log.String(), "building etcd") {
+		t.Errorf("a changed tool module did not rebuild: log %q", log.String())
+	}
+}
