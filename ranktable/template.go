@@ -98,9 +98,10 @@ type Template struct {
 	// Text is the ranktable template source.
 	Text string
 
-	tmpl   *template.Template
-	parser parser
-	native nativeRenderer
+	tmpl      *template.Template
+	parser    parser
+	native    nativeRenderer
+	perDevice int // bytes the template writes per device, about
 }
 
 // LoadOptions change how templates are loaded.
@@ -177,8 +178,10 @@ func LoadTemplate(rt, parserCM *corev1.ConfigMap, opts LoadOptions) (*Template, 
 	if err != nil {
 		return nil, fail(KeyRanktableTemplate, "%v", err)
 	}
+	native, perDevice := nativeFor(t.Text)
+	t.perDevice = perDevice
 	if !opts.DisableNative {
-		t.native = nativeFor(t.Text)
+		t.native = native
 	}
 	t.parser, err = loadParser(id, t.ParserName, parserCM)
 	if err != nil {
