@@ -1,16 +1,22 @@
 package ranktable
 
 import (
+	"cmp"
+	"encoding/binary"
 	"fmt"
+	"net/netip"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
 	"unsafe"
 
 	"github.com/kplan-dev/kplan/internal/canonhash"
+	"github.com/kplan-dev/kplan/internal/natural"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"pgregory.net/rapid"
 )
 
 // apiServer applies a plan's ConfigMaps as the API server would: created and updated
@@ -288,4 +294,31 @@ func TestNativeRendererSkipsTheJSONCheckOnlyForPlainStrings(t *testing.T) {
 	if _, err := tm.Render(table, RenderOptions{}); err == nil || !strings.Contains(err.Error(), "not valid JSON") {
 		t.Errorf("a broken table rendered: %v", err)
 	}
+}
+
+// TestIPv4OrderIsNaturalOrder: the numeric sort of canonical dotted quads Build uses
+// gives natural order, and parseIPv4 accepts exactly what netip does (in canonical form).
+func TestIPv4OrderIsNaturalOrder(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		octet := rapid.OneOf(rapid.IntRange(0, 12), rapid.IntRange(0, 255))
+		ids := rapid.SliceOfN(rapid.Custom(func(t *rapid.T) string {
+			return fmt.Sprintf("%d.%d.%d.%d", octet.Draw(t, "a"), octet.Draw(t, "b"), octet.Draw(t, "c"), octet.Draw(t, "d"))
+		}), 1, 20).Draw(t, "ids")
+		if !allIPv4(ids, func(s string) string { return s }) {
+			t.Fatalf("canonical addresses rejected: %v", ids)
+		}
+		a, b := slices.Clone(ids), slices.Clone(ids)
+		slices.SortFunc(a, natural.Compare)
+		slices.SortFunc(b, func(x, y string) int { return cmp.Compare(ipv4(x), ipv4(y)) })
+		if !slices.Equal(a, b) {
+			t.Fatalf("natural %v, numeric %v", a, b)
+		}
+		pieces := rapid.SliceOfN(rapid.SampledFrom([]string{"0", "00", "01", "1", "9", "10", "99", "255", "256", "1000", "", "a", " 1"}), 1, 5).Draw(t, "pieces")
+		s := strings.Join(pieces, ".")
+		addr, err := netip.ParseAddr(s)
+		want := err == nil && addr.Is4() && addr.String() == s
+		if got, ok := parseIPv4(s); ok != want || (ok && got != binary.BigEndian.Uint32(addr.AsSlice())) {
+			t.Fatalf("parseIPv4(%q) = %d, %v; netip says %v", s, got, ok, want)
+		}
+	})
 }
