@@ -12,10 +12,11 @@
 // [Hub.HubConfigMap]), [KeysFor] and [Keys.Read], [ResolvePartition],
 // [ResolveMaxUnavailable], [InitialRevision].
 //
-//   - Every distinct spec.data is a revision named by [RevisionHash]: 16 hex digits of
-//     SHA-256 over a canonical, length-prefixed encoding, plus the collision count
-//     when above zero. If the hub holds the name with different data, the count is
-//     bumped and the data rehashed; status.collisionCount keeps it.
+//   - Every distinct spec.data is a revision named by [RevisionHash]: the first 16 hex
+//     digits of SHA-256 over a canonical, length-prefixed encoding of the data (and of
+//     the collision count when it is above zero). If the hub holds the name with
+//     different data, the count is bumped and the data rehashed;
+//     status.collisionCount keeps it.
 //   - The hub ConfigMap "{name}-hub" ([HubName]) holds every kept revision as a JSON
 //     list, oldest first, under [HubDataKey]. Data equal to an old revision moves that
 //     revision to newest.
@@ -38,7 +39,10 @@
 //     revision to newest): that is the update revision U.
 //  2. Cold start: when the hash of spec.containers differs from
 //     status.lastContainersHash, status.lastContainersTimestamp becomes now. Pods
-//     created before it are cold: never changed (they lack the new mounts).
+//     created before it are cold: never changed (they lack the new mounts). Pods
+//     without the set's reload sidecar (not injected: the webhook failed open or
+//     injection was paused) are cold too, and count against maxUnavailable only
+//     when not ready, since they can never confirm a revision.
 //  3. Partition: kept = partition resolved against n ([ResolvePartition]: percent
 //     rounds up; below 100% with n > 1 at least one pod updates; clamped to [0, n]).
 //     Pods to update: want = n - kept.
@@ -53,7 +57,8 @@
 //     status.currentRevision: pods that have not confirmed U first, then in reverse
 //     name order. With no older current revision in the hub nothing rolls back.
 //  6. With restartInjectedContainers, changes are bounded by maxUnavailable
-//     ([ResolveMaxUnavailable]: default 1, percent rounds down but never to 0):
+//     ([ResolveMaxUnavailable]: default 1, percent rounds down but never to 0,
+//     at most n):
 //     unavailable pods are not-ready pods and pods whose wanted revision is not
 //     confirmed (restarting); changing an already-unavailable pod is free.
 //  7. Warm kept pods whose revision is not in the hub get the current revision (or U
@@ -63,17 +68,35 @@
 //  9. Status counts pods after the plan; currentRevision becomes U once every pod is
 //     updated (wanted = current = U) and ready.
 //
+// The node side ([Restarts], [MarkCurrent]) works from the pod alone: the reload
+// sidecar restarts first; once it runs since after the wanted revision's timestamp,
+// with restartInjectedContainers, every container that mounts the set's volume
+// follows; when all of them run since after that timestamp and the pod is ready, the
+// current revision is marked.
+//
+// Deleting a ConfigMapSet leaves pods alone: nothing here acts on deletion, and a
+// reconciler should not patch pods of a deleted set (the hub may be garbage-collected
+// through an owner reference; pods keep the files already written).
+//
 // # Invariants
 //
 //   - Inputs are never mutated; outputs are byte-identical for the same input in any
 //     pod order.
-//   - Without cold pods, pods kept off U never drop below kept while an older
-//     revision exists; pods changed in one plan never exceed the maxUnavailable
-//     budget.
+//   - Plan never moves pods onto U beyond n - kept; pods beyond it (partition
+//     raised) go back to the current revision as far as the maxUnavailable budget
+//     allows; a plan never makes more pods unavailable than the budget (or than
+//     were unavailable already). Cold pods are never changed.
 //   - Live revisions are never trimmed; the hub round-trips through Encode and
 //     DecodeHub; a hub over [MaxHubBytes] or pod annotations over 256 KiB are errors,
 //     never truncated.
 //   - Every key produced is a valid qualified name for every valid set name.
+//   - Tested by a rapid state machine (pods created through Inject, reconciles
+//     through Plan, restarts through Restarts and MarkCurrent, with random data,
+//     partition, pod, readiness and spec.containers changes; every step checks the
+//     partition, maxUnavailable, priority and rollback order, live revisions, hub
+//     round trip, status counts and labels, and a failure-free run must complete the
+//     rollout as far as the partition allows), by fuzz targets for every parser and by
+//     golden files for the hub, the patches and injected pods.
 //
 // # Differences from the design
 //
@@ -89,8 +112,18 @@
 //   - The hub stores a JSON list, not a YAML mapping (mappings have no order).
 //   - partition is an intstr.IntOrString (the design's *string) so integers are
 //     typed; status gains collisionCount and lastContainersHash.
+//   - maxUnavailable 0 (or 0%) is rejected by [Validate]: with restarts it would stop
+//     every rollout. It resolves to at most the number of pods.
+//   - A set without data is one revision with no files, stored as {} in the hub.
+//   - Cold pods (created before status.lastContainersTimestamp) never get a new
+//     wanted revision from Plan, but the node side finishes a change asked before the
+//     pod turned cold (otherwise the pod would stay unavailable for ever). The
+//     containers restarted are those that mount the set's volume in the pod, not
+//     spec.containers resolved anew, so a cold pod restarts the right ones.
 //   - Plan returns a [Result] (Go does not allow a type named like the function).
-//   - injectStrategy.pause pauses injection into new pods only.
+//   - injectStrategy.pause pauses injection into new pods only; pods created
+//     meanwhile have no reload sidecar, and Plan leaves them alone (they still
+//     count in matchedPods, so the rollout does not complete while they exist).
 //   - Terminating pods are ignored; pods older than the set count as cold on the first
 //     reconcile (they were never injected).
 //   - The reload sidecar is a native sidecar from Kubernetes 1.29 (not 1.28: the gate
@@ -98,5 +131,7 @@
 //
 // # Example
 //
-// See ExamplePlan, ExampleInject and ExampleKeysFor.
+// See ExamplePlan, ExampleInject, ExampleKeysFor, ExampleRestarts,
+// ExampleMarkCurrent, ExampleValidate, ExampleResolvePartition, ExampleDecodeHub and
+// ExampleHub_Files.
 package revision

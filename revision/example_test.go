@@ -31,7 +31,9 @@ func ExamplePlan() {
 	keys, _ := revision.KeysFor(set.Name)
 	var pods []*corev1.Pod
 	for _, name := range []string{"sample-a", "sample-b", "sample-c", "sample-d"} {
-		pods = append(pods, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "demo", Name: name}})
+		// Pods as the webhook (Inject) left them: with the reload sidecar.
+		pods = append(pods, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "demo", Name: name},
+			Spec: corev1.PodSpec{InitContainers: []corev1.Container{{Name: revision.ReloadSidecarName(set.Name)}}}})
 	}
 	// First reconcile: the hub is created and every pod gets revision A.
 	res, err := revision.Plan(revision.Input{Set: set, Pods: pods, Now: now})
@@ -142,4 +144,94 @@ func ExampleMarkCurrent() {
 	fmt.Println(restarts, ok, *patch.Annotations[keys.CurrentRevision])
 	// Output:
 	// [] true 1b5d3bd378ca7b6c
+}
+
+func ExampleRestarts() {
+	set := exampleSet("aaa")
+	set.Spec.UpdateStrategy.RestartInjectedContainers = true
+	keys, _ := revision.KeysFor(set.Name)
+	wantedAt := time.Date(2025, 2, 14, 17, 0, 0, 0, time.UTC)
+	running := func(at time.Time) corev1.ContainerState {
+		return corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: metav1.NewTime(at)}}
+	}
+	sidecar := revision.ReloadSidecarName(set.Name)
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "demo", Name: "sample-a", Annotations: map[string]string{
+			keys.UpdateRevision: "f4c16993a53f5b40", keys.UpdateRevisionTimestamp: revision.FormatTimestamp(wantedAt),
+			keys.CurrentRevision: "1b5d3bd378ca7b6c",
+		}},
+		// As Inject left it: "main" mounts the set's volume.
+		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "main", VolumeMounts: []corev1.VolumeMount{
+			{Name: revision.VolumeName(set.Name), MountPath: "/data/conf1", ReadOnly: true}}}}},
+		Status: corev1.PodStatus{
+			InitContainerStatuses: []corev1.ContainerStatus{{Name: sidecar, State: running(wantedAt.Add(-time.Hour))}},
+			ContainerStatuses:     []corev1.ContainerStatus{{Name: "main", State: running(wantedAt.Add(-time.Hour))}},
+		},
+	}
+	// Both started before the revision was wanted: the reload sidecar goes first, alone.
+	need, _ := revision.Restarts(pod, set)
+	fmt.Println(need)
+	// Once it has restarted, the containers that mount the files follow.
+	pod.Status.InitContainerStatuses[0].State = running(wantedAt.Add(time.Second))
+	need, _ = revision.Restarts(pod, set)
+	fmt.Println(need)
+	// Output:
+	// [cms-reload-deploy-cms1]
+	// [main]
+}
+
+func ExampleValidate() {
+	set := exampleSet("aaa")
+	bad := intstr.FromString("120%")
+	set.Spec.UpdateStrategy.Partition = &bad
+	set.Spec.Containers = append(set.Spec.Containers, revision.ContainerInjectSpec{
+		NameFrom:  &revision.ValueFromSource{FieldRef: corev1.ObjectFieldSelector{FieldPath: "metadata.name"}},
+		MountPath: "conf",
+	})
+	for _, err := range revision.Validate(set) {
+		fmt.Println(err)
+	}
+	// Output:
+	// spec.containers[1].nameFrom.fieldRef.fieldPath: Invalid value: "metadata.name": supported: metadata.labels['<key>'] and metadata.annotations['<key>']
+	// spec.containers[1].mountPath: Invalid value: "conf": must be absolute
+	// spec.updateStrategy.partition: Invalid value: "120%": must be between 0% and 100%
+}
+
+func ExampleResolvePartition() {
+	for _, c := range []struct {
+		partition string
+		pods      int
+	}{{"50%", 5}, {"99%", 10}, {"99%", 1}, {"0%", 10}} {
+		p := intstr.FromString(c.partition)
+		kept, _ := revision.ResolvePartition(&p, c.pods)
+		fmt.Printf("%s of %d pods: %d kept, %d updated\n", c.partition, c.pods, kept, c.pods-kept)
+	}
+	// Output:
+	// 50% of 5 pods: 3 kept, 2 updated
+	// 99% of 10 pods: 9 kept, 1 updated
+	// 99% of 1 pods: 1 kept, 0 updated
+	// 0% of 10 pods: 0 kept, 10 updated
+}
+
+func ExampleDecodeHub() {
+	var hub revision.Hub
+	var names []string
+	for _, v := range []string{"a", "b", "c", "a"} { // "a" again moves its revision to newest
+		r, _ := hub.Add(map[string]string{"f": v}, 0)
+		hub = r.Hub
+		names = append(names, r.Name)
+	}
+	cm, _ := hub.HubConfigMap("demo", "deploy-cms1", nil)
+	back, err := revision.DecodeHub(cm)
+	fmt.Println(cm.Name, len(back.Revisions), err, back.Index(names[0]))
+	// Keep no non-live revision; a's (the update) and b's (a pod still runs it) are live.
+	trimmed, dropped := back.Trim(0, func(n string) bool { return n == names[1] || n == names[3] })
+	fmt.Println(len(trimmed.Revisions), dropped[0] == names[2])
+	cm.Data[revision.HubDataKey] = `{"name":"x"}`
+	_, err = revision.DecodeHub(cm)
+	fmt.Println(err != nil)
+	// Output:
+	// deploy-cms1-hub 3 <nil> 2
+	// 2 true
+	// true
 }

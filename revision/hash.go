@@ -16,10 +16,10 @@ const hashDomain = "kplan.dev/configmapset-revision/v1"
 // RevisionHash; tests pass a weaker one to force collisions.
 type hashFunc func(data map[string]string, collisionCount int32) string
 
-// RevisionHash returns the name of the revision holding data: 16 lowercase hex digits
-// of the SHA-256 of a canonical encoding of data (every key and value length-prefixed,
-// keys in order, so no two different maps encode alike), followed by the collision
-// count when it is above zero.
+// RevisionHash returns the name of the revision holding data: the first 16 lowercase
+// hex digits of the SHA-256 of a canonical encoding of data (every key and value
+// length-prefixed, keys in order, so no two different maps encode alike) and, when it
+// is above zero, of the collision count.
 func RevisionHash(data map[string]string, collisionCount int32) string {
 	h := canonhash.New().String(hashDomain).StringMap(data)
 	if collisionCount > 0 {
@@ -81,7 +81,11 @@ func (h Hub) add(data map[string]string, collisionCount int32, hash hashFunc) (A
 		}
 		revs := make([]Revision, 0, len(h.Revisions)+1)
 		revs = append(revs, h.Revisions...)
-		revs = append(revs, Revision{Name: name, Data: maps.Clone(data)})
+		files := maps.Clone(data)
+		if files == nil {
+			files = map[string]string{}
+		}
+		revs = append(revs, Revision{Name: name, Data: files})
 		return AddResult{Hub: Hub{Revisions: revs}, Name: name, CollisionCount: collisionCount, Created: true}, nil
 	}
 	return AddResult{}, errCollisions(collisionCount)

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -105,6 +106,19 @@ func (h Hub) Encode() (string, error) {
 	revs := h.Revisions
 	if revs == nil {
 		revs = []Revision{}
+	}
+	for i := range revs {
+		if revs[i].Data == nil {
+			// A set without data is a revision with no files: store {} (DecodeHub
+			// rejects a null data), on a copy so the receiver is not changed.
+			revs = slices.Clone(revs)
+			for j := i; j < len(revs); j++ {
+				if revs[j].Data == nil {
+					revs[j].Data = map[string]string{}
+				}
+			}
+			break
+		}
 	}
 	var b bytes.Buffer
 	enc := json.NewEncoder(&b)

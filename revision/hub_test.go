@@ -164,3 +164,31 @@ func TestHubFilesOfAMissingRevision(t *testing.T) {
 		t.Errorf("err = %v", err)
 	}
 }
+
+// A set without data once wrote "data": null, which DecodeHub rejects, so the next
+// reconcile failed on its own hub.
+func TestHubWithoutDataRoundTrips(t *testing.T) {
+	for _, d := range []map[string]string{nil, {}} {
+		res, err := Plan(Input{Set: newSet(d), Now: now})
+		if err != nil {
+			t.Fatal(err)
+		}
+		h, err := DecodeHub(res.Hub)
+		if err != nil || len(h.Revisions) != 1 || h.Revisions[0].Data == nil {
+			t.Fatalf("data %v: hub %+v, %v", d, h, err)
+		}
+		if _, err := Plan(Input{Set: newSet(d), Hub: res.Hub, Now: now}); err != nil {
+			t.Errorf("data %v: second reconcile: %v", d, err)
+		}
+	}
+	t.Run("a hub built with nil data encodes it as {} and is not changed", func(t *testing.T) {
+		h := Hub{Revisions: []Revision{{Name: "a"}, {Name: "b", Data: data("x")}, {Name: "c"}}}
+		enc, err := h.Encode()
+		if err != nil || enc != `[{"name":"a","data":{}},{"name":"b","data":{"settings.yaml":"value: x"}},{"name":"c","data":{}}]` {
+			t.Fatalf("%s %v", enc, err)
+		}
+		if h.Revisions[0].Data != nil || h.Revisions[2].Data != nil {
+			t.Error("Encode changed the hub")
+		}
+	})
+}

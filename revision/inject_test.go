@@ -125,3 +125,34 @@ func TestInitialRevision(t *testing.T) {
 		})
 	}
 }
+
+func TestInjectErrors(t *testing.T) {
+	pod := podfixture.Pod("ns", "p", podfixture.Labels("app", "sample"), podfixture.Containers("main"))
+	tests := []struct {
+		name   string
+		change func(*InjectInput)
+		want   string
+	}{
+		{"an invalid set names the field", func(in *InjectInput) { in.Set.Spec.Containers = nil }, "pod ns/p: configmapset cms1: spec.containers"},
+		{"a missing sidecar image is required", func(in *InjectInput) { in.Sidecar.Image = "" }, "sidecar image: required"},
+		{"a bad kube version is an error", func(in *InjectInput) { in.KubeVersion = "one" }, "kube version"},
+		{"a bad fieldRef key in the pod spec is reported by validation", func(in *InjectInput) {
+			in.Set.Spec.Containers = append(in.Set.Spec.Containers, ContainerInjectSpec{
+				NameFrom: &ValueFromSource{FieldRef: corev1.ObjectFieldSelector{FieldPath: "metadata.labels['a b']"}}, MountPath: "/x"})
+		}, "fieldPath"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			in := injectInput(newSet(data("a")), "v1.30.0")
+			tt.change(&in)
+			p := pod.DeepCopy()
+			_, err := Inject(p, in)
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("err = %v, want %q", err, tt.want)
+			}
+			if ops, _ := webhookpatch.Diff(pod, p); len(ops) != 0 {
+				t.Errorf("pod changed: %v", ops)
+			}
+		})
+	}
+}

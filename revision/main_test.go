@@ -57,10 +57,11 @@ func mustKeys(name string) Keys {
 	return k
 }
 
-// revPod returns pod ns/name created one minute after t0 with the wanted and current
-// revisions given ("" leaves the annotation out).
+// revPod returns pod ns/name of set cms1, injected (it has the reload sidecar) and
+// created one minute after t0, with the wanted and current revisions given (""
+// leaves the annotation out).
 func revPod(name, wanted, current string, ready bool) *corev1.Pod {
-	opts := []podfixture.Option{podfixture.Labels("app", "sample"), podfixture.Containers("main"), podfixture.Created(t0.Add(time.Minute))}
+	opts := []podfixture.Option{podfixture.Labels("app", "sample"), podfixture.InitContainers(ReloadSidecarName("cms1")), podfixture.Containers("main"), podfixture.Created(t0.Add(time.Minute))}
 	if wanted != "" {
 		opts = append(opts, podfixture.Annotation(testKeys.UpdateRevision, wanted), podfixture.Annotation(testKeys.UpdateRevisionTimestamp, FormatTimestamp(t0)))
 	}

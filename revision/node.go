@@ -1,6 +1,7 @@
 package revision
 
 import (
+	"slices"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -11,10 +12,15 @@ import (
 // its wanted revision, in order. The reload sidecar comes alone and first; only once
 // it has started after the wanted revision's timestamp, and with
 // restartInjectedContainers, the injected containers that started before it follow (in
-// pod order). Containers that are not running are restarting already and are not
-// listed. Nothing is restarted for a pod that runs its wanted revision, has none, or
-// was created before status.lastContainersTimestamp (cold start). The pod is not
-// changed.
+// pod order). The injected containers are those that mount the set's volume
+// (VolumeName) in the pod, so a pod created before spec.containers changed (cold)
+// restarts the containers it really mounts the files in. Containers that are not
+// running are restarting already and are not listed. Nothing is restarted for a pod
+// that runs its wanted revision or has none. The pod is not changed.
+//
+// Cold pods are finished like any other: Plan never changes a cold pod's wanted
+// revision, but a change it asked for before the pod turned cold completes, so the
+// pod does not stay unavailable (and block maxUnavailable) for ever.
 //
 // Container start times have one-second precision; a container started in the same
 // second as the timestamp counts as started before it, so it may restart once more
@@ -39,7 +45,7 @@ func MarkCurrent(pod *corev1.Pod, set *ConfigMapSet, now time.Time) (patch PodPa
 		return PodPatch{}, false, err
 	}
 	st, _ := keys.Read(pod) // restartState read it already
-	if st.UpdateRevision == "" || st.Updated() || isCold(pod, set) {
+	if st.UpdateRevision == "" || st.Updated() {
 		return PodPatch{}, false, nil
 	}
 	rev, ts := st.UpdateRevision, FormatTimestamp(now)
@@ -47,10 +53,6 @@ func MarkCurrent(pod *corev1.Pod, set *ConfigMapSet, now time.Time) (patch PodPa
 		Namespace: pod.Namespace, Name: pod.Name, UID: pod.UID,
 		Annotations: map[string]*string{keys.CurrentRevision: &rev, keys.CurrentRevisionTimestamp: &ts},
 	}, true, nil
-}
-
-func isCold(pod *corev1.Pod, set *ConfigMapSet) bool {
-	return isColdAt(pod, set.Status.LastContainersTimestamp)
 }
 
 // isColdAt reports whether the pod was created before lastContainers. A pod without
@@ -70,7 +72,7 @@ func restartState(pod *corev1.Pod, set *ConfigMapSet) (need []string, pending bo
 	if err != nil {
 		return nil, false, err
 	}
-	if st.UpdateRevision == "" || st.Updated() || isCold(pod, set) {
+	if st.UpdateRevision == "" || st.Updated() {
 		return nil, false, nil
 	}
 	since := st.UpdateTimestamp
@@ -84,22 +86,12 @@ func restartState(pod *corev1.Pod, set *ConfigMapSet) (need []string, pending bo
 	if !set.Spec.UpdateStrategy.RestartInjectedContainers {
 		return nil, false, nil
 	}
-	targets := map[string]bool{}
-	for _, c := range set.Spec.Containers {
-		name, ok, err := resolveContainerName(pod, c)
-		if err != nil {
-			return nil, false, err
-		}
-		if ok {
-			targets[name] = true
-		}
-	}
+	vol := VolumeName(set.Name)
 	for _, list := range [][]corev1.Container{pod.Spec.InitContainers, pod.Spec.Containers} {
 		for _, c := range list {
-			if !targets[c.Name] || c.Name == sidecar {
+			if c.Name == sidecar || !slices.ContainsFunc(c.VolumeMounts, func(m corev1.VolumeMount) bool { return m.Name == vol }) {
 				continue
 			}
-			targets[c.Name] = false // once
 			switch containerStarted(pod, c.Name, since) {
 			case startedBefore:
 				need = append(need, c.Name)

@@ -15,6 +15,9 @@ func nodePod(ready bool, started map[string]time.Time) *corev1.Pod {
 	p := revPod("p", "r2", "r1", ready)
 	p.Annotations[testKeys.UpdateRevisionTimestamp] = FormatTimestamp(t0.Add(10 * time.Minute))
 	p.Spec.Containers = append([]corev1.Container{{Name: ReloadSidecarName("cms1")}}, p.Spec.Containers...)
+	// "main" mounts the files, as Inject leaves it; "other" does not.
+	p.Spec.Containers[1].VolumeMounts = []corev1.VolumeMount{{Name: VolumeName("cms1"), MountPath: "/data/conf", ReadOnly: true}}
+	p.Spec.Containers = append(p.Spec.Containers, corev1.Container{Name: "other"})
 	for _, c := range p.Spec.Containers {
 		cs := corev1.ContainerStatus{Name: c.Name}
 		if at, ok := started[c.Name]; ok && !at.IsZero() {
@@ -63,12 +66,17 @@ func TestRestartsAndMarkCurrent(t *testing.T) {
 			}
 		})
 	}
-	t.Run("a cold pod is never restarted", func(t *testing.T) {
+	t.Run("a cold pod finishes the change asked before it turned cold", func(t *testing.T) {
 		s := restarting.DeepCopy()
 		s.Status.LastContainersTimestamp = &metav1.Time{Time: now}
-		got, err := Restarts(nodePod(true, map[string]time.Time{sc: before, "main": before}), s)
-		if err != nil || got != nil {
-			t.Errorf("%v %v", got, err)
+		s.Spec.Containers = []ContainerInjectSpec{{Name: "other", MountPath: "/new"}}
+		got, err := Restarts(nodePod(true, map[string]time.Time{sc: after, "main": before, "other": before}), s)
+		if err != nil || !slices.Equal(got, []string{"main"}) {
+			t.Errorf("Restarts = %v, %v; want the container that mounts the files, [main]", got, err)
+		}
+		_, ok, err := MarkCurrent(nodePod(true, map[string]time.Time{sc: after, "main": after, "other": before}), s, now)
+		if err != nil || !ok {
+			t.Errorf("MarkCurrent = %v, %v", ok, err)
 		}
 	})
 }

@@ -27,7 +27,8 @@ func ResolvePartition(p *intstr.IntOrString, pods int) (int, error) {
 
 // ResolveMaxUnavailable returns how many pods may be unavailable at once when
 // injected containers restart: nil is 1; a percent rounds down but a non-zero percent
-// of a non-zero total is at least 1.
+// of a non-zero total is at least 1. The result is clamped to [0, pods] (a value that
+// Validate would reject, such as "110%", does not resolve to more pods than exist).
 func ResolveMaxUnavailable(v *intstr.IntOrString, pods int) (int, error) {
 	if v == nil {
 		v = &defaultMaxUnavailable
@@ -36,7 +37,7 @@ func ResolveMaxUnavailable(v *intstr.IntOrString, pods int) (int, error) {
 	if err != nil {
 		return 0, fmt.Errorf("maxUnavailable: %w", err)
 	}
-	return n, nil
+	return min(max(n, 0), pods), nil
 }
 
 // priorityClass is a pod's update priority bucket; lower buckets update first.

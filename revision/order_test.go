@@ -60,6 +60,10 @@ func TestResolveMaxUnavailable(t *testing.T) {
 		{"a percent rounds down", pct("25%"), 10, 2},
 		// 1% of 10 = 0.1 -> 0, but a non-zero percent is at least 1.
 		{"a small percent never resolves to zero", pct("1%"), 10, 1},
+		// Found by FuzzResolveBudgets: 110% of 10 resolved to 11.
+		{"a percent over 100 is clamped to the pods", pct("110%"), 10, 10},
+		{"an integer over the pods is clamped", func() *intstr.IntOrString { v := intstr.FromInt32(20); return &v }(), 10, 10},
+		{"no pods, nothing unavailable", nil, 0, 0},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

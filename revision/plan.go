@@ -43,13 +43,19 @@ type Result struct {
 // podInfo is Plan's view of one pod.
 type podInfo struct {
 	pod       *corev1.Pod
-	state     PodState
+	state     revState
 	ready     bool
-	cold      bool
+	cold      bool   // created before spec.containers last changed, or not injected
+	injected  bool   // carries the set's reload sidecar
 	target    string // wanted revision after the plan
 	changed   bool
 	labelNow  bool
 	labelWant bool
+}
+
+// revState is the part of PodState Plan uses (the timestamps are only checked).
+type revState struct {
+	UpdateRevision, CurrentRevision string
 }
 
 // Plan plans one reconcile of a ConfigMapSet, as the package doc describes. Terminating
@@ -107,7 +113,7 @@ func Plan(in Input) (Result, error) {
 		events = append(events, Event{corev1.EventTypeNormal, "ContainersChanged", "spec.containers changed; only pods created from now on get the new mounts"})
 	}
 
-	pods, err := readPods(in.Pods, keys, lastTS)
+	pods, err := readPods(in.Pods, keys, ReloadSidecarName(set.Name), lastTS)
 	if err != nil {
 		return Result{}, err
 	}
@@ -197,32 +203,37 @@ func coldStart(set *ConfigMapSet, now time.Time) (*metav1.Time, string, bool) {
 }
 
 // readPods reads every non-terminating pod's state, ordered by namespace and name.
-func readPods(in []*corev1.Pod, keys Keys, lastTS *metav1.Time) ([]podInfo, error) {
-	pods := make([]podInfo, 0, len(in))
+// The pointers are sorted before the states are read: swapping pointers is cheaper
+// than swapping podInfo values.
+func readPods(in []*corev1.Pod, keys Keys, sidecar string, lastTS *metav1.Time) ([]podInfo, error) {
+	sorted := make([]*corev1.Pod, 0, len(in))
 	for _, p := range in {
-		if p == nil || p.DeletionTimestamp != nil {
-			continue
+		if p != nil && p.DeletionTimestamp == nil {
+			sorted = append(sorted, p)
+		}
+	}
+	slices.SortFunc(sorted, func(a, b *corev1.Pod) int {
+		return cmp.Or(cmp.Compare(a.Namespace, b.Namespace), cmp.Compare(a.Name, b.Name))
+	})
+	pods := make([]podInfo, len(sorted))
+	for i, p := range sorted {
+		if i > 0 && p.Name == sorted[i-1].Name && p.Namespace == sorted[i-1].Namespace {
+			return nil, fmt.Errorf("pod %s/%s: listed twice", p.Namespace, p.Name)
 		}
 		st, err := keys.Read(p)
 		if err != nil {
 			return nil, err
 		}
 		_, label := p.Labels[keys.UpdateOrder]
-		pods = append(pods, podInfo{
+		injected := hasContainer(p, sidecar)
+		pods[i] = podInfo{
 			pod:      p,
-			state:    st,
+			state:    revState{UpdateRevision: st.UpdateRevision, CurrentRevision: st.CurrentRevision},
 			ready:    podReady(p),
-			cold:     isColdAt(p, lastTS),
+			cold:     !injected || isColdAt(p, lastTS),
+			injected: injected,
 			target:   st.UpdateRevision,
 			labelNow: label,
-		})
-	}
-	slices.SortFunc(pods, func(a, b podInfo) int {
-		return cmp.Or(cmp.Compare(a.pod.Namespace, b.pod.Namespace), cmp.Compare(a.pod.Name, b.pod.Name))
-	})
-	for i := 1; i < len(pods); i++ {
-		if pods[i].pod.Name == pods[i-1].pod.Name && pods[i].pod.Namespace == pods[i-1].pod.Namespace {
-			return nil, fmt.Errorf("pod %s/%s: listed twice", pods[i].pod.Namespace, pods[i].pod.Name)
 		}
 	}
 	return pods, nil
@@ -239,22 +250,38 @@ func podReady(p *corev1.Pod) bool {
 
 // buildPatches returns the patches for pods whose target or update-order label changed.
 func buildPatches(pods []podInfo, keys Keys, injectOrder bool, now time.Time) ([]PodPatch, error) {
-	var out []PodPatch
-	ts := FormatTimestamp(now)
+	n, changed := 0, 0
 	for i := range pods {
 		p := &pods[i]
 		if p.cold {
 			continue
 		}
 		p.labelWant = injectOrder && p.target != "" && p.target != p.state.CurrentRevision
-		if !p.changed && p.labelWant == p.labelNow {
+		if p.changed || p.labelWant != p.labelNow {
+			n++
+		}
+		if p.changed {
+			changed++
+		}
+	}
+	if n == 0 {
+		return nil, nil
+	}
+	out := make([]PodPatch, 0, n)
+	// One backing array for the patches' values; each patch points at its own slots.
+	vals := make([]string, 0, 2*changed)
+	ts := FormatTimestamp(now)
+	for i := range pods {
+		p := &pods[i]
+		if p.cold || (!p.changed && p.labelWant == p.labelNow) {
 			continue
 		}
 		pp := PodPatch{Namespace: p.pod.Namespace, Name: p.pod.Name, UID: p.pod.UID}
 		if p.changed {
-			target, stamp := p.target, ts
-			pp.Annotations = map[string]*string{keys.UpdateRevision: &target, keys.UpdateRevisionTimestamp: &stamp}
-			if err := checkAnnotationSize(p.pod, pp.Annotations); err != nil {
+			vals = append(vals, p.target, ts)
+			target, stamp := &vals[len(vals)-2], &vals[len(vals)-1]
+			pp.Annotations = map[string]*string{keys.UpdateRevision: target, keys.UpdateRevisionTimestamp: stamp}
+			if err := checkAnnotationSize(p.pod, [2]string{keys.UpdateRevision, keys.UpdateRevisionTimestamp}, [2]string{p.target, ts}); err != nil {
 				return nil, err
 			}
 		}
@@ -271,21 +298,27 @@ func buildPatches(pods []podInfo, keys Keys, injectOrder bool, now time.Time) ([
 	return out, nil
 }
 
-// checkAnnotationSize fails when the pod's annotations after ch exceed the API
-// server's limit.
-func checkAnnotationSize(pod *corev1.Pod, ch map[string]*string) error {
+// checkAnnotationSize fails when setting the two annotations keys to vals would take
+// the pod's annotations over the API server's limit. A change that does not grow them
+// cannot take a pod the API server accepted over it, so only growing changes sum the
+// pod's annotations.
+func checkAnnotationSize(pod *corev1.Pod, keys, vals [2]string) error {
+	growth := 0
+	for i, k := range keys {
+		old, had := pod.Annotations[k]
+		growth += len(vals[i]) - len(old)
+		if !had {
+			growth += len(k)
+		}
+	}
+	if growth <= 0 {
+		return nil
+	}
 	size := 0
 	for k, v := range pod.Annotations {
-		if _, over := ch[k]; !over {
-			size += len(k) + len(v)
-		}
+		size += len(k) + len(v)
 	}
-	for k, v := range ch {
-		if v != nil {
-			size += len(k) + len(*v)
-		}
-	}
-	if size > apivalidation.TotalAnnotationSizeLimitB {
+	if size += growth; size > apivalidation.TotalAnnotationSizeLimitB {
 		return fmt.Errorf("pod %s/%s: metadata.annotations: would hold %d bytes, more than the limit of %d", pod.Namespace, pod.Name, size, apivalidation.TotalAnnotationSizeLimitB)
 	}
 	return nil

@@ -250,12 +250,25 @@ func TestPlanUpdateOrderLabel(t *testing.T) {
 	})
 }
 
+func annotationBytes(p *corev1.Pod) int {
+	n := 0
+	for k, v := range p.Annotations {
+		n += len(k) + len(v)
+	}
+	return n
+}
+
 func TestPlanErrors(t *testing.T) {
 	hub, revs := hubOf(t, data("a"))
 	bad := revPod("x", revs[0], "", true)
 	bad.Annotations[testKeys.UpdateRevisionTimestamp] = "yesterday"
-	big := revPod("y", revs[0], revs[0], true)
-	big.Annotations["huge"] = strings.Repeat("x", 256*1024)
+	// A pod the API server accepted, 10 bytes under the limit: the patch adds the
+	// wanted revision and its timestamp and would take it over.
+	big := revPod("y", "", "", true)
+	big.Annotations = map[string]string{"huge": strings.Repeat("x", 256*1024-len("huge")-10)}
+	// The same pod already holding a revision: the patch does not grow it.
+	bigHeld := revPod("y", revs[0], revs[0], true)
+	bigHeld.Annotations["huge"] = strings.Repeat("x", 256*1024-len("huge")-annotationBytes(bigHeld))
 	tests := []struct {
 		name string
 		in   Input
@@ -269,6 +282,12 @@ func TestPlanErrors(t *testing.T) {
 		{"a hub over 1 MiB is an error naming the sizes", Input{Set: newSet(map[string]string{"f": strings.Repeat("x", MaxHubBytes)})}, "more than the 1048576"},
 		{"a missing set is an error", Input{}, "no ConfigMapSet"},
 	}
+	t.Run("a patch that does not grow full annotations is fine", func(t *testing.T) {
+		res, err := Plan(Input{Set: newSet(data("b")), Hub: hub, Pods: []*corev1.Pod{bigHeld}, Now: now})
+		if err != nil || len(res.Pods) != 1 {
+			t.Errorf("%d patches, %v", len(res.Pods), err)
+		}
+	})
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			_, err := Plan(tt.in)
@@ -276,5 +295,46 @@ func TestPlanErrors(t *testing.T) {
 				t.Errorf("err = %v, want it to contain %q", err, tt.want)
 			}
 		})
+	}
+}
+
+// Plan used to read pods in input order, so with two bad pods the error named
+// whichever came first; it now reads them in name order.
+func TestPlanErrorDoesNotDependOnPodOrder(t *testing.T) {
+	bad := func(name string) *corev1.Pod {
+		p := revPod(name, "r", "", true)
+		p.Annotations[testKeys.UpdateRevisionTimestamp] = "yesterday"
+		return p
+	}
+	a, b := bad("a"), bad("b")
+	_, err1 := Plan(Input{Set: newSet(data("x")), Pods: []*corev1.Pod{a, b}, Now: now})
+	_, err2 := Plan(Input{Set: newSet(data("x")), Pods: []*corev1.Pod{b, a}, Now: now})
+	if err1 == nil || err2 == nil || err1.Error() != err2.Error() || !strings.Contains(err1.Error(), "pod ns/a: annotation "+testKeys.UpdateRevisionTimestamp) {
+		t.Errorf("%v / %v", err1, err2)
+	}
+}
+
+// A pod the webhook did not inject (it failed open, or injection was paused) can
+// never confirm a revision. It used to be given one and then counted as restarting
+// for ever, so with maxUnavailable 1 no other pod updated again.
+func TestPlanLeavesPodsWithoutSidecarAlone(t *testing.T) {
+	hub, revs := hubOf(t, data("cur"), data("new"))
+	cur, upd := revs[0], revs[1]
+	set := newSet(data("new"), restartWith(intstr.FromInt32(1)))
+	set.Status.CurrentRevision = cur
+	bare := revPod("x", upd, cur, true)
+	bare.Spec.InitContainers = nil
+	pods := []*corev1.Pod{revPod("a", cur, cur, true), bare, revPod("b", cur, cur, true)}
+	res := mustPlan(t, Input{Set: set, Hub: hub, Pods: pods, Now: now})
+	if len(res.Pods) != 1 || res.Pods[0].Name != "a" {
+		t.Errorf("patches %+v; want only a", res.Pods)
+	}
+	if res.Status.MatchedPods != 3 || res.Status.CurrentRevision != cur {
+		t.Errorf("status %+v", res.Status)
+	}
+	fresh := revPod("y", "", "", true)
+	fresh.Spec.InitContainers = nil
+	if res := mustPlan(t, Input{Set: newSet(data("new")), Hub: hub, Pods: []*corev1.Pod{fresh}, Now: now}); len(res.Pods) != 0 {
+		t.Errorf("a pod without the sidecar got %+v", res.Pods)
 	}
 }

@@ -53,7 +53,7 @@ func selectPods(set *ConfigMapSet, pods []podInfo, update string, hubIndex map[s
 	}
 
 	assigned := 0
-	var warm []int
+	warm := make([]int, 0, n)
 	for i := range pods {
 		if pods[i].target == update {
 			assigned++
@@ -65,7 +65,7 @@ func selectPods(set *ConfigMapSet, pods []podInfo, update string, hubIndex map[s
 	hubLen := len(hubIndex)
 	switch {
 	case assigned < want:
-		var cand []int
+		cand := make([]int, 0, len(warm))
 		for _, i := range warm {
 			if pods[i].target != update {
 				cand = append(cand, i)
@@ -82,7 +82,7 @@ func selectPods(set *ConfigMapSet, pods []podInfo, update string, hubIndex map[s
 			}
 		}
 	case assigned > want && rollbackTo != "":
-		var cand []int
+		cand := make([]int, 0, len(warm))
 		for _, i := range warm {
 			if pods[i].target == update {
 				cand = append(cand, i)
@@ -125,7 +125,8 @@ func selectPods(set *ConfigMapSet, pods []podInfo, update string, hubIndex map[s
 }
 
 // unavailable reports whether the pod counts against maxUnavailable: not ready, or
-// asked for a revision it has not confirmed yet (restarting).
+// asked for a revision it has not confirmed yet (restarting). A pod without the
+// reload sidecar can never confirm a revision, so only readiness counts for it.
 func (p *podInfo) unavailable() bool {
-	return !p.ready || (p.state.UpdateRevision != "" && p.state.UpdateRevision != p.state.CurrentRevision)
+	return !p.ready || (p.injected && p.state.UpdateRevision != "" && p.state.UpdateRevision != p.state.CurrentRevision)
 }

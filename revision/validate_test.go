@@ -39,6 +39,18 @@ func TestValidate(t *testing.T) {
 		{"a negative partition is invalid", func(s *ConfigMapSet) { v := intstr.FromInt(-1); s.Spec.UpdateStrategy.Partition = &v }, "partition"},
 		{"maxUnavailable 0 is invalid", func(s *ConfigMapSet) { v := intstr.FromInt(0); s.Spec.UpdateStrategy.MaxUnavailable = &v }, "maxUnavailable"},
 		{"an invalid name is reported", func(s *ConfigMapSet) { s.Name = "Bad" }, "metadata.name"},
+		{"no containers is required", func(s *ConfigMapSet) { s.Spec.Containers = nil }, "spec.containers: Required"},
+		{"an entry without name or nameFrom is required", func(s *ConfigMapSet) { s.Spec.Containers[0].Name = "" }, "spec.containers[0]: Required"},
+		{"a bad container name is invalid", func(s *ConfigMapSet) { s.Spec.Containers[0].Name = "Main_1" }, "spec.containers[0].name"},
+		{"a fieldRef apiVersion other than v1 is unsupported", func(s *ConfigMapSet) {
+			s.Spec.Containers[0] = ContainerInjectSpec{NameFrom: &ValueFromSource{FieldRef: corev1.ObjectFieldSelector{APIVersion: "v2", FieldPath: "metadata.labels['x']"}}, MountPath: "/x"}
+		}, "fieldRef.apiVersion: Unsupported"},
+		{"a missing mount path is required", func(s *ConfigMapSet) { s.Spec.Containers[0].MountPath = "" }, "mountPath: Required"},
+		{"a mount path with ':' is invalid", func(s *ConfigMapSet) { s.Spec.Containers[0].MountPath = "/a:b" }, "must not contain ':'"},
+		{"an unclean mount path is invalid", func(s *ConfigMapSet) { s.Spec.Containers[0].MountPath = "/a//b/" }, "clean path"},
+		{"a malformed percent is invalid", func(s *ConfigMapSet) { v := intstr.FromString("half"); s.Spec.UpdateStrategy.Partition = &v }, "partition"},
+		{"maxUnavailable 0% is invalid", func(s *ConfigMapSet) { v := intstr.FromString("0%"); s.Spec.UpdateStrategy.MaxUnavailable = &v }, "maxUnavailable"},
+		{"a bad selector is invalid", func(s *ConfigMapSet) { s.Spec.Selector.MatchLabels = map[string]string{"a b": "c"} }, "spec.selector.matchLabels"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

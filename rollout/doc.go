@@ -15,7 +15,9 @@
 // controllers and strategies against the same rules.
 //
 //   - Inputs are never modified; the same replicas in any order give the same
-//     result; there is no clock (recovery takes now) and no randomness.
+//     result; there is no clock (recovery takes now) and no randomness in
+//     results (Plan's name index hashes with a per-process seed, as Go maps do:
+//     it changes speed, never output).
 //   - Bad input returns an error naming the replica and field.
 //   - Every replica that still has to change but is left alone is listed in
 //     [Step].Waiting with a reason ([ReasonBudget], [ReasonWindow], ...).
@@ -72,6 +74,30 @@
 // so Σ_i TargetRatio_i <= 1 holds (each column has n rows) and every column keeps
 // available_j >= n - u.
 //
+// Recovery ([PlanRecover]) runs beside Plan, on the same replicas. A replica F
+// is failed when it is Failed or Lost (a gang: any member), or not ready and
+// healthy for StartTimeout, or (a gang) one member has been missing or not ready
+// for GangMemberTimeout ([FailureReason]). Then, per reconcile:
+//
+//	start a replacement R for F   if F has none and inFlight < MaxParallel and
+//	                              started(now-Window, now] < MaxPerWindow
+//	swap R in (F.SwappedAt = now) if R is serving: a gang's R has as many members
+//	                              as F, every one present, ready and healthy
+//	release F                     when now - F.SwappedAt >= ReleaseDelay
+//
+// A gang is always replaced whole: its replacement lists every member, and a
+// gang is swapped only once all of them serve. Under DeleteThenCreate F is
+// released when R starts; NoRecover only reports. Plan counts F in place of R
+// until the swap and touches neither, so recovery never spends the rolling
+// budget.
+//
+// Lockstep ([PlanLockstep]) moves roles r with final target counts F_r and steps
+// s_r through S = max_r ceil(F_r / s_r) steps: at step k role r runs
+// T_r(k) = floor(k F_r / S) target replicas; the next step starts when every role
+// has T_r(k) available, and each role is planned by Plan with LatestRatio
+// T_r(k+1), so old+new <= n_r + surge_r per role and no role drains its old
+// replicas before the last step.
+//
 // # Invariants
 //
 // These hold for every Step (tested with rapid at 1000 cases per property, and
@@ -104,8 +130,21 @@
 //     (older than all others) instead of being rejected.
 //   - Lists in a Step are in the order replicas were chosen, not sorted by name:
 //     that order is total and deterministic, and saves a second sort.
-//   - Recovery takes the caller's record of earlier replacement start times for
-//     the per-window quota, since a pure function has no memory.
+//   - Recovery takes the caller's record of earlier replacement start times
+//     (RecoverPolicy.Started) for the per-window quota, since a pure function has
+//     no memory. Likewise a gang member's "missing since" is the caller's
+//     observation (Member.State.UnreadySince; [FromPods] takes it as
+//     PodOptions.MissingSince), compared with GangMemberTimeout.
+//   - State has Lost besides Failed (node lost, gang member gone for good), so
+//     recovery reports why; both mean "replace".
+//   - Errors are plain errors naming the replica and field ("replica r-3:
+//     revision: must not be empty"), not a field.ErrorList: a plan stops at the
+//     first bad replica, and callers of a planner have no object path to report.
+//   - Names sort in natural order ("r-9" before "r-10"). Plan builds a private
+//     byte key per name once, so sorting compares bytes; the order is exactly
+//     natural order, ties in leading zeros included.
+//   - A generation is ASCII digits only ("+5-a" and " 5-a" have none).
+//   - Size limits: [MaxReplicas] replicas per call, [MaxNameLength] bytes per name.
 //
 // # Example
 //

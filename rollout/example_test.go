@@ -2,6 +2,7 @@ package rollout_test
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -291,4 +292,60 @@ func ExampleResolveBudget() {
 	// Output:
 	// {MaxUnavailable:1 MaxSurge:1}
 	// maxUnavailable and maxSurge: both are 0, nothing could move
+}
+
+// Revisions order by History first, then by the generation before "-", then by
+// name; SortRevisions also drops repeats.
+func ExampleSortRevisions() {
+	revs := []string{"10-c", "2-b", "canary", "9-a", "2-b", "hotfix"}
+	fmt.Println(rollout.SortRevisions(revs, nil))
+	fmt.Println(rollout.SortRevisions(revs, []string{"hotfix", "canary"}))
+	// Output:
+	// [canary hotfix 2-b 9-a 10-c]
+	// [2-b 9-a 10-c hotfix canary]
+}
+
+func ExampleGeneration() {
+	for _, rev := range []string{"12-5d8f", "web-5d8f", "+3-a"} {
+		g, ok := rollout.Generation(rev)
+		fmt.Println(rev, g, ok)
+	}
+	// Output:
+	// 12-5d8f 12 true
+	// web-5d8f 0 false
+	// +3-a 0 false
+}
+
+// CompareReplicas puts the least healthy first, then priority, deletion cost,
+// and name in natural order.
+func ExampleCompareReplicas() {
+	rs := []*rollout.Replica{
+		{Name: "r-10", State: ready},
+		{Name: "r-9", State: ready},
+		{Name: "r-2", State: ready, DeletionCost: 5},
+		{Name: "r-3", State: rollout.State{Healthy: true}},
+	}
+	slices.SortFunc(rs, rollout.CompareReplicas)
+	for _, r := range rs {
+		fmt.Print(r.Name, " ")
+	}
+	fmt.Println()
+	// Output:
+	// r-3 r-9 r-10 r-2
+}
+
+// FailureReason says whether and why recovery would replace a replica.
+func ExampleFailureReason() {
+	now := time.Date(2026, 1, 1, 0, 10, 0, 0, time.UTC)
+	policy := rollout.RecoverPolicy{StartTimeout: 5 * time.Minute}
+	starting := rollout.Replica{Name: "web-0", Revision: "1-a",
+		State: rollout.State{Healthy: true, UnreadySince: now.Add(-6 * time.Minute)}}
+	reason, failed := rollout.FailureReason(&starting, policy, now)
+	fmt.Printf("%q %v\n", reason, failed)
+	starting.State.UnreadySince = now.Add(-time.Minute)
+	reason, failed = rollout.FailureReason(&starting, policy, now)
+	fmt.Printf("%q %v\n", reason, failed)
+	// Output:
+	// "not ready for longer than StartTimeout" true
+	// "" false
 }

@@ -19,7 +19,9 @@ type Role struct {
 
 // RoleStep is one role's share of a [LockstepStep].
 type RoleStep struct {
+	// Name is the role's name.
 	Name string
+	// Step is the role's actions this reconcile.
 	Step Step
 }
 

@@ -2,6 +2,7 @@ package rollout_test
 
 import (
 	"fmt"
+	"reflect"
 	"testing"
 
 	"pgregory.net/rapid"
@@ -69,5 +70,33 @@ func TestPlanLockstepMovesRolesTogether(t *testing.T) {
 			}
 		}
 		t.Fatal("lockstep rollout not complete after 40 reconciles")
+	})
+}
+
+func TestPlanLockstepIsDeterministicAndDoesNotMutate(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		k := rapid.IntRange(1, 3).Draw(t, "roles")
+		roles := make([]rollout.Role, k)
+		for i := range roles {
+			sc := rollouttest.ScenarioOf(rollout.Rolling, rollouttest.Limits{MaxReplicas: 8, MaxColumns: 1}).Draw(t, "role")
+			roles[i] = rollout.Role{Name: fmt.Sprintf("role-%d", i), Replicas: sc.Replicas, Strategy: sc.Strategy}
+		}
+		before := make([][]rollout.Replica, k)
+		shuffled := make([]rollout.Role, k)
+		for i, r := range roles {
+			before[i] = rollouttest.Clone(r.Replicas)
+			shuffled[i] = r
+			shuffled[i].Replicas = rollouttest.Shuffled(t, r.Replicas)
+		}
+		want, err1 := rollout.PlanLockstep(roles)
+		got, err2 := rollout.PlanLockstep(shuffled)
+		if fmt.Sprint(err1) != fmt.Sprint(err2) || !reflect.DeepEqual(want, got) {
+			t.Fatalf("shuffled replicas give another step:\n%+v\n%+v", want, got)
+		}
+		for i := range roles {
+			if !reflect.DeepEqual(before[i], roles[i].Replicas) {
+				t.Fatalf("role %d: PlanLockstep modified its replicas", i)
+			}
+		}
 	})
 }

@@ -10,10 +10,11 @@ import (
 )
 
 // Generation returns the integer before the first "-" of a revision name ("3-abc"
-// is generation 3) and whether there is one.
+// is generation 3) and whether there is one: the prefix must be ASCII decimal
+// digits only (no sign or spaces) and fit in an int64.
 func Generation(revision string) (int64, bool) {
 	head, _, found := strings.Cut(revision, "-")
-	if !found || head == "" {
+	if !found || head == "" || strings.Trim(head, "0123456789") != "" {
 		return 0, false
 	}
 	g, err := strconv.ParseInt(head, 10, 64)

@@ -41,6 +41,7 @@ func TestGeneration(t *testing.T) {
 	}{
 		{"3-abc", 3, true}, {"12-x-y", 12, true}, {"abc", 0, false}, {"-3", 0, false},
 		{"x-3", 0, false}, {"99999999999999999999-a", 0, false}, {"3", 0, false},
+		{"+5-a", 0, false}, {" 5-a", 0, false}, // found by FuzzGeneration: a sign is not a generation
 	}
 	for _, tt := range tests {
 		t.Run("generation of "+tt.rev, func(t *testing.T) {

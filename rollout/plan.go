@@ -1,6 +1,7 @@
 package rollout
 
 import (
+	"bytes"
 	"cmp"
 	"fmt"
 	"slices"
@@ -11,13 +12,17 @@ import (
 // unit is one replica as the planner sees it. Units point into the caller's slice,
 // which is only read.
 type unit struct {
-	r          *Replica
-	key        uint32 // health, surplus and version position, packed; see sortKey
-	rev        int32  // rank in the revision table, oldest 0
-	avail      bool
-	partial    bool
-	recovering bool
-	done       bool // acted on in this step
+	r *Replica
+	// name is the replica's natural key (appendNaturalKey): planner.names[name0:name1].
+	name0, name1 uint32
+	rev          int32 // rank in the revision table, oldest 0
+	priority     int32 // the replica's Priority and DeletionCost, copied while
+	cost         int64 // collect reads it so that rank does not chase r
+	health       uint8 // healthRank of the effective state
+	avail        bool
+	partial      bool
+	recovering   bool
+	done         bool // acted on in this step
 }
 
 // pool is the set of replicas one availability floor applies to: all replicas in
@@ -42,7 +47,20 @@ type planner struct {
 	minAvail int
 	pools    []pool
 	step     Step
+	names    []byte   // natural keys of all names, see unit.name0
+	slab     []string // backing store for Update.Members
 }
+
+// Size limits. [Plan], [PlanRecover] and [PlanLockstep] reject larger input with
+// an error; they keep the planner's packed indexes (32-bit) far from overflow.
+const (
+	// MaxReplicas is the most replicas one call accepts, and the largest
+	// Strategy.Replicas and History.
+	MaxReplicas = 1 << 20
+	// MaxNameLength is the longest replica name accepted: the longest Kubernetes
+	// object name.
+	MaxNameLength = 253
+)
 
 // Plan returns one reconcile's actions for replicas under strategy. See the
 // package documentation for each mode's algorithm and invariants.
@@ -68,6 +86,9 @@ func Plan(replicas []Replica, strategy Strategy) (Step, error) {
 		return Step{}, fmt.Errorf("strategy: %w", err)
 	}
 	p.minAvail = p.n - p.b.MaxUnavailable
+	if len(replicas) > MaxReplicas {
+		return Step{}, fmt.Errorf("replicas: %d, more than MaxReplicas %d", len(replicas), MaxReplicas)
+	}
 	if err := p.collect(replicas); err != nil {
 		return Step{}, err
 	}
@@ -81,21 +102,30 @@ func Plan(replicas []Replica, strategy Strategy) (Step, error) {
 
 // collect validates replicas and sorts them into pools.
 func (p *planner) collect(replicas []Replica) error {
-	index := make(map[string]int32, len(replicas))
+	index := newNameTable(replicas)
 	revSet := map[string]bool{p.s.TargetRevision: true}
 	for _, h := range p.s.History {
 		revSet[h] = true
 	}
+	// Natural keys of all names in replica order, built while each name is in
+	// cache: replica i's key is p.names[nameEnd[i-1]:nameEnd[i]].
+	nameEnd := make([]uint32, len(replicas))
+	p.names = make([]byte, 0, 16*len(replicas))
+	lastRev := ""
 	for i := range replicas {
 		r := &replicas[i]
 		if err := p.validReplica(i, r); err != nil {
 			return err
 		}
-		if _, dup := index[r.Name]; dup {
+		if index.insert(i) >= 0 {
 			return fmt.Errorf("replica %s: name: repeated", r.Name)
 		}
-		index[r.Name] = int32(i)
-		revSet[r.Revision] = true
+		if r.Revision != lastRev {
+			lastRev = r.Revision
+			revSet[r.Revision] = true
+		}
+		p.names = appendNaturalKey(p.names, r.Name)
+		nameEnd[i] = uint32(len(p.names))
 	}
 	revs := make([]string, 0, len(revSet))
 	for r := range revSet {
@@ -105,27 +135,27 @@ func (p *planner) collect(replicas []Replica) error {
 	p.target = int32(p.revs.rank[p.s.TargetRevision])
 
 	// Which replicas are being replaced by recovery.
-	var replaced map[int32]bool
+	var replaced map[int]bool
 	for i := range replicas {
 		r := &replicas[i]
 		if r.ReplacementFor == "" || !live(r) {
 			continue
 		}
-		if j, ok := index[r.ReplacementFor]; ok && live(&replicas[j]) {
+		if j := index.lookup(r.ReplacementFor); j >= 0 && live(&replicas[j]) {
 			if replaced == nil {
-				replaced = map[int32]bool{}
+				replaced = map[int]bool{}
 			}
 			replaced[j] = true
 		}
 	}
-	colIndex := map[string]int{}
-	addPool := func(col string) int {
+	colIndex := map[string]int32{}
+	addPool := func(col string) int32 {
 		if k, ok := colIndex[col]; ok {
 			return k
 		}
-		colIndex[col] = len(p.pools)
+		colIndex[col] = int32(len(p.pools))
 		p.pools = append(p.pools, pool{column: col})
-		return len(p.pools) - 1
+		return int32(len(p.pools) - 1)
 	}
 	if p.s.Mode == Group {
 		for _, c := range p.s.Columns {
@@ -133,28 +163,71 @@ func (p *planner) collect(replicas []Replica) error {
 		}
 	} else {
 		addPool("")
-		p.pools[0].units = make([]unit, 0, len(replicas))
 	}
+	// First pass: each replica's pool (-1: not planned), and pool sizes, so that
+	// all units live in one slice.
+	poolOf := make([]int32, len(replicas))
+	var sizes []int
+	planned := 0
 	for i := range replicas {
 		r := &replicas[i]
-		if !live(r) {
+		poolOf[i] = -1
+		skip := !live(r)
+		if !skip && r.ReplacementFor != "" {
+			j := index.lookup(r.ReplacementFor)
+			skip = j >= 0 && live(&replicas[j])
+		}
+		if skip {
+			// Not planned, but still validated (planned replicas are in the next loop).
+			for j := range r.Members {
+				if r.Members[j].Name == "" {
+					return unnamedMember(r, j)
+				}
+			}
 			continue
 		}
-		if r.ReplacementFor != "" {
-			if j, ok := index[r.ReplacementFor]; ok && live(&replicas[j]) {
-				continue
-			}
-		}
-		col := ""
+		k := int32(0)
 		if p.s.Mode == Group {
-			col = r.Column
+			k = addPool(r.Column)
 		}
-		k := addPool(col)
+		poolOf[i] = k
+		for len(sizes) < len(p.pools) {
+			sizes = append(sizes, 0)
+		}
+		sizes[k]++
+		planned++
+	}
+	units := make([]unit, planned)
+	off := 0
+	for k := range sizes {
+		p.pools[k].units = units[off : off : off+sizes[k]]
+		off += sizes[k]
+	}
+	lastRev, lastRank := "", int32(-1)
+	for i := range replicas {
+		k := poolOf[i]
+		if k < 0 {
+			continue
+		}
+		r := &replicas[i]
+		if r.Revision != lastRev || lastRank < 0 {
+			lastRev, lastRank = r.Revision, int32(p.revs.rank[r.Revision])
+		}
 		// A replica being replaced, and a replacement standing in for a replica
 		// already gone, are counted but left to recovery.
-		u := unit{r: r, rev: int32(p.revs.rank[r.Revision]), recovering: replaced[int32(i)] || r.ReplacementFor != ""}
-		u.partial = r.Partial()
-		u.avail = counts(r.Effective())
+		u := unit{r: r, rev: lastRank, recovering: replaced[i] || r.ReplacementFor != "",
+			priority: r.Priority, cost: r.DeletionCost}
+		eff, partial, unnamed := inspect(r)
+		if unnamed >= 0 {
+			return unnamedMember(r, unnamed)
+		}
+		u.partial = partial
+		u.avail = counts(eff)
+		u.health = uint8(healthRank(eff))
+		if i > 0 {
+			u.name0 = nameEnd[i-1]
+		}
+		u.name1 = nameEnd[i]
 		pl := &p.pools[k]
 		pl.units = append(pl.units, u)
 		if u.avail {
@@ -176,6 +249,8 @@ func (p *planner) validReplica(i int, r *Replica) error {
 	switch {
 	case r.Name == "":
 		return fmt.Errorf("replica[%d]: name: must not be empty", i)
+	case len(r.Name) > MaxNameLength:
+		return fmt.Errorf("replica[%d]: name: %d bytes, longer than MaxNameLength %d", i, len(r.Name), MaxNameLength)
 	case r.Revision == "":
 		return fmt.Errorf("replica %s: revision: must not be empty", r.Name)
 	case p.s.Mode == Gang && len(r.Members) == 0:
@@ -183,12 +258,11 @@ func (p *planner) validReplica(i int, r *Replica) error {
 	case p.s.Mode == Group && r.Column == "":
 		return fmt.Errorf("replica %s: column: group mode needs a column", r.Name)
 	}
-	for j := range r.Members {
-		if r.Members[j].Name == "" {
-			return fmt.Errorf("replica %s: members[%d].name: must not be empty", r.Name, j)
-		}
-	}
 	return nil
+}
+
+func unnamedMember(r *Replica, j int) error {
+	return fmt.Errorf("replica %s: members[%d].name: must not be empty", r.Name, j)
 }
 
 // live reports whether a replica takes part in planning at all.
@@ -261,33 +335,97 @@ func (p *planner) rank() {
 	for i, v := range order {
 		pos[v] = uint32(i)
 	}
+	largest := 0
+	for k := range p.pools {
+		largest = max(largest, len(p.pools[k].units))
+	}
+	recs := make([]sortRec, 0, largest)
+	scratch := make([]unit, largest)
+	names := p.names
 	for k := range p.pools {
 		us := p.pools[k].units
+		lcp := p.commonPrefix(us)
+		recs = recs[:0]
 		for i := range us {
 			u := &us[i]
-			h := uint32(healthRank(u.r.Effective()))
+			h := uint64(u.health)
 			if u.partial && h > 1 {
 				h = 1
 			}
-			surplus := uint32(1)
+			surplus := uint64(1)
 			if availBy[k*nrev+int(u.rev)] > minAvail[u.rev] {
 				surplus = 0 // cutting it does not lower its version's serving capacity
 			}
-			u.key = h<<30 | surplus<<29 | pos[u.rev]
+			recs = append(recs, sortRec{
+				// health (2 bits), surplus (1), version position (29), priority
+				// with its sign bit flipped so that unsigned order is signed order.
+				key:  h<<62 | surplus<<61 | uint64(pos[u.rev])<<32 | uint64(uint32(u.priority)^1<<31),
+				cost: u.cost,
+				name: namePrefix(names[u.name0:u.name1], lcp),
+				idx:  uint32(i),
+			})
 		}
-		slices.SortFunc(us, compareUnits)
+		slices.SortFunc(recs, func(a, b sortRec) int {
+			if a.key != b.key {
+				return cmp.Compare(a.key, b.key)
+			}
+			if a.cost != b.cost {
+				return cmp.Compare(a.cost, b.cost)
+			}
+			if a.name != b.name {
+				return cmp.Compare(a.name, b.name)
+			}
+			ua, ub := &us[a.idx], &us[b.idx]
+			if c := bytes.Compare(names[ua.name0:ua.name1], names[ub.name0:ub.name1]); c != 0 {
+				return c
+			}
+			return natural.Compare(ua.r.Name, ub.r.Name)
+		})
+		sorted := scratch[:len(us)]
+		for i, rc := range recs {
+			sorted[i] = us[rc.idx]
+		}
+		copy(us, sorted)
 	}
 }
 
-func compareUnits(a, b unit) int {
-	if a.key != b.key {
-		return cmp.Compare(a.key, b.key)
+// sortRec is what sorting a pool moves around: the order's leading fields packed
+// in 32 bytes, and the unit's index.
+type sortRec struct {
+	key  uint64 // health, surplus, version position, priority
+	cost int64
+	name uint64 // 8 bytes of the natural key after the pool's common prefix
+	idx  uint32
+}
+
+// commonPrefix is the length of the prefix all natural keys of us share.
+func (p *planner) commonPrefix(us []unit) int {
+	if len(us) == 0 {
+		return 0
 	}
-	if a.r.Priority != b.r.Priority {
-		return cmp.Compare(a.r.Priority, b.r.Priority)
+	first := p.names[us[0].name0:us[0].name1]
+	n := len(first)
+	for i := 1; i < len(us) && n > 0; i++ {
+		k := p.names[us[i].name0:us[i].name1]
+		n = min(n, len(k))
+		j := 0
+		for j < n && k[j] == first[j] {
+			j++
+		}
+		n = j
 	}
-	if a.r.DeletionCost != b.r.DeletionCost {
-		return cmp.Compare(a.r.DeletionCost, b.r.DeletionCost)
+	return n
+}
+
+// namePrefix packs key[from:from+8] big-endian, zero-padded: when two packs
+// differ they order the keys as bytes.Compare does.
+func namePrefix(key []byte, from int) uint64 {
+	var v uint64
+	for i := range 8 {
+		v <<= 8
+		if j := from + i; j < len(key) {
+			v |= uint64(key[j])
+		}
 	}
-	return natural.Compare(a.r.Name, b.r.Name)
+	return v
 }

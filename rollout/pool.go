@@ -164,11 +164,16 @@ func (p *planner) create(rev int32, column string, count int) {
 func (p *planner) update(u *unit, to, column string) {
 	u.done = true
 	up := Update{Replica: u.r.Name, From: u.r.Revision, To: to, Column: column}
-	if len(u.r.Members) > 0 {
-		up.Members = make([]string, len(u.r.Members))
-		for i := range u.r.Members {
-			up.Members[i] = u.r.Members[i].Name
+	if m := len(u.r.Members); m > 0 {
+		// Member lists are carved from one slab instead of one allocation each.
+		if cap(p.slab)-len(p.slab) < m {
+			p.slab = make([]string, 0, max(m, 1024))
 		}
+		n := len(p.slab)
+		for i := range u.r.Members {
+			p.slab = append(p.slab, u.r.Members[i].Name)
+		}
+		up.Members = p.slab[n : n+m : n+m]
 	}
 	p.step.Update = append(p.step.Update, up)
 }

@@ -65,16 +65,19 @@ type RecoverPolicy struct {
 // Revision and Column, with ReplacementFor set to For. For a gang, Members names
 // the failed gang's members: the caller creates a whole new gang.
 type Replacement struct {
-	For      string
-	Revision string
-	Column   string
-	Members  []string
+	// For names the failed replica.
+	For string
+	// Revision and Column are the failed replica's.
+	Revision, Column string
+	// Members names the failed gang's members, in order; nil for a single pod.
+	Members []string
 }
 
 // Swap asks the caller to take Old out of service (set its SwappedAt to now) and
 // make New an ordinary replica (clear its ReplacementFor). Old is empty when the
 // failed replica is already gone (DeleteThenCreate).
 type Swap struct {
+	// Old is the failed replica; New its ready replacement.
 	Old, New string
 }
 
@@ -97,7 +100,10 @@ type RecoverStep struct {
 	Waiting []Wait
 }
 
-// Reasons used by [PlanRecover].
+// Reasons used by [PlanRecover] in [RecoverStep].Failed and Waiting: the replica
+// failed, was lost, did not start in time, or lost a gang member for too long;
+// or it waits for quota, for a NoRecover policy, for its replacement to be ready,
+// or for ReleaseDelay.
 const (
 	ReasonFailed          = "failed"
 	ReasonLost            = "lost"
@@ -165,6 +171,9 @@ func PlanRecover(replicas []Replica, policy RecoverPolicy, now time.Time) (Recov
 	if policy.MaxParallel < 0 || policy.MaxPerWindow < 0 || policy.Window < 0 ||
 		policy.StartTimeout < 0 || policy.GangMemberTimeout < 0 || policy.ReleaseDelay < 0 {
 		return RecoverStep{}, fmt.Errorf("policy: durations and quotas must not be negative")
+	}
+	if len(replicas) > MaxReplicas {
+		return RecoverStep{}, fmt.Errorf("replicas: %d, more than MaxReplicas %d", len(replicas), MaxReplicas)
 	}
 	order := make([]*Replica, 0, len(replicas))
 	byName := make(map[string]*Replica, len(replicas))

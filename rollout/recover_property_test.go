@@ -16,7 +16,7 @@ var t0 = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 
 func recoverPolicy(t *rapid.T) rollout.RecoverPolicy {
 	return rollout.RecoverPolicy{
-		Strategy:          rollout.RecoverStrategy(rapid.IntRange(0, 1).Draw(t, "strategy")),
+		Strategy:          rollout.RecoverStrategy(rapid.IntRange(0, 2).Draw(t, "strategy")),
 		StartTimeout:      time.Duration(rapid.IntRange(0, 3).Draw(t, "startTimeout")) * time.Minute,
 		GangMemberTimeout: time.Duration(rapid.IntRange(0, 3).Draw(t, "gangTimeout")) * time.Minute,
 		ReleaseDelay:      time.Duration(rapid.IntRange(0, 3).Draw(t, "releaseDelay")) * time.Minute,
@@ -45,10 +45,14 @@ func TestRecoverKeepsInvariantsAndHeals(t *testing.T) {
 				}
 				strategy := sc.Strategy
 				strategy.Replicas = len(sc.Replicas)
+				swappedReady := map[string]bool{} // failed replicas swapped out for a ready, whole replacement
 				check := func(phase string, i int) {
-					if _, err := sim.Reconcile(); err != nil {
+					before := rollouttest.Clone(sim.Replicas)
+					rstep, err := sim.Reconcile()
+					if err != nil {
 						t.Fatalf("%s %d: %v", phase, i, err)
 					}
+					checkRecoverHistory(t, fmt.Sprintf("%s %d", phase, i), before, sim, rstep, swappedReady)
 					// The rollout leaves recovery alone and keeps its own budget.
 					step, err := rollout.Plan(sim.Replicas, strategy)
 					if err != nil {
@@ -88,11 +92,78 @@ func TestRecoverKeepsInvariantsAndHeals(t *testing.T) {
 				for i := range limit {
 					check("heal", i)
 				}
+				if sim.Policy.Strategy == rollout.NoRecover {
+					return // nothing heals failed replicas; checkRecoverHistory saw no action
+				}
 				if err := rollouttest.Healthy(sim.Replicas, sim.Policy, sim.Now); err != nil {
 					t.Fatalf("not healed after %d reconciles: %v", limit, err)
 				}
 			})
 		})
+	}
+}
+
+// checkRecoverHistory checks recovery over the whole simulation, independently of
+// rollouttest.CheckRecover: a swap brings in a replacement whose every member is
+// present and serving, as many as the failed gang had; under CreateThenDelete a
+// failed replica is released only after such a swap; replacements in flight
+// never exceed MaxParallel; and no Window ever holds more than MaxPerWindow starts.
+func checkRecoverHistory(t *rapid.T, at string, before []rollout.Replica, sim *rollouttest.RecoverSimulator,
+	step rollout.RecoverStep, swappedReady map[string]bool) {
+	byName := map[string]rollout.Replica{}
+	for _, r := range before {
+		byName[r.Name] = r
+	}
+	for _, sw := range step.Swap {
+		rep := byName[sw.New]
+		old, hadOld := byName[sw.Old]
+		ready := rep.State.Ready && rep.State.Healthy && !rep.State.Failed
+		if len(rep.Members) > 0 {
+			ready = !hadOld || len(rep.Members) == len(old.Members)
+			for _, m := range rep.Members {
+				ready = ready && !m.Missing && m.State.Ready && m.State.Healthy && !m.State.Failed && !m.State.Lost
+			}
+		}
+		if !ready {
+			t.Fatalf("%s: swap %s>%s: the replacement is not whole and serving: %+v", at, sw.Old, sw.New, rep)
+		}
+		if hadOld {
+			swappedReady[sw.Old] = true
+		}
+	}
+	if sim.Policy.Strategy == rollout.NoRecover && (len(step.Replace) > 0 || len(step.Swap) > 0 || len(step.Release) > 0) {
+		t.Fatalf("%s: NoRecover acted: %+v", at, step)
+	}
+	if sim.Policy.Strategy == rollout.CreateThenDelete {
+		for _, name := range step.Release {
+			if !swappedReady[name] {
+				t.Fatalf("%s: %s released before a ready replacement was swapped in", at, name)
+			}
+		}
+	}
+	if p := sim.Policy.MaxParallel; p > 0 {
+		inFlight := 0
+		for _, r := range sim.Replicas {
+			if r.ReplacementFor != "" && r.SwappedAt.IsZero() && !r.State.Terminating {
+				inFlight++
+			}
+		}
+		if inFlight > p {
+			t.Fatalf("%s: %d replacements in flight, MaxParallel %d", at, inFlight, p)
+		}
+	}
+	if w, limit := sim.Policy.Window, sim.Policy.MaxPerWindow; w > 0 && limit > 0 {
+		for _, end := range sim.Policy.Started {
+			n := 0
+			for _, s := range sim.Policy.Started {
+				if !s.After(end) && end.Sub(s) < w {
+					n++
+				}
+			}
+			if n > limit {
+				t.Fatalf("%s: %d replacements started in the %s window ending %s, MaxPerWindow %d", at, n, w, end, limit)
+			}
+		}
 	}
 }
 

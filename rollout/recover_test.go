@@ -84,6 +84,24 @@ func TestPlanRecover(t *testing.T) {
 				{Name: "g", Revision: "1", Members: []rollout.Member{{Name: "g-0", State: failed}, {Name: "g-1", State: ready}}},
 				{Name: "h", Revision: "1", ReplacementFor: "g", Members: []rollout.Member{{Name: "h-0", State: ready}}}},
 			rollout.RecoverPolicy{}, "wait h (replacement not ready yet);"},
+		// member g-1 missing since 2m ago, GangMemberTimeout 2m: 2m >= 2m, the whole gang is replaced.
+		{"a gang whose member is missing for GangMemberTimeout gets a whole replacement",
+			[]rollout.Replica{{Name: "g", Revision: "1", Members: []rollout.Member{{Name: "g-0", State: ready},
+				{Name: "g-1", Missing: true, State: rollout.State{UnreadySince: now.Add(-2 * time.Minute)}}}}},
+			rollout.RecoverPolicy{GangMemberTimeout: 2 * time.Minute}, "replace g;"},
+		// missing since 2m ago, GangMemberTimeout 5m: not yet.
+		{"a gang whose member is missing for less than GangMemberTimeout waits",
+			[]rollout.Replica{{Name: "g", Revision: "1", Members: []rollout.Member{{Name: "g-0", State: ready},
+				{Name: "g-1", Missing: true, State: rollout.State{UnreadySince: now.Add(-2 * time.Minute)}}}}},
+			rollout.RecoverPolicy{GangMemberTimeout: 5 * time.Minute}, ""},
+		// swapped out 1m ago, ReleaseDelay 2m: 1m < 2m.
+		{"a swapped-out replica is kept for ReleaseDelay",
+			[]rollout.Replica{{Name: "a", Revision: "1", State: failed, SwappedAt: now.Add(-time.Minute)}},
+			rollout.RecoverPolicy{ReleaseDelay: 2 * time.Minute}, "wait a (swapped out, waiting for ReleaseDelay);"},
+		// swapped out 2m ago, ReleaseDelay 2m: 2m >= 2m.
+		{"a swapped-out replica is released after ReleaseDelay",
+			[]rollout.Replica{{Name: "a", Revision: "1", State: failed, SwappedAt: now.Add(-2 * time.Minute)}},
+			rollout.RecoverPolicy{ReleaseDelay: 2 * time.Minute}, "release a;"},
 		{"a ready replacement gang is swapped in",
 			[]rollout.Replica{
 				{Name: "g", Revision: "1", Members: []rollout.Member{{Name: "g-0", State: failed}, {Name: "g-1", State: ready}}},
@@ -98,6 +116,14 @@ func TestPlanRecover(t *testing.T) {
 			}
 			if got := summary(step); got != tt.want {
 				t.Fatalf("got  %q\nwant %q", got, tt.want)
+			}
+			for _, rep := range step.Replace {
+				// A gang's replacement names every member of the failed gang.
+				for _, r := range tt.replicas {
+					if r.Name == rep.For && len(rep.Members) != len(r.Members) {
+						t.Fatalf("replacement for %s has members %v, want %d", r.Name, rep.Members, len(r.Members))
+					}
+				}
 			}
 		})
 	}

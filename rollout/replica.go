@@ -76,20 +76,39 @@ type Replica struct {
 // pod, and for a gang the worst member's (a missing member is not ready, not
 // available and not healthy; the gang is ready only when every member is). A gang
 // whose members disagree on the revision is not available either.
-func (r Replica) Effective() State {
+func (r Replica) Effective() State { return effective(&r) }
+
+// effective is [Replica.Effective] without copying the replica.
+func effective(r *Replica) State {
+	s, _, _ := inspect(r)
+	return s
+}
+
+// inspect walks a replica's members once: its effective state, whether the gang
+// is partial ([Replica.Partial]), and the index of the first member without a
+// name (-1 when none).
+func inspect(r *Replica) (s State, partial bool, unnamed int) {
+	unnamed = -1
 	if len(r.Members) == 0 {
-		return r.State
+		return r.State, false, -1
 	}
-	s := State{Ready: true, Available: true, Healthy: true,
+	s = State{Ready: true, Available: true, Healthy: true,
 		Terminating: r.State.Terminating, Failed: r.State.Failed, Lost: r.State.Lost}
 	for i := range r.Members {
 		m := &r.Members[i]
+		if m.Name == "" && unnamed < 0 {
+			unnamed = i
+		}
+		if m.Revision != "" && m.Revision != r.Revision {
+			partial = true
+			s.Available = false
+		}
 		if m.Missing {
 			s.Ready, s.Available, s.Healthy = false, false, false
 			s.UnreadySince = earliest(s.UnreadySince, m.State.UnreadySince)
 			continue
 		}
-		ms := m.State
+		ms := &m.State
 		s.Ready = s.Ready && ms.Ready
 		s.Available = s.Available && ms.Available
 		s.Healthy = s.Healthy && ms.Healthy
@@ -101,11 +120,8 @@ func (r Replica) Effective() State {
 		if !ms.serving() {
 			s.UnreadySince = earliest(s.UnreadySince, ms.UnreadySince)
 		}
-		if m.Revision != "" && m.Revision != r.Revision {
-			s.Available = false
-		}
 	}
-	return s
+	return s, partial, unnamed
 }
 
 // earliest returns the earlier of two times, ignoring zero times.

@@ -15,15 +15,20 @@ type Update struct {
 // Create asks the caller to create Count new replicas (gangs in gang mode) at
 // Revision, in Column (group mode). The caller names them.
 type Create struct {
+	// Revision is the revision the new replicas run.
 	Revision string
-	Column   string
-	Count    int
+	// Column is the column they belong to (group mode); empty otherwise.
+	Column string
+	// Count is how many to create; always at least 1.
+	Count int
 }
 
 // Wait explains why a replica that still has to change was left alone.
 type Wait struct {
+	// Replica is the replica's name.
 	Replica string
-	Reason  string
+	// Reason is one of the Reason constants.
+	Reason string
 }
 
 // Reasons used in [Wait]. They are constants so callers can match them.

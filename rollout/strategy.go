@@ -188,6 +188,10 @@ func (s *Strategy) validate() error {
 		return fmt.Errorf("strategy: targetRevision: must not be empty")
 	case s.Replicas < 0:
 		return fmt.Errorf("strategy: replicas: %d is negative", s.Replicas)
+	case s.Replicas > MaxReplicas:
+		return fmt.Errorf("strategy: replicas: %d, more than MaxReplicas %d", s.Replicas, MaxReplicas)
+	case len(s.History) > MaxReplicas:
+		return fmt.Errorf("strategy: history: %d entries, more than MaxReplicas %d", len(s.History), MaxReplicas)
 	case s.VersionOrder < LessFirst || s.VersionOrder > OldFirst:
 		return fmt.Errorf("strategy: versionOrder: %d is not LessFirst, LatestFirst or OldFirst", int(s.VersionOrder))
 	}

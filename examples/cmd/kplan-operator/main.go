@@ -1,0 +1,71 @@
+// Command kplan-operator runs the example operator: the ranktable and ConfigMapSet
+// controllers and the pod mutating webhook of package operator. See
+// examples/DEVELOPERS.md for running it against a cluster with the manifests under
+// examples/config.
+package main
+
+import (
+	"flag"
+	"fmt"
+	"net/http"
+	"os"
+
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	"sigs.k8s.io/controller-runtime/pkg/webhook"
+
+	"github.com/kplan-dev/kplan/examples/operator"
+	"github.com/kplan-dev/kplan/ranktable"
+)
+
+func main() {
+	var opts operator.Options
+	metricsAddr := flag.String("metrics-bind-address", ":8080", "address the metrics endpoint binds to")
+	probeAddr := flag.String("health-probe-bind-address", ":8081", "address the health probes bind to")
+	webhookPort := flag.Int("webhook-port", 9443, "port the webhook server listens on")
+	certDir := flag.String("webhook-cert-dir", "/tmp/k8s-webhook-server/serving-certs", "directory holding tls.crt and tls.key for the webhook server")
+	flag.StringVar(&opts.TemplateNamespace, "template-namespace", ranktable.DefaultTemplateNamespace, "namespace of the ranktable template ConfigMaps")
+	flag.DurationVar(&opts.RanktableTimeout, "ranktable-timeout", 0, "how long a ranktable group may wait for pod annotations (0: forever)")
+	flag.StringVar(&opts.WaitImage, "wait-image", ranktable.DefaultWaitImage, "image of the ranktable wait init container")
+	flag.StringVar(&opts.SidecarImage, "sidecar-image", operator.DefaultSidecarImage, "image of the ConfigMapSet reload sidecar")
+	zopts := zap.Options{}
+	zopts.BindFlags(flag.CommandLine)
+	flag.Parse()
+	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&zopts)))
+
+	if err := run(opts, *metricsAddr, *probeAddr, *webhookPort, *certDir); err != nil {
+		fmt.Fprintln(os.Stderr, "kplan-operator:", err)
+		os.Exit(1)
+	}
+}
+
+func run(opts operator.Options, metricsAddr, probeAddr string, webhookPort int, certDir string) error {
+	scheme, err := operator.NewScheme()
+	if err != nil {
+		return err
+	}
+	cfg, err := ctrl.GetConfig()
+	if err != nil {
+		return err
+	}
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+		Scheme:                 scheme,
+		Metrics:                metricsserver.Options{BindAddress: metricsAddr},
+		HealthProbeBindAddress: probeAddr,
+		WebhookServer:          webhook.NewServer(webhook.Options{Port: webhookPort, CertDir: certDir}),
+	})
+	if err != nil {
+		return err
+	}
+	if err := operator.Setup(mgr, opts); err != nil {
+		return err
+	}
+	if err := mgr.AddHealthzCheck("ping", func(*http.Request) error { return nil }); err != nil {
+		return err
+	}
+	if err := mgr.AddReadyzCheck("webhook", mgr.GetWebhookServer().StartedChecker()); err != nil {
+		return err
+	}
+	return mgr.Start(ctrl.SetupSignalHandler())
+}

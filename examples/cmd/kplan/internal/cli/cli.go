@@ -1,0 +1,401 @@
+package cli
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+	"time"
+
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"sigs.k8s.io/yaml"
+
+	"github.com/kplan-dev/kplan/examples/cmd/kplan/internal/manifest"
+)
+
+// Exit codes.
+const (
+	ExitOK    = 0
+	ExitError = 1 // bad input: the plan could not be made
+	ExitUsage = 2 // bad command line
+)
+
+// command is one subcommand.
+type command struct {
+	name, summary, usage string
+	// flags registers the command's own flags on fs.
+	flags func(fs *flag.FlagSet, o *options)
+	// run plans from the objects and returns the value to print.
+	run func(o *options, objs []manifest.Object) (any, error)
+}
+
+var commands = []*command{rankTableCommand, rolloutCommand, revisionCommand, rdmaCommand, patchCommand}
+
+// options are every command's flag values.
+type options struct {
+	files  stringList
+	output string
+	now    timeFlag
+
+	// ranktable and patch
+	templatesNamespace string
+	owner              string
+	expect             stringList
+	order              string
+	timeout            time.Duration
+	timestamp          string
+	configMapsOnly     bool
+
+	// rollout
+	mode, target                   string
+	replicas                       int
+	maxUnavailable, maxSurge       string
+	latestRatio                    string
+	versionOrder, history, columns string
+	labels                         string
+	revisionLabel, gangLabel       string
+	columnLabel                    string
+	gangSize                       int
+	minReadySeconds                int
+	simulate                       bool
+	maxSteps                       int
+
+	// revision, rdma and patch
+	set, pod, node, model   string
+	kubeVersion             string
+	sidecarImage, waitImage string
+}
+
+// usageError is a bad command line: exit code 2.
+type usageError struct{ msg string }
+
+func (e usageError) Error() string { return e.msg }
+
+func usagef(format string, args ...any) error { return usageError{fmt.Sprintf(format, args...)} }
+
+// Main runs kplan with args (without the program name) and returns the exit code.
+// The plan goes to stdout only when it is complete; errors are one line on stderr.
+func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		fmt.Fprintf(stderr, "kplan: no command (want one of %s; see kplan --help)\n", commandNames())
+		return ExitUsage
+	}
+	switch args[0] {
+	case "-h", "-help", "--help", "help":
+		fmt.Fprint(stdout, mainUsage())
+		return ExitOK
+	}
+	var cmd *command
+	for _, c := range commands {
+		if c.name == args[0] {
+			cmd = c
+		}
+	}
+	if cmd == nil {
+		fmt.Fprintf(stderr, "kplan: unknown command %q (want one of %s; see kplan --help)\n", args[0], commandNames())
+		return ExitUsage
+	}
+	out, err := runCommand(cmd, args[1:], stdin)
+	var ue usageError
+	switch {
+	case errors.Is(err, flag.ErrHelp):
+		fmt.Fprint(stdout, commandUsage(cmd))
+		return ExitOK
+	case errors.As(err, &ue):
+		fmt.Fprintf(stderr, "kplan %s: %s (see kplan %s --help)\n", cmd.name, oneLine(err.Error()), cmd.name)
+		return ExitUsage
+	case err != nil:
+		fmt.Fprintf(stderr, "kplan %s: %s\n", cmd.name, oneLine(err.Error()))
+		return ExitError
+	}
+	if _, err := stdout.Write(out); err != nil {
+		fmt.Fprintf(stderr, "kplan %s: writing the plan: %s\n", cmd.name, oneLine(err.Error()))
+		return ExitError
+	}
+	return ExitOK
+}
+
+// runCommand parses the flags, reads the manifests, plans, and renders the output.
+func runCommand(cmd *command, args []string, stdin io.Reader) ([]byte, error) {
+	fs := flag.NewFlagSet("kplan "+cmd.name, flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	o := &options{}
+	fs.Var(&o.files, "f", "manifest file, directory, or - for stdin (repeatable)")
+	fs.StringVar(&o.output, "o", "yaml", "output format: yaml or json")
+	cmd.flags(fs, o)
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return nil, err
+		}
+		return nil, usageError{err.Error()}
+	}
+	if fs.NArg() > 0 {
+		return nil, usagef("unexpected argument %q (manifests are given with -f)", fs.Arg(0))
+	}
+	if len(o.files) == 0 {
+		return nil, usagef("no manifests: give -f FILE, -f DIR or -f - for stdin")
+	}
+	switch o.output {
+	case "yaml", "json":
+	case "table":
+		if !o.simulate {
+			return nil, usagef("-o table needs --simulate")
+		}
+	default:
+		return nil, usagef("-o %q: want yaml or json", o.output)
+	}
+	objs, err := manifest.Read(manifest.OSFS{}, o.files, stdin)
+	if err != nil {
+		return nil, err
+	}
+	if err := manifest.Dedupe(objs, defaultNamespace); err != nil {
+		return nil, err
+	}
+	v, err := cmd.run(o, objs)
+	if err != nil {
+		return nil, err
+	}
+	if t, ok := v.(tableOutput); ok && (o.output == "table" || !o.outputSet(fs)) {
+		return t.Table(), nil
+	}
+	return render(v, o.output)
+}
+
+// outputSet reports whether -o was given.
+func (o *options) outputSet(fs *flag.FlagSet) bool {
+	set := false
+	fs.Visit(func(f *flag.Flag) { set = set || f.Name == "o" })
+	return set
+}
+
+// tableOutput is a result printed as a table by default (rollout --simulate).
+type tableOutput interface{ Table() []byte }
+
+// render marshals v as YAML or JSON.
+func render(v any, format string) ([]byte, error) {
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return nil, fmt.Errorf("rendering the plan: %v", err)
+	}
+	if format == "json" {
+		return append(b, '\n'), nil
+	}
+	y, err := yaml.JSONToYAML(b)
+	if err != nil {
+		return nil, fmt.Errorf("rendering the plan: %v", err)
+	}
+	return y, nil
+}
+
+func mainUsage() string {
+	var b strings.Builder
+	b.WriteString(`kplan prints what kplan's planning functions would do, from manifests as
+"kubectl get -o yaml" prints them (single objects, Lists, multi-document files).
+
+Usage:
+  kplan COMMAND -f FILE|DIR|- [-f ...] [-o yaml|json] [flags]
+
+Commands:
+`)
+	for _, c := range commands {
+		fmt.Fprintf(&b, "  %-10s %s\n", c.name, c.summary)
+	}
+	b.WriteString(`
+Run "kplan COMMAND --help" for a command's flags. Exit codes: 0 plan printed,
+1 bad input (one line on stderr naming the file and object), 2 bad usage.
+`)
+	return b.String()
+}
+
+func commandUsage(cmd *command) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "kplan %s: %s\n\n%s\nFlags:\n", cmd.name, cmd.summary, cmd.usage)
+	fs := flag.NewFlagSet(cmd.name, flag.ContinueOnError)
+	o := &options{}
+	fs.Var(&o.files, "f", "manifest file, directory, or - for stdin (repeatable)")
+	fs.StringVar(&o.output, "o", "yaml", "output format: yaml or json")
+	cmd.flags(fs, o)
+	fs.SetOutput(&b)
+	fs.PrintDefaults()
+	return b.String()
+}
+
+func commandNames() string {
+	var names []string
+	for _, c := range commands {
+		names = append(names, c.name)
+	}
+	return strings.Join(names, ", ")
+}
+
+// oneLine makes sure an error is printed on one line.
+func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
+
+// defaultNamespace is the namespace of objects that name none, as kubectl's default
+// context does.
+const defaultNamespace = "default"
+
+func namespaceOf(o *manifest.Object) string {
+	if o.Namespace == "" {
+		return defaultNamespace
+	}
+	return o.Namespace
+}
+
+// stringList is a repeatable string flag.
+type stringList []string
+
+func (s *stringList) String() string     { return strings.Join(*s, ",") }
+func (s *stringList) Set(v string) error { *s = append(*s, v); return nil }
+
+// timeFlag is an RFC 3339 time; unset means the current time.
+type timeFlag struct {
+	t   time.Time
+	set bool
+}
+
+func (f *timeFlag) String() string {
+	if !f.set {
+		return ""
+	}
+	return f.t.Format(time.RFC3339)
+}
+
+func (f *timeFlag) Set(v string) error {
+	t, err := time.Parse(time.RFC3339, v)
+	if err != nil {
+		return fmt.Errorf("want an RFC 3339 time like 2025-02-14T17:51:48Z")
+	}
+	f.t, f.set = t, true
+	return nil
+}
+
+// Time returns the flag's time, or the current time when it was not given.
+func (f *timeFlag) Time() time.Time {
+	if f.set {
+		return f.t
+	}
+	return time.Now().UTC().Truncate(time.Second)
+}
+
+// intOrString parses "3" or "25%" ("" is nil).
+func intOrString(flagName, v string) (*intstr.IntOrString, error) {
+	if v == "" {
+		return nil, nil
+	}
+	x := intstr.Parse(v)
+	if x.Type == intstr.String && !strings.HasSuffix(v, "%") {
+		return nil, usagef("--%s %q: want an integer or a percent like 25%%", flagName, v)
+	}
+	return &x, nil
+}
+
+// byKind returns the objects of kind (any API group), in input order.
+func byKind(objs []manifest.Object, kind string) []*manifest.Object {
+	var out []*manifest.Object
+	for i := range objs {
+		if objs[i].Kind == kind {
+			out = append(out, &objs[i])
+		}
+	}
+	return out
+}
+
+// pick selects one object of a kind by a flag value ("name" or "namespace/name"), or
+// the only one when the flag is empty.
+func pick(o *options, objs []*manifest.Object, kind, flagName, value string) (*manifest.Object, error) {
+	if value != "" {
+		ns, name, ok := strings.Cut(value, "/")
+		if !ok {
+			ns, name = "", value
+		}
+		var found []*manifest.Object
+		for _, obj := range objs {
+			if obj.Name == name && (ns == "" || namespaceOf(obj) == ns) {
+				found = append(found, obj)
+			}
+		}
+		switch len(found) {
+		case 0:
+			return nil, fmt.Errorf("no %s %q in %s (--%s)", kind, value, inputs(o), flagName)
+		case 1:
+			return found[0], nil
+		}
+		return nil, usagef("--%s %q matches %d %ss: give namespace/name", flagName, value, len(found), kind)
+	}
+	switch len(objs) {
+	case 0:
+		return nil, fmt.Errorf("no %s in %s", kind, inputs(o))
+	case 1:
+		return objs[0], nil
+	}
+	var names []string
+	for _, obj := range objs {
+		names = append(names, namespaceOf(obj)+"/"+obj.Name)
+	}
+	sort.Strings(names)
+	if len(names) > 5 {
+		names = append(names[:5], "...")
+	}
+	return nil, usagef("%d %ss in the input (%s): choose one with --%s", len(objs), kind, strings.Join(names, ", "), flagName)
+}
+
+// blame prefixes a library error with the place of the object it names: the first of
+// candidates whose "namespace/name" appears in the message, else primary. Library
+// errors name objects but not files.
+func blame(err error, primary *manifest.Object, candidates []*manifest.Object) error {
+	msg := err.Error()
+	for _, c := range candidates {
+		if mentions(msg, namespaceOf(c)+"/"+c.Name) {
+			return fmt.Errorf("%s: %v", c.Where(), err)
+		}
+	}
+	if primary == nil {
+		return err
+	}
+	return fmt.Errorf("%s: %v", primary.Where(), err)
+}
+
+// mentions reports whether msg names id as a whole word: "default/web-1" is not
+// mentioned by "default/web-10".
+func mentions(msg, id string) bool {
+	for i := 0; ; {
+		j := strings.Index(msg[i:], id)
+		if j < 0 {
+			return false
+		}
+		start, end := i+j, i+j+len(id)
+		if (start == 0 || !nameByte(msg[start-1])) && (end == len(msg) || !nameByte(msg[end])) {
+			return true
+		}
+		i = start + 1
+	}
+}
+
+func nameByte(b byte) bool {
+	return b >= 'a' && b <= 'z' || b >= '0' && b <= '9' || b == '-' || b == '.'
+}
+
+// buffer is a bytes.Buffer for tables.
+type buffer = bytes.Buffer
+
+func labelSet(m map[string]string) labels.Set { return labels.Set(m) }
+
+func intOrZero() intstr.IntOrString { return intstr.FromInt32(0) }
+
+// inputs names the -f arguments for messages about the input as a whole.
+func inputs(o *options) string {
+	names := make([]string, len(o.files))
+	for i, f := range o.files {
+		names[i] = f
+		if f == "-" {
+			names[i] = "stdin"
+		}
+	}
+	return strings.Join(names, ", ")
+}

@@ -1,0 +1,292 @@
+package cli
+
+import (
+	"flag"
+	"fmt"
+	"strconv"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/kplan-dev/kplan/examples/cmd/kplan/internal/manifest"
+	"github.com/kplan-dev/kplan/ranktable"
+)
+
+var rankTableCommand = &command{
+	name:    "ranktable",
+	summary: "the ranktable ConfigMaps to write and each group's status (ranktable.Plan)",
+	usage: `The input holds the owner (any kind annotated kthena.io/ranktable-template, e.g. a
+ModelServing or StatefulSet), its pods, and optionally the existing ranktable
+ConfigMaps and the template ConfigMaps (from --templates-namespace; templates
+that ship with kplan, like ascend-ranktable-template-mindie-role, need not be
+given). Prints the desired ConfigMaps with their action, each group's phase,
+the events to record and when to requeue.
+
+  kubectl get modelserving qwen -o yaml > owner.yaml
+  kubectl get pods -l modelserving.volcano.sh/name=qwen -o yaml | kplan ranktable -f owner.yaml -f -
+`,
+	flags: func(fs *flag.FlagSet, o *options) {
+		fs.StringVar(&o.owner, "owner", "", "the owner, as name or namespace/name, when the input holds several")
+		fs.StringVar(&o.templatesNamespace, "templates-namespace", ranktable.DefaultTemplateNamespace, "namespace of the template ConfigMaps")
+		fs.Var(&o.expect, "expect", "expected pods of a group, as group/role=N, /role=N or group=N (repeatable; default: every group expects the pods it has)")
+		fs.StringVar(&o.order, "order", "natural", "rank order: natural, lexicographic or podindex")
+		fs.DurationVar(&o.timeout, "timeout", 0, "how long a group may wait for its pods' annotations (0: forever)")
+		fs.Var(&o.now, "now", "the current time, RFC 3339 (default: the clock)")
+		fs.StringVar(&o.timestamp, "timestamp", "", "the value templates see as .Timestamp")
+		fs.BoolVar(&o.configMapsOnly, "configmaps", false, "print only the ConfigMaps to create or update, as a v1 List for kubectl apply")
+	},
+	run: runRankTable,
+}
+
+// rankTablePlan is what ranktable prints.
+type rankTablePlan struct {
+	Owner        string         `json:"owner"`
+	Template     string         `json:"template"`
+	Level        string         `json:"level"`
+	Groups       []groupStatus  `json:"groups"`
+	ConfigMaps   []configMapOut `json:"configMaps"`
+	Events       []eventOut     `json:"events,omitempty"`
+	RequeueAfter string         `json:"requeueAfter,omitempty"`
+}
+
+type groupStatus struct {
+	Group     string   `json:"group,omitempty"`
+	Role      string   `json:"role,omitempty"`
+	ConfigMap string   `json:"configMap"`
+	Phase     string   `json:"phase"`
+	Pods      int      `json:"pods"`
+	Expected  int      `json:"expected"`
+	Missing   []string `json:"missing,omitempty"`
+	Error     string   `json:"error,omitempty"`
+}
+
+type configMapOut struct {
+	Action    string            `json:"action"`
+	ConfigMap *corev1.ConfigMap `json:"configMap"`
+}
+
+type eventOut struct {
+	Type    string `json:"type"`
+	Reason  string `json:"reason"`
+	Object  string `json:"object"`
+	Message string `json:"message"`
+}
+
+// objectList is a v1 List.
+type objectList struct {
+	APIVersion string `json:"apiVersion"`
+	Kind       string `json:"kind"`
+	Items      []any  `json:"items"`
+}
+
+func runRankTable(o *options, objs []manifest.Object) (any, error) {
+	order, err := parseOrder(o.order)
+	if err != nil {
+		return nil, err
+	}
+	expected, err := parseExpect(o.expect)
+	if err != nil {
+		return nil, err
+	}
+	ownerObj, err := pick(o, rankTableOwners(objs), "owner annotated "+ranktable.AnnotationTemplate, "owner", o.owner)
+	if err != nil {
+		return nil, err
+	}
+	owner, tmpl, err := loadOwner(ownerObj, objs, o.templatesNamespace)
+	if err != nil {
+		return nil, err
+	}
+	pods, podObjs, err := decodePods(objs)
+	if err != nil {
+		return nil, err
+	}
+	var cms []*corev1.ConfigMap
+	for _, obj := range byKind(objs, "ConfigMap") {
+		if namespaceOf(obj) != owner.Namespace {
+			continue
+		}
+		cm := &corev1.ConfigMap{}
+		if err := obj.Decode(cm); err != nil {
+			return nil, err
+		}
+		cm.Namespace = namespaceOf(obj)
+		cms = append(cms, cm)
+	}
+	in := ranktable.Input{
+		Owner: owner, Template: tmpl, Pods: pods, ConfigMaps: cms, Expected: expected, Order: order,
+		Timeout: o.timeout, Timestamp: o.timestamp,
+	}
+	if o.timeout > 0 {
+		in.Now = o.now.Time()
+	}
+	res, err := ranktable.Plan(in)
+	if err != nil {
+		return nil, blame(err, ownerObj, podObjs)
+	}
+	if o.configMapsOnly {
+		list := objectList{APIVersion: "v1", Kind: "List", Items: []any{}}
+		for _, c := range res.ConfigMaps {
+			if c.Action != ranktable.ActionNone {
+				list.Items = append(list.Items, withTypeMeta(c.ConfigMap))
+			}
+		}
+		return list, nil
+	}
+	out := rankTablePlan{
+		Owner: ownerObj.ID(), Template: tmpl.Name, Level: string(res.Level),
+		Groups: []groupStatus{}, ConfigMaps: []configMapOut{},
+	}
+	for _, g := range res.Groups {
+		gs := groupStatus{
+			Group: g.Group.Group, Role: g.Group.Role, ConfigMap: g.ConfigMapName, Phase: string(g.Phase),
+			Pods: g.Pods, Expected: g.Expected, Missing: g.Missing,
+		}
+		if g.Error != nil {
+			gs.Error = g.Error.Error()
+		}
+		out.Groups = append(out.Groups, gs)
+	}
+	for _, c := range res.ConfigMaps {
+		out.ConfigMaps = append(out.ConfigMaps, configMapOut{Action: string(c.Action), ConfigMap: withTypeMeta(c.ConfigMap)})
+	}
+	for _, e := range res.Events {
+		out.Events = append(out.Events, eventOut{Type: e.Type, Reason: e.Reason, Object: e.Kind + " " + e.Object, Message: e.Message})
+	}
+	if res.RequeueAfter > 0 {
+		out.RequeueAfter = res.RequeueAfter.String()
+	}
+	return out, nil
+}
+
+func withTypeMeta(cm *corev1.ConfigMap) *corev1.ConfigMap {
+	cm = cm.DeepCopy()
+	cm.APIVersion, cm.Kind = "v1", "ConfigMap"
+	return cm
+}
+
+// rankTableOwners returns the objects annotated with a ranktable template.
+func rankTableOwners(objs []manifest.Object) []*manifest.Object {
+	var out []*manifest.Object
+	for i := range objs {
+		o := &objs[i]
+		if o.Kind == "Pod" || o.Kind == "ConfigMap" {
+			continue
+		}
+		var m struct {
+			Metadata struct {
+				Annotations map[string]any `json:"annotations"`
+			} `json:"metadata"`
+		}
+		if o.Decode(&m) == nil {
+			if _, ok := m.Metadata.Annotations[ranktable.AnnotationTemplate]; ok {
+				out = append(out, o)
+			}
+		}
+	}
+	return out
+}
+
+// loadOwner decodes the owner and loads the template its annotation names.
+func loadOwner(obj *manifest.Object, objs []manifest.Object, templatesNamespace string) (ranktable.Owner, *ranktable.Template, error) {
+	var m struct {
+		Metadata metav1.ObjectMeta `json:"metadata"`
+	}
+	if err := obj.Decode(&m); err != nil {
+		return ranktable.Owner{}, nil, err
+	}
+	owner := ranktable.Owner{ObjectMeta: m.Metadata, GVK: schema.FromAPIVersionAndKind(obj.APIVersion, obj.Kind)}
+	owner.Namespace = namespaceOf(obj)
+	if owner.UID == "" {
+		return owner, nil, obj.Errorf("metadata.uid is missing (the ranktable ConfigMaps and pods refer to the owner by uid; use kubectl get -o yaml output)")
+	}
+	ref := owner.Annotations[ranktable.AnnotationTemplate]
+	ns, name, ok := strings.Cut(ref, "/")
+	if !ok {
+		ns, name = templatesNamespace, ref
+	}
+	rt, rtWhere, err := findConfigMap(objs, ns, name)
+	if err != nil {
+		return owner, nil, err
+	}
+	if rt == nil {
+		return owner, nil, obj.Errorf("metadata.annotations[%s]: template ConfigMap %s/%s is neither in the input nor one of kplan's library templates",
+			ranktable.AnnotationTemplate, ns, name)
+	}
+	var parser *corev1.ConfigMap
+	if p := rt.Data[ranktable.KeyPodParserTemplate]; p != "" && !strings.HasPrefix(p, "builtin:") {
+		if parser, _, err = findConfigMap(objs, rt.Namespace, p); err != nil {
+			return owner, nil, err
+		}
+	}
+	tmpl, err := ranktable.LoadTemplate(rt, parser, ranktable.LoadOptions{})
+	if err != nil {
+		return owner, nil, fmt.Errorf("%s: %v", rtWhere, err)
+	}
+	return owner, tmpl, nil
+}
+
+// findConfigMap returns the ConfigMap namespace/name from the input, else from kplan's
+// template library, else nil; and where it came from.
+func findConfigMap(objs []manifest.Object, namespace, name string) (*corev1.ConfigMap, string, error) {
+	for _, obj := range byKind(objs, "ConfigMap") {
+		if obj.Name == name && namespaceOf(obj) == namespace {
+			cm := &corev1.ConfigMap{}
+			if err := obj.Decode(cm); err != nil {
+				return nil, "", err
+			}
+			cm.Namespace = namespace
+			return cm, obj.Where(), nil
+		}
+	}
+	if cm, ok := ranktable.LibraryConfigMap(name); ok && cm.Namespace == namespace {
+		return cm, "kplan's template library", nil
+	}
+	return nil, "", nil
+}
+
+// decodePods decodes every pod of the input, in input order.
+func decodePods(objs []manifest.Object) ([]*corev1.Pod, []*manifest.Object, error) {
+	var pods []*corev1.Pod
+	podObjs := byKind(objs, "Pod")
+	for _, obj := range podObjs {
+		p := &corev1.Pod{}
+		if err := obj.Decode(p); err != nil {
+			return nil, nil, err
+		}
+		p.Namespace = namespaceOf(obj)
+		pods = append(pods, p)
+	}
+	return pods, podObjs, nil
+}
+
+func parseOrder(s string) (ranktable.Order, error) {
+	switch strings.ToLower(s) {
+	case "natural":
+		return ranktable.Natural, nil
+	case "lexicographic":
+		return ranktable.Lexicographic, nil
+	case "podindex":
+		return ranktable.PodIndex, nil
+	}
+	return 0, usagef("--order %q: want natural, lexicographic or podindex", s)
+}
+
+// parseExpect reads --expect group/role=N flags.
+func parseExpect(flags []string) (map[ranktable.GroupKey]int, error) {
+	if len(flags) == 0 {
+		return nil, nil
+	}
+	m := map[ranktable.GroupKey]int{}
+	for _, f := range flags {
+		key, n, ok := strings.Cut(f, "=")
+		count, err := strconv.Atoi(n)
+		if !ok || err != nil || count < 0 || key == "" {
+			return nil, usagef("--expect %q: want group/role=N, /role=N or group=N with N >= 0", f)
+		}
+		group, role, _ := strings.Cut(key, "/")
+		m[ranktable.GroupKey{Group: group, Role: role}] = count
+	}
+	return m, nil
+}

@@ -1,0 +1,178 @@
+package cli
+
+import (
+	"encoding/json"
+	"flag"
+	"fmt"
+	"sort"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/kplan-dev/kplan/examples/cmd/kplan/internal/manifest"
+	"github.com/kplan-dev/kplan/revision"
+)
+
+var revisionCommand = &command{
+	name:    "revision",
+	summary: "a ConfigMapSet reconcile: the hub, pod annotations and status (revision.Plan)",
+	usage: `The input holds the ConfigMapSet (any API group), its pods, and optionally its
+hub ConfigMap ({name}-hub). Pods in the set's namespace that its selector
+matches are planned; others are ignored. Prints the hub ConfigMap to write
+(when it changes), the revisions it holds, a merge patch per pod, the new
+status and the events.
+
+Cold pods are listed with the reason and never patched: pods without the set's
+reload sidecar (created before the set or its webhook, or while injection was
+paused) and pods created before spec.containers last changed
+(status.lastContainersTimestamp) lack the set's mounts. Re-create them so the
+webhook injects them; until then the rollout cannot complete.
+
+  kubectl get configmapset engine-config -o yaml > set.yaml
+  kubectl get configmap engine-config-hub -o yaml > hub.yaml
+  kubectl get pods -l app=engine -o yaml | kplan revision -f set.yaml -f hub.yaml -f -
+`,
+	flags: func(fs *flag.FlagSet, o *options) {
+		fs.StringVar(&o.set, "set", "", "the ConfigMapSet, as name or namespace/name, when the input holds several")
+		fs.Var(&o.now, "now", "the current time, RFC 3339, written into timestamps (default: the clock)")
+	},
+	run: runRevision,
+}
+
+type revisionPlan struct {
+	Set            string                      `json:"set"`
+	UpdateRevision string                      `json:"updateRevision"`
+	Revisions      []string                    `json:"revisions"`
+	Hub            *corev1.ConfigMap           `json:"hub,omitempty"`
+	Pods           []podPatchOut               `json:"pods"`
+	Status         revision.ConfigMapSetStatus `json:"status"`
+	Events         []eventOut                  `json:"events,omitempty"`
+	// Cold are the matched pods the plan leaves alone, with the reason.
+	Cold []coldPodOut `json:"coldPods,omitempty"`
+	// Notes explain what the cold pods mean for the rollout.
+	Notes []string `json:"notes,omitempty"`
+}
+
+// coldPodOut is a pod revision.Plan never gives a new wanted revision.
+type coldPodOut struct {
+	Pod    string `json:"pod"`
+	Reason string `json:"reason"`
+}
+
+type podPatchOut struct {
+	Pod   string          `json:"pod"`
+	Patch json.RawMessage `json:"patch"`
+}
+
+func runRevision(o *options, objs []manifest.Object) (any, error) {
+	setObj, err := pick(o, byKind(objs, "ConfigMapSet"), "ConfigMapSet", "set", o.set)
+	if err != nil {
+		return nil, err
+	}
+	set := &revision.ConfigMapSet{}
+	if err := setObj.Decode(set); err != nil {
+		return nil, err
+	}
+	set.Namespace = namespaceOf(setObj)
+	pods, podObjs, err := matchedPods(setObj, set, objs)
+	if err != nil {
+		return nil, err
+	}
+	var hub *corev1.ConfigMap
+	if hub, _, err = findConfigMap(objs, set.Namespace, revision.HubName(set.Name)); err != nil {
+		return nil, err
+	}
+	res, err := revision.Plan(revision.Input{Set: set, Hub: hub, Pods: pods, Now: o.now.Time()})
+	if err != nil {
+		return nil, blame(err, setObj, podObjs)
+	}
+	out := revisionPlan{
+		Set: setObj.ID(), UpdateRevision: res.Status.UpdateRevision, Revisions: res.Revisions,
+		Pods: []podPatchOut{}, Status: res.Status,
+	}
+	if res.Hub != nil {
+		out.Hub = withTypeMeta(res.Hub)
+	}
+	for _, p := range res.Pods {
+		b, err := p.MergePatch()
+		if err != nil {
+			return nil, fmt.Errorf("pod %s/%s: %v", p.Namespace, p.Name, err)
+		}
+		out.Pods = append(out.Pods, podPatchOut{Pod: p.Namespace + "/" + p.Name, Patch: b})
+	}
+	for _, e := range res.Events {
+		out.Events = append(out.Events, eventOut{Type: e.Type, Reason: e.Reason, Object: setObj.ID(), Message: e.Message})
+	}
+	out.Cold = coldPods(set.Name, pods, res.Status.LastContainersTimestamp)
+	if n := len(out.Cold); n > 0 {
+		out.Notes = append(out.Notes, fmt.Sprintf(
+			"%d of %d matched pods are cold: the plan never changes their revision, so the rollout cannot complete; re-create them so the webhook injects them",
+			n, res.Status.MatchedPods))
+	}
+	return out, nil
+}
+
+// coldPods returns the pods revision.Plan leaves alone, as its documentation says:
+// pods without the set's reload sidecar (never injected) and pods created before
+// spec.containers last changed (lastContainers, from the new status). Terminating
+// pods are not planned at all and are not listed. The result is sorted by pod.
+func coldPods(setName string, pods []*corev1.Pod, lastContainers *metav1.Time) []coldPodOut {
+	sidecar := revision.ReloadSidecarName(setName)
+	var out []coldPodOut
+	for _, p := range pods {
+		if p.DeletionTimestamp != nil {
+			continue
+		}
+		reason := ""
+		switch {
+		case !hasContainer(p, sidecar):
+			reason = fmt.Sprintf("not injected (no reload sidecar %s)", sidecar)
+		case lastContainers != nil && !p.CreationTimestamp.IsZero() && p.CreationTimestamp.Before(lastContainers):
+			reason = fmt.Sprintf("created %s, before status.lastContainersTimestamp %s (lacks the current mounts)",
+				p.CreationTimestamp.UTC().Format(time.RFC3339), lastContainers.UTC().Format(time.RFC3339))
+		default:
+			continue
+		}
+		out = append(out, coldPodOut{Pod: p.Namespace + "/" + p.Name, Reason: reason})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Pod < out[j].Pod })
+	return out
+}
+
+// hasContainer reports whether the pod has a container or init container (native
+// sidecars are init containers) named name.
+func hasContainer(p *corev1.Pod, name string) bool {
+	for _, list := range [][]corev1.Container{p.Spec.InitContainers, p.Spec.Containers} {
+		for _, c := range list {
+			if c.Name == name {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// matchedPods returns the input's pods in the set's namespace that its selector
+// matches.
+func matchedPods(setObj *manifest.Object, set *revision.ConfigMapSet, objs []manifest.Object) ([]*corev1.Pod, []*manifest.Object, error) {
+	if set.Spec.Selector == nil {
+		return nil, nil, setObj.Errorf("spec.selector is missing")
+	}
+	sel, err := metav1.LabelSelectorAsSelector(set.Spec.Selector)
+	if err != nil {
+		return nil, nil, setObj.Errorf("spec.selector: %v", err)
+	}
+	all, allObjs, err := decodePods(objs)
+	if err != nil {
+		return nil, nil, err
+	}
+	var pods []*corev1.Pod
+	var podObjs []*manifest.Object
+	for i, p := range all {
+		if p.Namespace == set.Namespace && sel.Matches(labelSet(p.Labels)) {
+			pods, podObjs = append(pods, p), append(podObjs, allObjs[i])
+		}
+	}
+	return pods, podObjs, nil
+}

@@ -1,0 +1,17 @@
+// Package testenv starts a real kube-apiserver and etcd for the examples' integration
+// tests (controller-runtime envtest), building both binaries from Go modules.
+//
+// # Binaries
+//
+// The binaries are built from the tool modules under examples/tools/envtestbin
+// (kube-apiserver from k8s.io/kubernetes, etcd from go.etcd.io/etcd/server/v3), each
+// its own Go module so their dependencies never enter examples/go.mod. They are cached
+// in examples/.envtest/bin (git-ignored) together with a stamp: a hash of the tool
+// modules' go.mod, go.sum and main.go, the build flags and the Go version. A cache
+// whose stamp differs is rebuilt; a file lock keeps parallel test binaries from
+// building twice. The first build takes several minutes (the API server is large);
+// run `go -C examples run ./internal/testenv/prebuild` to build ahead of the tests.
+//
+// When KUBEBUILDER_ASSETS names a directory holding kube-apiserver and etcd, those
+// are used and nothing is built.
+package testenv

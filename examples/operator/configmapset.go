@@ -1,0 +1,131 @@
+package operator
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/events"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/kplan-dev/kplan/revision"
+)
+
+// ConfigMapSetReconciler writes each ConfigMapSet's hub ConfigMap, its pods' revision
+// annotations and its status, as revision.Plan says.
+type ConfigMapSetReconciler struct {
+	Client   client.Client
+	Recorder events.EventRecorder
+	// Now is the clock.
+	Now func() time.Time
+}
+
+// SetupWithManager registers the reconciler: ConfigMapSets, their hubs and the pods
+// their selectors match.
+func (r *ConfigMapSetReconciler) SetupWithManager(mgr ctrl.Manager) error {
+	return ctrl.NewControllerManagedBy(mgr).
+		Named("configmapset").
+		For(&revision.ConfigMapSet{}).
+		Owns(&corev1.ConfigMap{}).
+		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(r.setsOfPod)).
+		Complete(r)
+}
+
+// setsOfPod maps a pod to the ConfigMapSets of its namespace whose selector matches it.
+func (r *ConfigMapSetReconciler) setsOfPod(ctx context.Context, o client.Object) []reconcile.Request {
+	var sets revision.ConfigMapSetList
+	if err := r.Client.List(ctx, &sets, client.InNamespace(o.GetNamespace())); err != nil {
+		log.FromContext(ctx).Error(err, "listing ConfigMapSets for a pod")
+		return nil
+	}
+	var reqs []reconcile.Request
+	for i := range sets.Items {
+		sel, err := metav1.LabelSelectorAsSelector(sets.Items[i].Spec.Selector)
+		if err == nil && !sel.Empty() && sel.Matches(labels.Set(o.GetLabels())) {
+			reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&sets.Items[i])})
+		}
+	}
+	return reqs
+}
+
+// Reconcile plans one ConfigMapSet and writes the hub, the pod patches and the status,
+// in that order (a pod never names a revision the hub does not hold yet).
+func (r *ConfigMapSetReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	var set revision.ConfigMapSet
+	if err := r.Client.Get(ctx, req.NamespacedName, &set); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if set.DeletionTimestamp != nil {
+		return ctrl.Result{}, nil
+	}
+	if errs := revision.Validate(&set); len(errs) > 0 {
+		err := fmt.Errorf("ConfigMapSet %s: %w", req, errs.ToAggregate())
+		r.Recorder.Eventf(&set, nil, corev1.EventTypeWarning, "InvalidSpec", "Reconcile", "%v", err)
+		return ctrl.Result{}, reconcile.TerminalError(err)
+	}
+	sel, err := metav1.LabelSelectorAsSelector(set.Spec.Selector)
+	if err != nil {
+		return ctrl.Result{}, reconcile.TerminalError(err)
+	}
+	var pods corev1.PodList
+	if err := r.Client.List(ctx, &pods, client.InNamespace(set.Namespace), client.MatchingLabelsSelector{Selector: sel}); err != nil {
+		return ctrl.Result{}, err
+	}
+	var hub *corev1.ConfigMap
+	var cur corev1.ConfigMap
+	switch err := r.Client.Get(ctx, types.NamespacedName{Namespace: set.Namespace, Name: revision.HubName(set.Name)}, &cur); {
+	case err == nil:
+		hub = &cur
+	case !apierrors.IsNotFound(err):
+		return ctrl.Result{}, err
+	}
+	res, err := revision.Plan(revision.Input{Set: &set, Hub: hub, Pods: podPointers(pods.Items), Now: r.Now()})
+	if err != nil {
+		r.Recorder.Eventf(&set, nil, corev1.EventTypeWarning, "PlanFailed", "Reconcile", "%v", err)
+		return ctrl.Result{}, err
+	}
+	if res.Hub != nil {
+		if hub == nil {
+			if err := controllerutil.SetControllerReference(&set, res.Hub, r.Client.Scheme()); err != nil {
+				return ctrl.Result{}, err
+			}
+			err = r.Client.Create(ctx, res.Hub)
+		} else {
+			err = r.Client.Update(ctx, res.Hub)
+		}
+		if err != nil {
+			return ctrl.Result{}, fmt.Errorf("hub ConfigMap %s/%s: %w", res.Hub.Namespace, res.Hub.Name, err)
+		}
+	}
+	for _, p := range res.Pods {
+		patch, err := p.MergePatch()
+		if err != nil {
+			return ctrl.Result{}, err
+		}
+		pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: p.Namespace, Name: p.Name}}
+		if err := r.Client.Patch(ctx, pod, client.RawPatch(types.MergePatchType, patch)); client.IgnoreNotFound(err) != nil {
+			return ctrl.Result{}, fmt.Errorf("pod %s/%s: %w", p.Namespace, p.Name, err)
+		}
+	}
+	if !equality.Semantic.DeepEqual(set.Status, res.Status) {
+		set.Status = res.Status
+		if err := r.Client.Status().Update(ctx, &set); err != nil {
+			return ctrl.Result{}, err
+		}
+	}
+	for _, ev := range res.Events {
+		r.Recorder.Eventf(&set, nil, ev.Type, ev.Reason, "Reconcile", "%s", ev.Message)
+	}
+	return ctrl.Result{}, nil
+}

@@ -1,0 +1,293 @@
+package operator_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"k8s.io/client-go/rest"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/config"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	"sigs.k8s.io/controller-runtime/pkg/webhook"
+
+	"github.com/kplan-dev/kplan/examples/internal/testenv"
+	"github.com/kplan-dev/kplan/examples/operator"
+	"github.com/kplan-dev/kplan/ranktable"
+)
+
+// The environment every test shares: one API server and etcd, an administrator client
+// for the tests, and the operator running as its ServiceAccount with only the RBAC of
+// config/rbac.
+var (
+	env      *testenv.Env
+	scheme   *runtime.Scheme
+	admin    client.Client
+	operCfg  *rest.Config // the operator's identity: the ServiceAccount, impersonated
+	mgrMu    sync.Mutex
+	mgrStop  context.CancelFunc
+	mgrDone  chan error
+	nsSerial int
+)
+
+const (
+	operatorNamespace = "kplan-system"
+	operatorSA        = "kplan-operator"
+)
+
+func TestMain(m *testing.M) {
+	code, err := run(m)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "operator integration tests:", err)
+		os.Exit(1)
+	}
+	os.Exit(code)
+}
+
+func run(m *testing.M) (int, error) {
+	// Reconcile errors (conflicts, a broken group) are part of the scenarios: log only
+	// when asked to.
+	if os.Getenv("KPLAN_TEST_VERBOSE") != "" {
+		ctrl.SetLogger(zap.New(zap.WriteTo(os.Stderr), zap.UseDevMode(true)))
+	} else {
+		ctrl.SetLogger(logr.Discard())
+	}
+	ctx := context.Background()
+	var err error
+	if scheme, err = operator.NewScheme(); err != nil {
+		return 0, err
+	}
+	env, err = testenv.Start(ctx, testenv.Options{
+		CRDDirectoryPaths: []string{"config/crd"},
+		WebhookPaths:      []string{"config/webhook"},
+	})
+	if err != nil {
+		return 0, err
+	}
+	defer env.Stop()
+	if admin, err = client.New(env.Config, client.Options{Scheme: scheme}); err != nil {
+		return 0, err
+	}
+	if err := setupCluster(ctx); err != nil {
+		return 0, err
+	}
+	operCfg = rest.CopyConfig(env.Config)
+	operCfg.Impersonate = rest.ImpersonationConfig{
+		UserName: "system:serviceaccount:" + operatorNamespace + ":" + operatorSA,
+		Groups:   []string{"system:serviceaccounts", "system:serviceaccounts:" + operatorNamespace, "system:authenticated"},
+	}
+	if err := startManager(nil); err != nil {
+		return 0, err
+	}
+	code := m.Run()
+	if err := stopManager(); err != nil && code == 0 {
+		return 0, err
+	}
+	return code, nil
+}
+
+// setupCluster creates the namespaces, applies config/rbac and loads the ranktable
+// template library into the templates namespace.
+func setupCluster(ctx context.Context) error {
+	for _, ns := range []string{operatorNamespace, ranktable.DefaultTemplateNamespace} {
+		if err := admin.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
+			return err
+		}
+	}
+	objs, err := readManifests(filepath.Join("..", "config", "rbac", "role.yaml"))
+	if err != nil {
+		return err
+	}
+	for _, o := range objs {
+		if err := admin.Create(ctx, o); err != nil {
+			return fmt.Errorf("applying config/rbac: %s %s: %w", o.GetObjectKind().GroupVersionKind().Kind, o.GetName(), err)
+		}
+	}
+	for _, cm := range ranktable.LibraryConfigMaps() {
+		if err := admin.Create(ctx, cm); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// readManifests decodes the YAML documents of a file into typed objects.
+func readManifests(path string) ([]client.Object, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	dec := utilyaml.NewYAMLOrJSONDecoder(f, 4096)
+	var out []client.Object
+	for {
+		var u struct {
+			metav1.TypeMeta `json:",inline"`
+		}
+		var raw runtime.RawExtension
+		if err := dec.Decode(&raw); err != nil {
+			if errors.Is(err, io.EOF) {
+				return out, nil
+			}
+			return nil, err
+		}
+		if len(raw.Raw) == 0 {
+			continue
+		}
+		if err := utilyaml.Unmarshal(raw.Raw, &u); err != nil {
+			return nil, err
+		}
+		var o client.Object
+		switch u.Kind {
+		case "ClusterRole":
+			o = &rbacv1.ClusterRole{}
+		case "ClusterRoleBinding":
+			o = &rbacv1.ClusterRoleBinding{}
+		case "ServiceAccount":
+			o = &corev1.ServiceAccount{}
+		default:
+			return nil, fmt.Errorf("%s: unexpected kind %q", path, u.Kind)
+		}
+		if err := utilyaml.Unmarshal(raw.Raw, o); err != nil {
+			return nil, err
+		}
+		out = append(out, o)
+	}
+}
+
+// managerOptions lets a test wrap the operator's client (to inject a concurrent
+// writer) or change its clock.
+type managerOptions struct {
+	wrap func(client.Client) client.Client
+	now  func() time.Time
+}
+
+// startManager starts the operator (both controllers and the webhook) as its
+// ServiceAccount.
+func startManager(o *managerOptions) error {
+	mgrMu.Lock()
+	defer mgrMu.Unlock()
+	if o == nil {
+		o = &managerOptions{}
+	}
+	wh := env.Webhook
+	opts := ctrl.Options{
+		Scheme:  scheme,
+		Metrics: metricsserver.Options{BindAddress: "0"},
+		WebhookServer: webhook.NewServer(webhook.Options{
+			Host: wh.LocalServingHost, Port: wh.LocalServingPort, CertDir: wh.LocalServingCertDir,
+		}),
+		Controller: ctrlConfig(),
+	}
+	if o.wrap != nil {
+		opts.NewClient = func(cfg *rest.Config, co client.Options) (client.Client, error) {
+			c, err := client.New(cfg, co)
+			if err != nil {
+				return nil, err
+			}
+			return o.wrap(c), nil
+		}
+	}
+	mgr, err := ctrl.NewManager(operCfg, opts)
+	if err != nil {
+		return err
+	}
+	if err := operator.Setup(mgr, operator.Options{Now: o.now}); err != nil {
+		return err
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- mgr.Start(ctx) }()
+	// Wait until the webhook answers, so pods created next are mutated.
+	if err := waitFor(30*time.Second, func() error { return mgr.GetWebhookServer().StartedChecker()(nil) }); err != nil {
+		cancel()
+		return fmt.Errorf("webhook server did not start: %w", err)
+	}
+	mgrStop, mgrDone = cancel, done
+	return nil
+}
+
+// stopManager stops the running operator and waits for it.
+func stopManager() error {
+	mgrMu.Lock()
+	defer mgrMu.Unlock()
+	if mgrStop == nil {
+		return nil
+	}
+	mgrStop()
+	err := <-mgrDone
+	mgrStop, mgrDone = nil, nil
+	return err
+}
+
+// restartManager stops the operator and starts a new one with o.
+func restartManager(t *testing.T, o *managerOptions) {
+	t.Helper()
+	if err := stopManager(); err != nil {
+		t.Fatalf("stopping the operator: %v", err)
+	}
+	if err := startManager(o); err != nil {
+		t.Fatalf("starting the operator: %v", err)
+	}
+}
+
+// newNamespace creates a namespace for one test.
+func newNamespace(t *testing.T) string {
+	t.Helper()
+	mgrMu.Lock()
+	nsSerial++
+	name := fmt.Sprintf("t%d", nsSerial)
+	mgrMu.Unlock()
+	if err := admin.Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}); err != nil {
+		t.Fatal(err)
+	}
+	return name
+}
+
+// waitFor polls f until it returns nil or the timeout passes, and returns its last
+// error.
+func waitFor(timeout time.Duration, f func() error) error {
+	deadline := time.Now().Add(timeout)
+	for {
+		err := f()
+		if err == nil {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return err
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// eventually fails the test when f does not succeed within 30 seconds.
+func eventually(t *testing.T, what string, f func() error) {
+	t.Helper()
+	if err := waitFor(30*time.Second, f); err != nil {
+		t.Fatalf("%s: %v", what, err)
+	}
+}
+
+func isNotFound(err error) bool { return apierrors.IsNotFound(err) }
+
+// ctrlConfig lets a restarted operator register its controllers under the same names
+// (controller-runtime refuses duplicate names within one process otherwise).
+func ctrlConfig() config.Controller {
+	skip := true
+	return config.Controller{SkipNameValidation: &skip}
+}

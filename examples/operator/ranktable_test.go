@@ -1,0 +1,486 @@
+package operator_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
+
+	"github.com/kplan-dev/kplan/ranktable"
+)
+
+// newOwner creates a StatefulSet annotated with the MindIE role template. Its pods
+// are selected by app=name; templateLabels are added to the pod template.
+func newOwner(t *testing.T, ns, name string, replicas int32, templateLabels map[string]string) *appsv1.StatefulSet {
+	t.Helper()
+	lbls := map[string]string{"app": name}
+	for k, v := range templateLabels {
+		lbls[k] = v
+	}
+	sts := &appsv1.StatefulSet{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name,
+			Annotations: map[string]string{ranktable.AnnotationTemplate: ranktable.LibraryMindIERole}},
+		Spec: appsv1.StatefulSetSpec{
+			Replicas: &replicas,
+			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": name}},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: lbls},
+				Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "inference", Image: "busybox:1.36"}}},
+			},
+		},
+	}
+	if err := admin.Create(context.Background(), sts); err != nil {
+		t.Fatal(err)
+	}
+	return sts
+}
+
+// newPod creates a pod of owner as the StatefulSet controller would (there is none on
+// a bare API server), through the webhook.
+func newPod(t *testing.T, owner *appsv1.StatefulSet, name string, extraLabels map[string]string) *corev1.Pod {
+	t.Helper()
+	lbls := map[string]string{}
+	for k, v := range owner.Spec.Template.Labels {
+		lbls[k] = v
+	}
+	for k, v := range extraLabels {
+		lbls[k] = v
+	}
+	yes := true
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: owner.Namespace, Name: name, Labels: lbls,
+			OwnerReferences: []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "StatefulSet", Name: owner.Name, UID: owner.UID, Controller: &yes, BlockOwnerDeletion: &yes}}},
+		Spec: *owner.Spec.Template.Spec.DeepCopy(),
+	}
+	if err := admin.Create(context.Background(), pod); err != nil {
+		t.Fatalf("creating pod %s: %v", name, err)
+	}
+	return pod
+}
+
+// deviceAnnotation is the design's ascend.com/ranktable annotation: 8 devices with IPs
+// prefix.first .. prefix.first+7.
+func deviceAnnotation(pod, server, prefix string, first int) string {
+	devs := make([]map[string]string, 8)
+	for i := range devs {
+		devs[i] = map[string]string{"device_id": fmt.Sprint(i), "device_ip": fmt.Sprintf("%s.%d", prefix, first+i)}
+	}
+	b, _ := json.Marshal(map[string]any{"pod_name": pod, "server_id": server, "devices": devs})
+	return string(b)
+}
+
+// annotate writes a pod's device annotation, as the device plugin would.
+func annotate(t *testing.T, ns, pod, value string) {
+	t.Helper()
+	patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]string{ranktable.DefaultAnnotationName: value}}})
+	p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: pod}}
+	if err := admin.Patch(context.Background(), p, client.RawPatch(types.MergePatchType, patch)); err != nil {
+		t.Fatalf("annotating pod %s: %v", pod, err)
+	}
+}
+
+// tableIs waits until the ConfigMap's ranktable.json is want.
+func tableIs(t *testing.T, ns, name, want, what string) *corev1.ConfigMap {
+	t.Helper()
+	var cm corev1.ConfigMap
+	eventually(t, what, func() error {
+		if err := admin.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: name}, &cm); err != nil {
+			return err
+		}
+		got, ok := cm.Data[ranktable.DefaultFilename]
+		if !ok || got != want {
+			return fmt.Errorf("ConfigMap %s/%s %s = %q, want %q", ns, name, ranktable.DefaultFilename, trim(got), trim(want))
+		}
+		return nil
+	})
+	return &cm
+}
+
+func trim(s string) string {
+	if len(s) > 200 {
+		return s[:200] + "..."
+	}
+	return s
+}
+
+// designTable is the design's expected table for the design's two pods.
+func designTable(t *testing.T) string {
+	t.Helper()
+	b, err := os.ReadFile("testdata/design-table.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+// designScenario creates the design's owner "qwen-inference" (2 replicas, role
+// worker) and its two pods, and annotates the first n of them.
+func designScenario(t *testing.T, ns string, annotated int) *appsv1.StatefulSet {
+	t.Helper()
+	sts := newOwner(t, ns, "qwen-inference", 2, map[string]string{ranktable.LabelRole: "worker"})
+	for i := 0; i < 2; i++ {
+		name := fmt.Sprintf("qwen-inference-worker-%d", i)
+		newPod(t, sts, name, nil)
+		if i < annotated {
+			annotate(t, ns, name, deviceAnnotation(name, fmt.Sprintf("192.168.1.%d", 10+i), "10.20.0", 2+8*i))
+		}
+	}
+	return sts
+}
+
+const designCM = "qwen-inference-worker-ranktable"
+
+// TestRanktableDesignScenario is the design's scenario end to end: owner and
+// templates give an empty ConfigMap, pods created through the webhook carry the
+// injection, annotations complete the table, a deleted pod resets it and a recreated
+// pod with new device IPs regenerates it.
+func TestRanktableDesignScenario(t *testing.T) {
+	ctx := context.Background()
+	ns := newNamespace(t)
+	createdBefore := counterValue(t, "ranktable_configmap_updates_total", "create")
+	sts := newOwner(t, ns, "qwen-inference", 2, map[string]string{ranktable.LabelRole: "worker"})
+
+	t.Run("the owner alone gets an empty ConfigMap it controls", func(t *testing.T) {
+		cm := tableIs(t, ns, designCM, "", "empty ConfigMap for the owner")
+		if !metav1.IsControlledBy(cm, sts) {
+			t.Errorf("ConfigMap owners %+v, want controller %s", cm.OwnerReferences, sts.Name)
+		}
+		if got := counterValue(t, "ranktable_configmap_updates_total", "create"); got <= createdBefore {
+			t.Errorf("ranktable_configmap_updates_total{action=create} = %v, want more than %v", got, createdBefore)
+		}
+	})
+
+	t.Run("pods created through the webhook carry the injection", func(t *testing.T) {
+		for i := 0; i < 2; i++ {
+			newPod(t, sts, fmt.Sprintf("qwen-inference-worker-%d", i), nil)
+		}
+		var pod corev1.Pod
+		if err := admin.Get(ctx, types.NamespacedName{Namespace: ns, Name: "qwen-inference-worker-0"}, &pod); err != nil {
+			t.Fatal(err)
+		}
+		var vol *corev1.Volume
+		for i := range pod.Spec.Volumes {
+			if pod.Spec.Volumes[i].Name == ranktable.VolumeName {
+				vol = &pod.Spec.Volumes[i]
+			}
+		}
+		if vol == nil || vol.ConfigMap == nil || vol.ConfigMap.Name != designCM {
+			t.Fatalf("volumes %+v: want %s from ConfigMap %s", pod.Spec.Volumes, ranktable.VolumeName, designCM)
+		}
+		if len(pod.Spec.InitContainers) != 1 || pod.Spec.InitContainers[0].Name != ranktable.InitContainerName {
+			t.Fatalf("init containers %+v, want %s", pod.Spec.InitContainers, ranktable.InitContainerName)
+		}
+		main := pod.Spec.Containers[0]
+		if len(main.VolumeMounts) != 1 || main.VolumeMounts[0].MountPath != ranktable.DefaultMountPath || main.VolumeMounts[0].SubPath != "" {
+			t.Errorf("inference mounts %+v, want %s without subPath", main.VolumeMounts, ranktable.DefaultMountPath)
+		}
+		wantEnv := ranktable.DefaultMountPath + "/" + ranktable.DefaultFilename
+		if len(main.Env) != 1 || main.Env[0].Name != "RANKTABLEFILE" || main.Env[0].Value != wantEnv {
+			t.Errorf("inference env %+v, want RANKTABLEFILE=%s", main.Env, wantEnv)
+		}
+		tableIs(t, ns, designCM, "", "table still empty without annotations")
+	})
+
+	t.Run("annotations complete the design's exact table", func(t *testing.T) {
+		for i := 0; i < 2; i++ {
+			name := fmt.Sprintf("qwen-inference-worker-%d", i)
+			annotate(t, ns, name, deviceAnnotation(name, fmt.Sprintf("192.168.1.%d", 10+i), "10.20.0", 2+8*i))
+		}
+		tableIs(t, ns, designCM, designTable(t), "the design's table")
+		waitEvent(t, ns, ranktable.ReasonGenerated, designCM)
+		if n := histogramCount(t, "ranktable_generation_duration_seconds"); n == 0 {
+			t.Error("ranktable_generation_duration_seconds has no observations")
+		}
+	})
+
+	t.Run("a deleted pod resets the table", func(t *testing.T) {
+		if err := admin.Delete(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "qwen-inference-worker-1"}}); err != nil {
+			t.Fatal(err)
+		}
+		tableIs(t, ns, designCM, "", "table reset after the pod went away")
+	})
+
+	t.Run("a recreated pod with new device IPs regenerates the table", func(t *testing.T) {
+		name := "qwen-inference-worker-1"
+		newPod(t, sts, name, nil)
+		annotate(t, ns, name, deviceAnnotation(name, "192.168.1.11", "10.30.0", 50))
+		var cm corev1.ConfigMap
+		eventually(t, "regenerated table", func() error {
+			if err := admin.Get(ctx, types.NamespacedName{Namespace: ns, Name: designCM}, &cm); err != nil {
+				return err
+			}
+			return checkRegenerated(cm.Data[ranktable.DefaultFilename])
+		})
+	})
+}
+
+// checkRegenerated checks the table after worker-1 came back on 10.30.0.50..57: the
+// first server keeps ranks 0-7 on its old IPs, the second has ranks 8-15 on the new
+// ones, and the table is complete.
+func checkRegenerated(s string) error {
+	var tab struct {
+		Status     string `json:"status"`
+		ServerList []struct {
+			ServerID string `json:"server_id"`
+			Device   []struct {
+				DeviceID string `json:"device_id"`
+				DeviceIP string `json:"device_ip"`
+				RankID   string `json:"rank_id"`
+			} `json:"device"`
+		} `json:"server_list"`
+	}
+	if s == "" {
+		return fmt.Errorf("table is empty")
+	}
+	if err := json.Unmarshal([]byte(s), &tab); err != nil {
+		return err
+	}
+	if tab.Status != ranktable.StatusCompleted || len(tab.ServerList) != 2 {
+		return fmt.Errorf("status %q with %d servers, want completed with 2", tab.Status, len(tab.ServerList))
+	}
+	for si, srv := range tab.ServerList {
+		if len(srv.Device) != 8 {
+			return fmt.Errorf("server %s has %d devices", srv.ServerID, len(srv.Device))
+		}
+		for di, d := range srv.Device {
+			ip := fmt.Sprintf("10.20.0.%d", 2+di)
+			if si == 1 {
+				ip = fmt.Sprintf("10.30.0.%d", 50+di)
+			}
+			if d.DeviceIP != ip || d.RankID != fmt.Sprint(8*si+di) {
+				return fmt.Errorf("server %s device %s: ip %s rank %s, want ip %s rank %d", srv.ServerID, d.DeviceID, d.DeviceIP, d.RankID, ip, 8*si+di)
+			}
+		}
+	}
+	return nil
+}
+
+// waitEvent waits for an event with reason regarding the named object (events.k8s.io).
+func waitEvent(t *testing.T, ns, reason, regarding string) *eventsv1.Event {
+	t.Helper()
+	var found *eventsv1.Event
+	eventually(t, fmt.Sprintf("event %s about %s", reason, regarding), func() error {
+		var list eventsv1.EventList
+		if err := admin.List(context.Background(), &list, client.InNamespace(ns)); err != nil {
+			return err
+		}
+		var seen []string
+		for i := range list.Items {
+			e := &list.Items[i]
+			if e.Reason == reason && e.Regarding.Name == regarding {
+				found = e
+				return nil
+			}
+			seen = append(seen, e.Reason+"/"+e.Regarding.Name)
+		}
+		return fmt.Errorf("not among %v", seen)
+	})
+	return found
+}
+
+// TestRanktableBrokenGroup: of two groups of one owner, the one whose pod has a bad
+// device IP fails with an event naming that pod; the other completes.
+func TestRanktableBrokenGroup(t *testing.T) {
+	ctx := context.Background()
+	ns := newNamespace(t)
+	errorsBefore := counterValue(t, "ranktable_generation_errors_total", "")
+	// No group label in the template: the pods' own labels form the groups, and each
+	// group expects the pods it has.
+	sts := newOwner(t, ns, "mixed", 3, nil)
+	for _, p := range []struct{ name, group string }{{"mixed-a-0", "mixed-a"}, {"mixed-a-1", "mixed-a"}, {"mixed-b-0", "mixed-b"}} {
+		newPod(t, sts, p.name, map[string]string{ranktable.LabelGroupName: p.group, ranktable.LabelRole: "worker"})
+	}
+	annotate(t, ns, "mixed-a-0", deviceAnnotation("mixed-a-0", "10.0.0.1", "10.1.0", 1))
+	annotate(t, ns, "mixed-a-1", deviceAnnotation("mixed-a-1", "10.0.0.2", "10.1.0", 11))
+	broken := strings.Replace(deviceAnnotation("mixed-b-0", "10.0.0.3", "10.1.0", 21), `"10.1.0.24"`, `"-1"`, 1)
+	annotate(t, ns, "mixed-b-0", broken)
+
+	var a corev1.ConfigMap
+	eventually(t, "group a completes", func() error {
+		if err := admin.Get(ctx, types.NamespacedName{Namespace: ns, Name: "mixed-a-worker-ranktable"}, &a); err != nil {
+			return err
+		}
+		if !strings.Contains(a.Data[ranktable.DefaultFilename], `"status": "completed"`) {
+			return fmt.Errorf("group a table: %q", trim(a.Data[ranktable.DefaultFilename]))
+		}
+		return nil
+	})
+	ev := waitEvent(t, ns, ranktable.ReasonGenerationFailed, "mixed")
+	if !strings.Contains(ev.Note, ns+"/mixed-b-0") || !strings.Contains(ev.Note, "-1") {
+		t.Errorf("failure event %q does not name pod %s/mixed-b-0 and its bad IP", ev.Note, ns)
+	}
+	if ev.Type != corev1.EventTypeWarning {
+		t.Errorf("failure event type %s, want Warning", ev.Type)
+	}
+	tableIs(t, ns, "mixed-b-worker-ranktable", "", "group b stays empty")
+	if got := counterValue(t, "ranktable_generation_errors_total", ""); got <= errorsBefore {
+		t.Errorf("ranktable_generation_errors_total = %v, want more than %v", got, errorsBefore)
+	}
+}
+
+// TestRanktableConflictRetry: another writer bumps the ConfigMap between the
+// operator's read and its update; the API server rejects the stale update and the
+// operator re-reads, re-plans and converges, keeping the other writer's change.
+func TestRanktableConflictRetry(t *testing.T) {
+	ns := newNamespace(t)
+	var bumps, conflicts atomic.Int32
+	restartManager(t, &managerOptions{wrap: func(c client.Client) client.Client {
+		return &racingClient{Client: c, race: func(ctx context.Context, obj client.Object) error {
+			cm, ok := obj.(*corev1.ConfigMap)
+			if !ok || cm.Namespace != ns || cm.Data[ranktable.DefaultFilename] == "" || bumps.Add(1) != 1 {
+				return nil
+			}
+			// The concurrent writer, through the administrator's client.
+			var cur corev1.ConfigMap
+			if err := admin.Get(ctx, client.ObjectKeyFromObject(cm), &cur); err != nil {
+				return err
+			}
+			metav1.SetMetaDataAnnotation(&cur.ObjectMeta, "example.com/other-writer", "was here")
+			return admin.Update(ctx, &cur)
+		}, conflicts: &conflicts}
+	}})
+	t.Cleanup(func() { restartManager(t, nil) })
+
+	// Pods first, annotations once the empty ConfigMap exists: the table then reaches
+	// the API server as an update, which the other writer races.
+	designScenario(t, ns, 0)
+	tableIs(t, ns, designCM, "", "the empty ConfigMap")
+	for i := 0; i < 2; i++ {
+		name := fmt.Sprintf("qwen-inference-worker-%d", i)
+		annotate(t, ns, name, deviceAnnotation(name, fmt.Sprintf("192.168.1.%d", 10+i), "10.20.0", 2+8*i))
+	}
+	cm := tableIs(t, ns, designCM, designTable(t), "the table after a conflict")
+	if conflicts.Load() == 0 {
+		t.Fatalf("no update conflicted (bumps: %d): the concurrent writer did not race the operator", bumps.Load())
+	}
+	if cm.Annotations["example.com/other-writer"] != "was here" {
+		t.Errorf("the other writer's annotation was lost: %v", cm.Annotations)
+	}
+}
+
+// TestRanktableOperatorRestart: the operator stops half way (one pod annotated) and a
+// new one finishes: the ConfigMap holds the same bytes as without the restart.
+func TestRanktableOperatorRestart(t *testing.T) {
+	ns := newNamespace(t)
+	designScenario(t, ns, 1)
+	tableIs(t, ns, designCM, "", "empty table with one of two pods annotated")
+	if err := stopManager(); err != nil {
+		t.Fatal(err)
+	}
+	name := "qwen-inference-worker-1"
+	annotate(t, ns, name, deviceAnnotation(name, "192.168.1.11", "10.20.0", 10))
+	if err := startManager(nil); err != nil {
+		t.Fatal(err)
+	}
+	tableIs(t, ns, designCM, designTable(t), "the design's table after the restart")
+}
+
+// TestRanktableLongNames: the longest owner name a StatefulSet may have (63
+// characters) with the longest role label gives a long ConfigMap name, and the
+// API server accepts the name and the library's labels and annotations.
+func TestRanktableLongNames(t *testing.T) {
+	ns := newNamespace(t)
+	name, role := strings.Repeat("o", 63), strings.Repeat("r", 63)
+	sts := newOwner(t, ns, name, 1, map[string]string{ranktable.LabelRole: role})
+	want := ranktable.ConfigMapName(name, ranktable.GroupKey{Role: role})
+	newPod(t, sts, "p-0", nil)
+	annotate(t, ns, "p-0", deviceAnnotation("p-0", "10.0.0.1", "10.2.0", 1))
+	var cm corev1.ConfigMap
+	eventually(t, "ConfigMap of the long-named owner", func() error {
+		if err := admin.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: want}, &cm); err != nil {
+			return err
+		}
+		if !strings.Contains(cm.Data[ranktable.DefaultFilename], `"completed"`) {
+			return fmt.Errorf("table %q", trim(cm.Data[ranktable.DefaultFilename]))
+		}
+		return nil
+	})
+	if cm.Annotations[ranktable.AnnotationContentHash] == "" || cm.Annotations[ranktable.AnnotationPodsHash] == "" {
+		t.Errorf("annotations %v lack the library's hashes", cm.Annotations)
+	}
+}
+
+// counterValue reads a counter from controller-runtime's metrics registry (as the
+// metrics endpoint serves it), summing the series whose action label is action
+// ("" for any).
+func counterValue(t *testing.T, name, action string) float64 {
+	t.Helper()
+	fams, err := metrics.Registry.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum, found := 0.0, false
+	for _, f := range fams {
+		if f.GetName() != name {
+			continue
+		}
+		found = true
+		for _, m := range f.GetMetric() {
+			ok := action == ""
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "action" && l.GetValue() == action {
+					ok = true
+				}
+			}
+			if ok {
+				sum += m.GetCounter().GetValue()
+			}
+		}
+	}
+	if !found && action == "" {
+		t.Fatalf("metric %s is not registered", name)
+	}
+	return sum
+}
+
+// histogramCount returns how many observations a histogram of the registry holds.
+func histogramCount(t *testing.T, name string) uint64 {
+	t.Helper()
+	fams, err := metrics.Registry.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range fams {
+		if f.GetName() == name {
+			var n uint64
+			for _, m := range f.GetMetric() {
+				n += m.GetHistogram().GetSampleCount()
+			}
+			return n
+		}
+	}
+	t.Fatalf("metric %s is not registered", name)
+	return 0
+}
+
+// racingClient is the operator's real client with a hook that runs another writer just
+// before each update reaches the API server, and a count of the conflicts the API
+// server answers.
+type racingClient struct {
+	client.Client
+	race      func(context.Context, client.Object) error
+	conflicts *atomic.Int32
+}
+
+func (c *racingClient) Update(ctx context.Context, obj client.Object, opts ...client.UpdateOption) error {
+	if err := c.race(ctx, obj); err != nil {
+		return err
+	}
+	err := c.Client.Update(ctx, obj, opts...)
+	if apierrors.IsConflict(err) {
+		c.conflicts.Add(1)
+	}
+	return err
+}

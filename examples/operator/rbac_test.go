@@ -1,0 +1,48 @@
+package operator_test
+
+import (
+	"context"
+	"testing"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// TestRBAC: the operator runs (in every other test) as the ServiceAccount bound to
+// config/rbac; here the same identity is refused what the role does not grant, which
+// shows the API server enforces the role (the other tests would pass with any
+// superset otherwise).
+func TestRBAC(t *testing.T) {
+	ctx := context.Background()
+	ns := newNamespace(t)
+	c, err := client.New(operCfg, client.Options{Scheme: scheme})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "x"}}
+	if err := c.Create(ctx, cm); err != nil {
+		t.Fatalf("create ConfigMap as the operator: %v", err)
+	}
+	denied := []struct {
+		what string
+		do   func() error
+	}{
+		{"delete a ConfigMap", func() error { return c.Delete(ctx, cm) }},
+		{"create a pod", func() error {
+			return c.Create(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "p"},
+				Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "busybox"}}}})
+		}},
+		{"create a StatefulSet", func() error {
+			return c.Create(ctx, &appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "s"}})
+		}},
+		{"read a Secret", func() error { return c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "s"}, &corev1.Secret{}) }},
+	}
+	for _, d := range denied {
+		if err := d.do(); !apierrors.IsForbidden(err) {
+			t.Errorf("%s as the operator: %v, want Forbidden", d.what, err)
+		}
+	}
+}

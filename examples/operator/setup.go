@@ -1,0 +1,87 @@
+package operator
+
+import (
+	"cmp"
+	"fmt"
+	"time"
+
+	"k8s.io/client-go/discovery"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/webhook"
+
+	"github.com/kplan-dev/kplan/ranktable"
+)
+
+// Options configure Setup. The zero value works.
+type Options struct {
+	// TemplateNamespace holds the ranktable template ConfigMaps (default
+	// ranktable.DefaultTemplateNamespace).
+	TemplateNamespace string
+	// RanktableTimeout is how long a ranktable group may wait for its pods'
+	// annotations (0: forever).
+	RanktableTimeout time.Duration
+	// WaitImage is the ranktable wait container's image (default
+	// ranktable.DefaultWaitImage).
+	WaitImage string
+	// SidecarImage is the ConfigMapSet reload sidecar's image (default DefaultSidecarImage).
+	SidecarImage string
+	// KubeVersion is the cluster version; "" asks the API server.
+	KubeVersion string
+	// Now is the clock (default time.Now).
+	Now func() time.Time
+}
+
+// DefaultSidecarImage is the reload sidecar image used when Options.SidecarImage is
+// empty. The sidecar reads the hub file and writes the wanted revision's files
+// (revision.Hub.Files); this example does not ship one.
+const DefaultSidecarImage = "ghcr.io/kplan-dev/configmapset-reload:latest"
+
+// Setup adds the ranktable and ConfigMapSet controllers to mgr and registers the pod
+// mutating webhook at WebhookPath on its webhook server. mgr's scheme must hold
+// ConfigMapSet (see NewScheme).
+func Setup(mgr ctrl.Manager, opts Options) error {
+	opts.TemplateNamespace = cmp.Or(opts.TemplateNamespace, ranktable.DefaultTemplateNamespace)
+	opts.SidecarImage = cmp.Or(opts.SidecarImage, DefaultSidecarImage)
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	if opts.KubeVersion == "" {
+		dc, err := discovery.NewDiscoveryClientForConfig(mgr.GetConfig())
+		if err != nil {
+			return err
+		}
+		v, err := dc.ServerVersion()
+		if err != nil {
+			return fmt.Errorf("asking the API server for its version: %w", err)
+		}
+		opts.KubeVersion = v.GitVersion
+	}
+	rt := &RanktableReconciler{
+		Client:            mgr.GetClient(),
+		APIReader:         mgr.GetAPIReader(),
+		Recorder:          mgr.GetEventRecorder("kplan-ranktable"),
+		TemplateNamespace: opts.TemplateNamespace,
+		Timeout:           opts.RanktableTimeout,
+		Now:               opts.Now,
+	}
+	if err := rt.SetupWithManager(mgr); err != nil {
+		return err
+	}
+	cs := &ConfigMapSetReconciler{
+		Client:   mgr.GetClient(),
+		Recorder: mgr.GetEventRecorder("kplan-configmapset"),
+		Now:      opts.Now,
+	}
+	if err := cs.SetupWithManager(mgr); err != nil {
+		return err
+	}
+	mgr.GetWebhookServer().Register(WebhookPath, &webhook.Admission{Handler: &PodMutator{
+		Client:            mgr.GetClient(),
+		TemplateNamespace: opts.TemplateNamespace,
+		WaitImage:         opts.WaitImage,
+		SidecarImage:      opts.SidecarImage,
+		KubeVersion:       opts.KubeVersion,
+		Now:               opts.Now,
+	}})
+	return nil
+}

@@ -1,0 +1,171 @@
+package operator
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"slices"
+	"strings"
+	"time"
+
+	admissionv1 "k8s.io/api/admission/v1"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+
+	"github.com/kplan-dev/kplan/ranktable"
+	"github.com/kplan-dev/kplan/revision"
+	"github.com/kplan-dev/kplan/webhookpatch"
+)
+
+// WebhookPath is the URL path of the pod mutating webhook (see
+// config/webhook/manifests.yaml).
+const WebhookPath = "/mutate-v1-pod"
+
+// PodMutator is the mutating admission webhook for pod CREATE. It injects what the
+// pod's ranktable owner and matching ConfigMapSets need, and answers with the
+// webhookpatch.Diff of the pod before and after. A conflict with the user's own
+// objects rejects the pod; nothing is skipped silently.
+type PodMutator struct {
+	// Client reads StatefulSets, template ConfigMaps, ConfigMapSets and pods (cached).
+	Client            client.Reader
+	TemplateNamespace string
+	// WaitImage is the ranktable wait container's image ("" for the library default).
+	WaitImage string
+	// SidecarImage is the ConfigMapSet reload sidecar's image.
+	SidecarImage string
+	// KubeVersion is the cluster's version; it picks the sidecar mode.
+	KubeVersion string
+	// Now is the clock.
+	Now func() time.Time
+
+	decoder   admission.Decoder
+	templates ranktable.TemplateCache
+}
+
+// Handle implements admission.Handler.
+func (m *PodMutator) Handle(ctx context.Context, req admission.Request) admission.Response {
+	if req.Operation != admissionv1.Create {
+		return admission.Allowed("")
+	}
+	var pod corev1.Pod
+	if err := json.Unmarshal(req.Object.Raw, &pod); err != nil {
+		return admission.Errored(http.StatusBadRequest, err)
+	}
+	if pod.Namespace == "" {
+		pod.Namespace = req.Namespace // not set yet on CREATE; set on both sides of the diff
+	}
+	mutated, err := m.Mutate(ctx, &pod)
+	if err != nil {
+		return admission.Denied(err.Error())
+	}
+	ops, err := webhookpatch.Diff(&pod, mutated)
+	if err != nil {
+		return admission.Errored(http.StatusInternalServerError, err)
+	}
+	patch, pt, err := webhookpatch.Patch(ops)
+	if err != nil {
+		return admission.Errored(http.StatusInternalServerError, err)
+	}
+	return admission.Response{AdmissionResponse: admissionv1.AdmissionResponse{Allowed: true, Patch: patch, PatchType: pt}}
+}
+
+// Mutate returns a copy of pod with the ranktable and ConfigMapSet injections; pod is
+// not changed. Running it on its own result returns an equal pod.
+func (m *PodMutator) Mutate(ctx context.Context, pod *corev1.Pod) (*corev1.Pod, error) {
+	out := pod.DeepCopy()
+	if err := m.injectRanktable(ctx, out); err != nil {
+		return nil, fmt.Errorf("pod %s: ranktable: %w", podName(pod), err)
+	}
+	if err := m.injectConfigMapSets(ctx, out); err != nil {
+		return nil, fmt.Errorf("pod %s: %w", podName(pod), err)
+	}
+	if errs := webhookpatch.Validate(out); len(errs) > 0 {
+		return nil, fmt.Errorf("pod %s: injected pod is invalid: %w", podName(pod), errs.ToAggregate())
+	}
+	return out, nil
+}
+
+// injectRanktable injects the ranktable mount when the pod's controller is a
+// StatefulSet annotated with a ranktable template.
+func (m *PodMutator) injectRanktable(ctx context.Context, pod *corev1.Pod) error {
+	ref := metav1.GetControllerOf(pod)
+	if ref == nil || ref.Kind != "StatefulSet" || ref.APIVersion != appsv1.SchemeGroupVersion.String() {
+		return nil
+	}
+	var sts appsv1.StatefulSet
+	if err := m.Client.Get(ctx, types.NamespacedName{Namespace: pod.Namespace, Name: ref.Name}, &sts); err != nil {
+		return fmt.Errorf("owner StatefulSet %s/%s: %w", pod.Namespace, ref.Name, err)
+	}
+	name, ok := sts.Annotations[ranktable.AnnotationTemplate]
+	if !ok {
+		return nil
+	}
+	tmpl, err := loadTemplate(ctx, m.Client, &m.templates, m.TemplateNamespace, name)
+	if err != nil {
+		return err
+	}
+	level := tmpl.Level
+	if v, ok := sts.Annotations[ranktable.AnnotationLevel]; ok {
+		if level, err = ranktable.ParseLevel(v); err != nil {
+			return fmt.Errorf("owner StatefulSet %s/%s: annotation %s: %w", sts.Namespace, sts.Name, ranktable.AnnotationLevel, err)
+		}
+	}
+	key := ranktable.KeyOf(pod, level, ranktable.Grouping{})
+	_, err = ranktable.Inject(pod, ranktable.InjectOptions{
+		ConfigMapName: ranktable.ConfigMapName(sts.Name, key),
+		Template:      tmpl,
+		Image:         m.WaitImage,
+	})
+	return err
+}
+
+// injectConfigMapSets injects every ConfigMapSet of the pod's namespace whose selector
+// matches the pod, in name order.
+func (m *PodMutator) injectConfigMapSets(ctx context.Context, pod *corev1.Pod) error {
+	var sets revision.ConfigMapSetList
+	if err := m.Client.List(ctx, &sets, client.InNamespace(pod.Namespace)); err != nil {
+		return fmt.Errorf("listing ConfigMapSets: %w", err)
+	}
+	slices.SortFunc(sets.Items, func(a, b revision.ConfigMapSet) int { return strings.Compare(a.Name, b.Name) })
+	for i := range sets.Items {
+		set := &sets.Items[i]
+		if set.DeletionTimestamp != nil || set.Spec.Selector == nil {
+			continue
+		}
+		sel, err := metav1.LabelSelectorAsSelector(set.Spec.Selector)
+		if err != nil || sel.Empty() || !sel.Matches(labels.Set(pod.Labels)) {
+			continue // an invalid selector is reported by the controller
+		}
+		var pods corev1.PodList
+		if err := m.Client.List(ctx, &pods, client.InNamespace(pod.Namespace), client.MatchingLabelsSelector{Selector: sel}); err != nil {
+			return fmt.Errorf("ConfigMapSet %s: listing pods: %w", set.Name, err)
+		}
+		others := make([]*corev1.Pod, 0, len(pods.Items))
+		for j := range pods.Items {
+			if pods.Items[j].Name != pod.Name || pod.Name == "" {
+				others = append(others, &pods.Items[j])
+			}
+		}
+		if _, err := revision.Inject(pod, revision.InjectInput{
+			Set: set, Pods: others, KubeVersion: m.KubeVersion,
+			Sidecar: revision.SidecarOptions{Image: m.SidecarImage}, Now: m.Now(),
+		}); err != nil {
+			return fmt.Errorf("ConfigMapSet %s: %w", set.Name, err)
+		}
+	}
+	return nil
+}
+
+func podName(pod *corev1.Pod) string {
+	name := pod.Name
+	if name == "" {
+		name = pod.GenerateName + "*"
+	}
+	return pod.Namespace + "/" + name
+}

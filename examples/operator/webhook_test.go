@@ -1,0 +1,127 @@
+package operator_test
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	admissionv1 "k8s.io/api/admission/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+
+	"github.com/kplan-dev/kplan/examples/internal/testenv"
+	"github.com/kplan-dev/kplan/examples/operator"
+	"github.com/kplan-dev/kplan/ranktable"
+	"github.com/kplan-dev/kplan/revision"
+	"github.com/kplan-dev/kplan/webhookpatch"
+)
+
+// injectedPod creates a ranktable owner and a ConfigMapSet matching its pods, creates
+// one pod through the webhook and returns it as the API server stored it.
+func injectedPod(t *testing.T, ns string) *corev1.Pod {
+	t.Helper()
+	set := &revision.ConfigMapSet{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "engine-config"},
+		Spec: revision.ConfigMapSetSpec{
+			Selector:   &metav1.LabelSelector{MatchLabels: map[string]string{"app": "qwen-inference"}},
+			Data:       map[string]string{"engine.json": "{}"},
+			Containers: []revision.ContainerInjectSpec{{Name: "inference", MountPath: "/etc/engine"}},
+		},
+	}
+	if err := admin.Create(context.Background(), set); err != nil {
+		t.Fatal(err)
+	}
+	sts := newOwner(t, ns, "qwen-inference", 2, map[string]string{ranktable.LabelRole: "worker"})
+	newPod(t, sts, "qwen-inference-worker-0", nil)
+	var pod corev1.Pod
+	if err := admin.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: "qwen-inference-worker-0"}, &pod); err != nil {
+		t.Fatal(err)
+	}
+	if pod.Annotations[webhookpatch.RecordAnnotation] == "" {
+		t.Fatalf("pod was not injected: annotations %v", pod.Annotations)
+	}
+	return &pod
+}
+
+// mutator is a second instance of the operator's webhook handler, reading the API
+// server directly.
+func mutator() *operator.PodMutator {
+	return &operator.PodMutator{
+		Client: admin, TemplateNamespace: ranktable.DefaultTemplateNamespace,
+		SidecarImage: operator.DefaultSidecarImage, KubeVersion: testenv.KubeVersion, Now: time.Now,
+	}
+}
+
+// TestWebhookTwice: the webhook run again on a pod it injected (and the API server
+// defaulted) changes nothing: no patch, an identical pod.
+func TestWebhookTwice(t *testing.T) {
+	ns := newNamespace(t)
+	pod := injectedPod(t, ns)
+
+	t.Run("Mutate returns an identical pod", func(t *testing.T) {
+		again, err := mutator().Mutate(context.Background(), pod)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !equality.Semantic.DeepEqual(again, pod) {
+			ops, _ := webhookpatch.Diff(pod, again)
+			t.Errorf("second injection changed the pod: %+v", ops)
+		}
+	})
+
+	t.Run("the admission response carries no patch", func(t *testing.T) {
+		raw, err := json.Marshal(pod)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp := mutator().Handle(context.Background(), admission.Request{AdmissionRequest: admissionv1.AdmissionRequest{
+			UID: "1", Operation: admissionv1.Create, Namespace: ns, Object: runtime.RawExtension{Raw: raw},
+		}})
+		if !resp.Allowed || len(resp.Patch) != 0 || resp.PatchType != nil {
+			t.Errorf("response allowed=%v patch=%s type=%v, want allowed with no patch", resp.Allowed, resp.Patch, resp.PatchType)
+		}
+	})
+
+	t.Run("a pod created from the injected pod comes back identical", func(t *testing.T) {
+		clone := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{
+			Namespace: ns, Name: "qwen-inference-worker-1", Labels: pod.Labels, Annotations: pod.Annotations, OwnerReferences: pod.OwnerReferences,
+		}, Spec: *pod.Spec.DeepCopy()}
+		if err := admin.Create(context.Background(), clone); err != nil {
+			t.Fatal(err)
+		}
+		var got corev1.Pod
+		if err := admin.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: clone.Name}, &got); err != nil {
+			t.Fatal(err)
+		}
+		if !equality.Semantic.DeepEqual(got.Spec, pod.Spec) || !equality.Semantic.DeepEqual(got.Annotations, pod.Annotations) {
+			t.Errorf("re-injected pod differs:\n spec %+v\nwant %+v\n annotations %v\nwant %v", got.Spec, pod.Spec, got.Annotations, pod.Annotations)
+		}
+	})
+}
+
+// TestWebhookRejectsConflict: a pod that already has its own volume named like the
+// ranktable volume is rejected with a message naming the conflict, not silently
+// changed.
+func TestWebhookRejectsConflict(t *testing.T) {
+	ns := newNamespace(t)
+	sts := newOwner(t, ns, "qwen-inference", 1, map[string]string{ranktable.LabelRole: "worker"})
+	yes := true
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "qwen-inference-worker-0", Labels: sts.Spec.Template.Labels,
+			OwnerReferences: []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "StatefulSet", Name: sts.Name, UID: sts.UID, Controller: &yes}}},
+		Spec: corev1.PodSpec{
+			Containers: []corev1.Container{{Name: "inference", Image: "busybox:1.36"}},
+			Volumes:    []corev1.Volume{{Name: ranktable.VolumeName, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}},
+		},
+	}
+	err := admin.Create(context.Background(), pod)
+	if err == nil || !strings.Contains(err.Error(), "conflict") || !strings.Contains(err.Error(), ranktable.VolumeName) {
+		t.Fatalf("create = %v, want a rejection naming the conflicting volume %q", err, ranktable.VolumeName)
+	}
+}

@@ -1,0 +1,295 @@
+package rollouttest_test
+
+import (
+	"fmt"
+	"os"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"pgregory.net/rapid"
+
+	"github.com/kplan-dev/kplan/internal/proptest"
+	"github.com/kplan-dev/kplan/rollout"
+	"github.com/kplan-dev/kplan/rollout/rollouttest"
+)
+
+func TestMain(m *testing.M) { os.Exit(proptest.Run(m, proptest.DefaultChecks)) }
+
+func ptr(v intstr.IntOrString) *intstr.IntOrString { return &v }
+
+var good = rollout.State{Ready: true, Available: true, Healthy: true}
+
+// fleet returns n available replicas r-0.. at rev (gangs of size members when
+// members > 0, in column col when not empty).
+func fleet(prefix string, n int, rev, col string, members int) []rollout.Replica {
+	var rs []rollout.Replica
+	for i := range n {
+		r := rollout.Replica{Name: fmt.Sprintf("%s-%d", prefix, i), Revision: rev, Column: col, State: good}
+		for m := range members {
+			r.Members = append(r.Members, rollout.Member{Name: fmt.Sprintf("%s-%d-%d", prefix, i, m), State: good})
+		}
+		rs = append(rs, r)
+	}
+	return rs
+}
+
+// TestCheckCatchesViolations feeds Check hand-made steps that break one rule
+// each; every row must be rejected with the named rule, and the step Plan
+// itself returns must pass.
+func TestCheckCatchesViolations(t *testing.T) {
+	// 10 replicas, maxUnavailable 2, maxSurge 1: floor 8, ceiling 11.
+	rolling := rollout.Strategy{Mode: rollout.Rolling, TargetRevision: "2-b", Replicas: 10,
+		MaxUnavailable: ptr(intstr.FromInt32(2)), MaxSurge: ptr(intstr.FromInt32(1))}
+	gang := rolling
+	gang.Mode, gang.Replicas = rollout.Gang, 3
+	group := rolling
+	group.Mode, group.Replicas, group.Columns = rollout.Group, 4, []string{"a", "b"}
+	group.MaxUnavailable = ptr(intstr.FromInt32(1))
+	groupReplicas := append(append(fleet("a", 2, "1-a", "a", 0), fleet("a2", 2, "2-b", "a", 0)...),
+		fleet("b", 4, "1-a", "b", 0)...)
+	up := func(name, from, to string) rollout.Update { return rollout.Update{Replica: name, From: from, To: to} }
+	tests := []struct {
+		name     string
+		replicas []rollout.Replica
+		strategy rollout.Strategy
+		step     rollout.Step
+		want     string
+	}{
+		// 10 available - 3 updated = 7 < floor 10 - 2 = 8.
+		{"three updates with maxUnavailable 2 break the floor", fleet("r", 10, "1-a", "", 0), rolling,
+			rollout.Step{Update: []rollout.Update{up("r-0", "1-a", "2-b"), up("r-1", "1-a", "2-b"), up("r-2", "1-a", "2-b")}},
+			"below floor 8"},
+		// 10 available - 2 deleted = 8 would be fine, but 10 - 3 = 7 is not.
+		{"three deletes break the floor", fleet("r", 10, "1-a", "", 0), rolling,
+			rollout.Step{Delete: []string{"r-0", "r-1", "r-2"}}, "below floor 8"},
+		// 10 + 2 created = 12 > 10 + 1.
+		{"creating two above maxSurge 1 breaks the ceiling", fleet("r", 10, "1-a", "", 0), rolling,
+			rollout.Step{Create: []rollout.Create{{Revision: "2-b", Count: 2}}}, "above 11"},
+		{"a create of zero replicas is rejected", fleet("r", 10, "1-a", "", 0), rolling,
+			rollout.Step{Create: []rollout.Create{{Revision: "2-b"}}}, "create of 0"},
+		{"updating an unknown replica is rejected", fleet("r", 10, "1-a", "", 0), rolling,
+			rollout.Step{Update: []rollout.Update{up("nope", "1-a", "2-b")}}, "not a counted replica"},
+		{"acting twice on one replica is rejected", fleet("r", 10, "1-a", "", 0), rolling,
+			rollout.Step{Update: []rollout.Update{up("r-0", "1-a", "2-b")}, Delete: []string{"r-0"}}, "acted on twice"},
+		{"an update from the wrong revision is rejected", fleet("r", 10, "1-a", "", 0), rolling,
+			rollout.Step{Update: []rollout.Update{up("r-0", "3-c", "2-b")}}, "but it runs"},
+		{"a gang update that leaves a member behind is rejected", fleet("g", 3, "1-a", "", 2), gang,
+			rollout.Step{Update: []rollout.Update{{Replica: "g-0", From: "1-a", To: "2-b", Members: []string{"g-0-0"}}}},
+			"not all of"},
+		// column a runs 2 target replicas; moving one back lowers it while moving forward.
+		{"group mode: the latest count never regresses while moving forward", groupReplicas, group,
+			rollout.Step{Update: []rollout.Update{up("a2-0", "2-b", "1-a")}}, "regress"},
+		// maxUnavailable 3, maxSurge 3, LatestRatio 50% of 4 = 2: column b goes
+		// 0 -> 3 at the target (two updates, one create), 3 > max(0, 2).
+		{"group mode: three at the target exceed a 50% ratio of 4", groupReplicas,
+			func() rollout.Strategy {
+				s := group
+				s.LatestRatio = ptr(intstr.FromString("50%"))
+				s.MaxUnavailable, s.MaxSurge = ptr(intstr.FromInt32(3)), ptr(intstr.FromInt32(3))
+				return s
+			}(),
+			rollout.Step{Create: []rollout.Create{{Revision: "2-b", Column: "b", Count: 1}},
+				Update: []rollout.Update{up("b-0", "1-a", "2-b"), up("b-1", "1-a", "2-b")}}, "exceed the requested 2"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := rollouttest.Check(tt.replicas, tt.strategy, tt.step)
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("got %v, want an error containing %q", err, tt.want)
+			}
+			step, err := rollout.Plan(tt.replicas, tt.strategy)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := rollouttest.Check(tt.replicas, tt.strategy, step); err != nil {
+				t.Fatalf("Plan's own step rejected: %v", err)
+			}
+		})
+	}
+}
+
+var t0 = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+
+// TestCheckRecoverCatchesViolations feeds CheckRecover recovery steps that break
+// one rule each.
+func TestCheckRecoverCatchesViolations(t *testing.T) {
+	failed := rollout.Replica{Name: "a", Revision: "1-a", State: rollout.State{Failed: true}}
+	ok := rollout.Replica{Name: "b", Revision: "1-a", State: good}
+	pending := rollout.Replica{Name: "rep", Revision: "1-a", ReplacementFor: "a", State: rollout.State{Healthy: true}}
+	ready := pending
+	ready.State = good
+	swapped := rollout.Replica{Name: "old", Revision: "1-a", State: rollout.State{Failed: true}, SwappedAt: t0.Add(-time.Minute)}
+	gangFailed := rollout.Replica{Name: "g", Revision: "1-a", Members: []rollout.Member{
+		{Name: "g-0", State: good}, {Name: "g-1", State: rollout.State{Failed: true}}}}
+	gangShort := rollout.Replica{Name: "g2", Revision: "1-a", ReplacementFor: "g", Members: []rollout.Member{{Name: "g2-0", State: good}}}
+	tests := []struct {
+		name     string
+		replicas []rollout.Replica
+		policy   rollout.RecoverPolicy
+		step     rollout.RecoverStep
+		want     string
+	}{
+		{"releasing a failed replica before its replacement swaps in", []rollout.Replica{failed, pending}, rollout.RecoverPolicy{},
+			rollout.RecoverStep{Release: []string{"a"}}, "not swapped out"},
+		// swapped out 1m ago, ReleaseDelay 2m: 1m < 2m.
+		{"releasing before ReleaseDelay", []rollout.Replica{swapped}, rollout.RecoverPolicy{ReleaseDelay: 2 * time.Minute},
+			rollout.RecoverStep{Release: []string{"old"}}, "before ReleaseDelay"},
+		{"swapping in a replacement that is not ready", []rollout.Replica{failed, pending}, rollout.RecoverPolicy{},
+			rollout.RecoverStep{Swap: []rollout.Swap{{Old: "a", New: "rep"}}}, "not ready"},
+		{"swapping in a gang with fewer members than the failed one", []rollout.Replica{gangFailed, gangShort}, rollout.RecoverPolicy{},
+			rollout.RecoverStep{Swap: []rollout.Swap{{Old: "g", New: "g2"}}}, "1 of 2 members"},
+		{"replacing a replica that has not failed", []rollout.Replica{ok}, rollout.RecoverPolicy{},
+			rollout.RecoverStep{Replace: []rollout.Replacement{{For: "b", Revision: "1-a"}}}, "has not failed"},
+		{"replacing a replica twice", []rollout.Replica{failed, pending}, rollout.RecoverPolicy{},
+			rollout.RecoverStep{Replace: []rollout.Replacement{{For: "a", Revision: "1-a"}}}, "already has a replacement"},
+		{"a gang replacement without every member", []rollout.Replica{gangFailed}, rollout.RecoverPolicy{},
+			rollout.RecoverStep{Replace: []rollout.Replacement{{For: "g", Revision: "1-a", Members: []string{"g-1"}}}}, "differs"},
+		// one in flight + one new = 2 > MaxParallel 1.
+		{"exceeding MaxParallel", []rollout.Replica{failed, pending, {Name: "c", Revision: "1-a", State: rollout.State{Failed: true}}},
+			rollout.RecoverPolicy{MaxParallel: 1},
+			rollout.RecoverStep{Replace: []rollout.Replacement{{For: "c", Revision: "1-a"}}}, "exceed MaxParallel 1"},
+		// one started 30s ago within a 1m window + one new = 2 > MaxPerWindow 1.
+		{"exceeding MaxPerWindow", []rollout.Replica{failed},
+			rollout.RecoverPolicy{MaxPerWindow: 1, Window: time.Minute, Started: []time.Time{t0.Add(-30 * time.Second)}},
+			rollout.RecoverStep{Replace: []rollout.Replacement{{For: "a", Revision: "1-a"}}}, "exceed MaxPerWindow 1"},
+		{"cancelling an ordinary replica", []rollout.Replica{ok}, rollout.RecoverPolicy{},
+			rollout.RecoverStep{Cancel: []string{"b"}}, "not a replacement"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := rollouttest.CheckRecover(tt.replicas, tt.policy, t0, tt.step)
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("got %v, want an error containing %q", err, tt.want)
+			}
+			step, err := rollout.PlanRecover(tt.replicas, tt.policy, t0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := rollouttest.CheckRecover(tt.replicas, tt.policy, t0, step); err != nil {
+				t.Fatalf("PlanRecover's own step rejected: %v", err)
+			}
+		})
+	}
+}
+
+func TestConvergedAndHealthyReportWhatIsMissing(t *testing.T) {
+	s := rollout.Strategy{Mode: rollout.Rolling, TargetRevision: "2-b", Replicas: 3}
+	if err := rollouttest.Converged(fleet("r", 3, "2-b", "", 0), s); err != nil {
+		t.Fatalf("converged fleet rejected: %v", err)
+	}
+	for name, rs := range map[string][]rollout.Replica{
+		"too few":       fleet("r", 2, "2-b", "", 0),
+		"old revision":  fleet("r", 3, "1-a", "", 0),
+		"not available": append(fleet("r", 2, "2-b", "", 0), rollout.Replica{Name: "x", Revision: "2-b"}),
+		"one too many":  fleet("r", 4, "2-b", "", 1),
+	} {
+		if err := rollouttest.Converged(rs, s); err == nil {
+			t.Errorf("%s: Converged accepted it", name)
+		}
+	}
+	if err := rollouttest.Healthy(fleet("r", 3, "1-a", "", 2), rollout.RecoverPolicy{}, t0); err != nil {
+		t.Fatalf("healthy fleet rejected: %v", err)
+	}
+	bad := fleet("r", 2, "1-a", "", 0)
+	bad[0].State.Failed = true
+	if err := rollouttest.Healthy(bad, rollout.RecoverPolicy{}, t0); err == nil || !strings.Contains(err.Error(), "r-0") {
+		t.Fatalf("failed replica: got %v", err)
+	}
+	bad = fleet("r", 2, "1-a", "", 0)
+	bad[1].SwappedAt = t0
+	if err := rollouttest.Healthy(bad, rollout.RecoverPolicy{}, t0); err == nil || !strings.Contains(err.Error(), "r-1") {
+		t.Fatalf("swapped-out replica: got %v", err)
+	}
+}
+
+// TestSimulatorRunsARollout checks the simulator and Run on a fault-free rollout
+// of every generated scenario, and that an impossible limit reports failure.
+func TestSimulatorRunsARollout(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		mode := rollout.Mode(rapid.IntRange(0, 2).Draw(t, "mode"))
+		sc := rollouttest.ScenarioOf(mode, rollouttest.DefaultLimits).Draw(t, "scenario")
+		before := rollouttest.Clone(sc.Replicas)
+		sim := rollouttest.NewSimulator(sc, rollouttest.NoFaults)
+		n, err := sim.Run(100)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := rollouttest.Converged(sim.Replicas, sim.Strategy); err != nil {
+			t.Fatalf("Run reported complete after %d reconciles, but: %v", n, err)
+		}
+		if mode == rollout.Gang {
+			for _, r := range sim.Replicas {
+				if len(r.Members) != sc.GangSize {
+					t.Fatalf("gang %s has %d members, want %d", r.Name, len(r.Members), sc.GangSize)
+				}
+			}
+		}
+		if len(before) != len(sc.Replicas) {
+			t.Fatal("NewSimulator shares the scenario's replicas")
+		}
+	})
+	s := rollout.Strategy{Mode: rollout.Rolling, TargetRevision: "2-b", Replicas: 4,
+		MaxUnavailable: ptr(intstr.FromInt32(1)), MaxSurge: ptr(intstr.FromInt32(0))}
+	sim := rollouttest.NewSimulator(rollouttest.Scenario{Strategy: s, Replicas: fleet("r", 4, "1-a", "", 0)}, rollouttest.NoFaults)
+	if _, err := sim.Run(2); err == nil {
+		t.Fatal("4 replicas one at a time completed within 2 reconciles")
+	}
+}
+
+// TestRecoverSimulatorHeals runs the recovery simulator on one failed replica and
+// one failed gang: the replacements start, become ready, swap in, and the failed
+// ones are released after ReleaseDelay.
+func TestRecoverSimulatorHeals(t *testing.T) {
+	rs := append(fleet("web", 2, "1-a", "", 0), fleet("gang", 1, "1-a", "", 2)...)
+	rs[0].State = rollout.State{Failed: true}
+	rs[2].Members[1].State = rollout.State{Failed: true}
+	sim := &rollouttest.RecoverSimulator{Policy: rollout.RecoverPolicy{ReleaseDelay: time.Minute}, Replicas: rs,
+		Now: t0, Tick: time.Minute}
+	var log []string
+	for i := range 4 {
+		step, err := sim.Reconcile()
+		if err != nil {
+			t.Fatal(err)
+		}
+		log = append(log, fmt.Sprintf("%d: replace %d swap %d release %d", i, len(step.Replace), len(step.Swap), len(step.Release)))
+		sim.Settle(nil)
+	}
+	// 0: both replaced; 1: both replacements ready, swapped; 2: swapped out 1m ago,
+	// ReleaseDelay 1m: released; 3: nothing left.
+	want := []string{"0: replace 2 swap 0 release 0", "1: replace 0 swap 2 release 0", "2: replace 0 swap 0 release 2",
+		"3: replace 0 swap 0 release 0"}
+	if fmt.Sprint(log) != fmt.Sprint(want) {
+		t.Fatalf("got  %v\nwant %v", log, want)
+	}
+	if err := rollouttest.Healthy(sim.Replicas, sim.Policy, sim.Now); err != nil {
+		t.Fatal(err)
+	}
+	if len(sim.Replicas) != 3 || len(sim.Policy.Started) != 2 {
+		t.Fatalf("%d replicas, %d starts recorded; want 3 and 2", len(sim.Replicas), len(sim.Policy.Started))
+	}
+}
+
+func TestShuffledKeepsEveryReplica(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		rs := fleet("r", rapid.IntRange(0, 20).Draw(t, "n"), "1-a", "", 1)
+		got := rollouttest.Shuffled(t, rs)
+		seen := map[string]int{}
+		for _, r := range got {
+			seen[r.Name]++
+		}
+		for _, r := range rs {
+			if seen[r.Name] != 1 {
+				t.Fatalf("%s appears %d times", r.Name, seen[r.Name])
+			}
+		}
+		if len(got) > 0 {
+			got[0].Members[0].Name = "changed"
+			if slices.ContainsFunc(rs, func(r rollout.Replica) bool { return r.Members[0].Name == "changed" }) {
+				t.Fatal("Shuffled shares members with its input")
+			}
+		}
+	})
+}
