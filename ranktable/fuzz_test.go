@@ -58,7 +58,7 @@ func FuzzBuiltinRanktableJSON(f *testing.F) {
 	f.Add(`{"server_id":"s","devices":[{"device_id":"0","device_ip":"1.2.3.4"}]} x`)
 	f.Add(`{"server_id":"s","devices":null}`)
 	f.Fuzz(func(t *testing.T, s string) {
-		d, err := parseChecked(builtinJSON{}, s, new([]byte))
+		d, err := parseChecked(builtinJSON{}, s, podInfo{}, new([]byte))
 		checkParsed(t, d, err)
 		// The fast path agrees with encoding/json wherever it answers.
 		if fast, ok := fastRanktableJSON(s); ok {
@@ -75,7 +75,7 @@ func FuzzBuiltinAscendDevicePlugin(f *testing.F) {
 	f.Add(`{"server_id":"s","super_pod_id":"x","devices":[{"device_id":0,"device_ip":"::1"}]}`)
 	f.Add(`{"server_id":"s","devices":[{"device_id":1e9,"device_ip":"1.2.3.4"}]}`)
 	f.Fuzz(func(t *testing.T, s string) {
-		d, err := parseChecked(builtinDevicePlugin{}, s, new([]byte))
+		d, err := parseChecked(builtinDevicePlugin{}, s, podInfo{}, new([]byte))
 		checkParsed(t, d, err)
 	})
 }
@@ -91,7 +91,7 @@ func FuzzParserTemplate(f *testing.F) {
 	f.Add(`{"pod_name":"x","server_id":"a\nb: c","devices":[]}`)
 	f.Add(`{"server_id":"s","devices":[{"device_id":"0","device_ip":"1.2.3.4\"\n  extra: 1"}]}`)
 	f.Fuzz(func(t *testing.T, s string) {
-		d, err := parseChecked(p, s, new([]byte))
+		d, err := parseChecked(p, s, podInfo{ip: "10.0.0.1", node: "node-1", name: "p", namespace: "ns"}, new([]byte))
 		checkParsed(t, d, err)
 	})
 }

@@ -322,3 +322,61 @@ func TestIPv4OrderIsNaturalOrder(t *testing.T) {
 		}
 	})
 }
+
+// TestParserTemplatePodFunctions: a parser template reads the pod's node name, IP,
+// name and namespace; the Planner re-parses a pod whose node changed.
+func TestParserTemplatePodFunctions(t *testing.T) {
+	parser := &corev1.ConfigMap{}
+	parser.Name, parser.Namespace = "node-parser", "kthena-system"
+	parser.Data = map[string]string{KeyParserTemplate: `{{- $data := . | fromJson -}}
+podName: {{ podName | quote }}
+serverId: {{ nodeName | quote }}
+hostIp: {{ podIP | quote }}
+devices:
+{{- range $data.devices }}
+  - deviceId: {{ .device_id | quote }}
+    deviceIp: {{ .device_ip | quote }}
+{{- end }}
+`}
+	rt, _ := LibraryConfigMap(LibraryHCCLv12)
+	rt.Data[KeyPodParserTemplate] = "node-parser"
+	delete(rt.Data, KeyAnnotationName)
+	tm, err := LoadTemplate(rt, parser, LoadOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := testOwner("qwen-inference")
+	pods := designPods(o)
+	for i, p := range pods {
+		p.Spec.NodeName = fmt.Sprintf("node-%d", i)
+		p.Status.PodIP = fmt.Sprintf("172.16.0.%d", i+1)
+	}
+	d, err := tm.ParsePod(pods[1])
+	if err != nil || d.ServerID != "node-1" || d.HostIP != "172.16.0.2" || d.PodName != "qwen-inference-worker-1" {
+		t.Fatalf("ParsePod: %+v %v", d, err)
+	}
+	if _, err := tm.ParseAnnotation(pods[1].Annotations[DefaultAnnotationName]); err == nil || !strings.Contains(err.Error(), "server_id: missing") {
+		t.Fatalf("ParseAnnotation without a pod: %v", err)
+	}
+	p := NewPlanner()
+	in := Input{Owner: o, Template: tm, Pods: pods, Now: t0}
+	res, err := p.Plan(in)
+	if err != nil || res.Groups[0].Phase != PhaseCompleted {
+		t.Fatal(err, res.Groups)
+	}
+	table := res.ConfigMaps[0].ConfigMap.Data["ranktable.json"]
+	if !strings.Contains(table, `"server_id": "node-0"`) || !strings.Contains(table, `"host_ip": "172.16.0.2"`) {
+		t.Fatalf("table does not use the pods' node names and IPs:\n%s", table)
+	}
+	moved := pods[0].DeepCopy()
+	moved.Spec.NodeName = "node-9"
+	in.Pods = []*corev1.Pod{moved, pods[1]}
+	res, _ = p.Plan(in)
+	fresh, _ := Plan(in)
+	if !resultsEqual(res, fresh) || !strings.Contains(res.ConfigMaps[0].ConfigMap.Data["ranktable.json"], `"server_id": "node-9"`) {
+		t.Fatal("the Planner did not re-parse a pod whose node changed")
+	}
+	if _, err := LoadTemplate(rtCM(map[string]string{KeyInferenceEngine: "mindie", KeyLevel: "role", KeyRanktableTemplate: `{"n": {{ nodeName | quote }}}`}), nil, LoadOptions{}); err == nil {
+		t.Fatal("a ranktable template may call a parser template's pod function")
+	}
+}

@@ -226,11 +226,15 @@ func loadParserTemplate(cm *corev1.ConfigMap) (parser, error) {
 	if len(text) > maxTemplateSource {
 		return nil, fmt.Errorf("pod parser ConfigMap %s: data[%s]: %d bytes exceeds the limit of %d", id, KeyParserTemplate, len(text), maxTemplateSource)
 	}
-	t, err := template.New(id).Option("missingkey=zero").Funcs(funcMap).Parse(text)
+	t, err := template.New(id).Option("missingkey=zero").Funcs(parserFuncMap).Parse(text)
 	if err != nil {
 		return nil, fmt.Errorf("pod parser ConfigMap %s: data[%s]: %v", id, KeyParserTemplate, err)
 	}
-	return &templateParser{name: id, tmpl: t}, nil
+	p := &templateParser{name: id, tmpl: t}
+	for _, f := range podFuncNames {
+		p.usesPod = p.usesPod || strings.Contains(text, f)
+	}
+	return p, nil
 }
 
 func orDefault(s, def string) string {
