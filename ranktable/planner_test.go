@@ -355,6 +355,24 @@ devices:
 	if err != nil || d.ServerID != "node-1" || d.HostIP != "172.16.0.2" || d.PodName != "qwen-inference-worker-1" {
 		t.Fatalf("ParsePod: %+v %v", d, err)
 	}
+	// Concurrent parses each see their own pod.
+	errs := make(chan error, 8)
+	for i := 0; i < 8; i++ {
+		go func() {
+			q := pods[i%2].DeepCopy()
+			q.Spec.NodeName = fmt.Sprintf("node-c%d", i)
+			d, err := tm.ParsePod(q)
+			if err == nil && d.ServerID != q.Spec.NodeName {
+				err = fmt.Errorf("pod on %s parsed as %s", q.Spec.NodeName, d.ServerID)
+			}
+			errs <- err
+		}()
+	}
+	for i := 0; i < 8; i++ {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
 	if _, err := tm.ParseAnnotation(pods[1].Annotations[DefaultAnnotationName]); err == nil || !strings.Contains(err.Error(), "server_id: missing") {
 		t.Fatalf("ParseAnnotation without a pod: %v", err)
 	}
