@@ -205,3 +205,26 @@ func FuzzPlan(f *testing.F) {
 }
 
 func itoa(n int) string { b, _ := json.Marshal(n); return string(b) }
+
+// FuzzLoadParserTemplate loads arbitrary parser template texts; loading must not panic,
+// and a loaded parser run on the design's annotation (with pod values bound) either
+// fails or yields data that passes validation, within the output cap.
+func FuzzLoadParserTemplate(f *testing.F) {
+	std, _ := LibraryConfigMap(LibraryParserStandard)
+	f.Add(std.Data[KeyParserTemplate])
+	f.Add("serverId: {{ nodeName | quote }}\npodName: {{ podName }}\ndevices:\n  - deviceId: \"0\"\n    deviceIp: {{ podIP | quote }}\n")
+	f.Add(`{{ range until 100000000 }}x{{ end }}`)
+	f.Add(`{{ env "HOME" }}`)
+	f.Add("{{ template \"x\" }}{{ define \"x\" }}serverId: s{{ end }}")
+	ann := designAnnotation("qwen-0", "192.168.1.10", "10.20.0.2", "10.20.0.3")
+	f.Fuzz(func(t *testing.T, text string) {
+		cm := &corev1.ConfigMap{Data: map[string]string{KeyParserTemplate: text}}
+		cm.Name, cm.Namespace = "p", "kthena-system"
+		p, err := loadParserTemplate(cm)
+		if err != nil {
+			return
+		}
+		d, err := parseChecked(p, ann, podInfo{ip: "172.16.0.1", node: "node-1", name: "qwen-0", namespace: "default"}, new([]byte))
+		checkParsed(t, d, err)
+	})
+}
