@@ -189,7 +189,11 @@ func build(members []Member, opts BuildOptions, validate bool) (*Table, error) {
 	if opts.Order == Lexicographic {
 		idCmp = cmp.Compare[string]
 	}
-	if opts.Order != PodIndex {
+	switch {
+	case opts.Order == Natural && allIPv4(servers, func(s srv) string { return s.first.Data.ServerID }):
+		// Natural order of canonical dotted quads is numeric order: sort by the address.
+		slices.SortFunc(servers, func(a, b srv) int { return cmp.Compare(ipv4(a.first.Data.ServerID), ipv4(b.first.Data.ServerID)) })
+	case opts.Order != PodIndex:
 		slices.SortFunc(servers, func(a, b srv) int { return idCmp(a.first.Data.ServerID, b.first.Data.ServerID) })
 	}
 	t := &Table{
@@ -224,6 +228,47 @@ func build(members []Member, opts BuildOptions, validate bool) (*Table, error) {
 	t.SuperPods = superPods(t.Servers)
 	t.Roles = roles(t.Servers)
 	return t, nil
+}
+
+// allIPv4 reports whether id gives a canonical IPv4 address (dotted quad without
+// leading zeros) for every element of xs.
+func allIPv4[T any](xs []T, id func(T) string) bool {
+	for _, x := range xs {
+		if _, ok := parseIPv4(id(x)); !ok {
+			return false
+		}
+	}
+	return true
+}
+
+// ipv4 returns the address of a canonical dotted quad (checked by allIPv4).
+func ipv4(s string) uint32 {
+	a, _ := parseIPv4(s)
+	return a
+}
+
+// parseIPv4 parses a canonical dotted quad: four decimal octets 0..255 without leading
+// zeros.
+func parseIPv4(s string) (uint32, bool) {
+	var a uint32
+	octets, n, digits := 0, 0, 0
+	for i := 0; i <= len(s); i++ {
+		if i == len(s) || s[i] == '.' {
+			if digits == 0 || n > 255 || octets == 4 {
+				return 0, false
+			}
+			a = a<<8 | uint32(n)
+			octets, n, digits = octets+1, 0, 0
+			continue
+		}
+		c := s[i]
+		if c < '0' || c > '9' || (digits == 1 && n == 0) || digits == 3 {
+			return 0, false
+		}
+		n = n*10 + int(c-'0')
+		digits++
+	}
+	return a, octets == 4
 }
 
 // decimalStrings holds the decimal forms of 0..n in one string: two allocations

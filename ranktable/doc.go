@@ -39,7 +39,10 @@
 // Parsing: the annotation named by the template (default ascend.com/ranktable) is
 // decoded by a built-in parser (BuiltinRanktableJSON, BuiltinAscendDevicePlugin) or by
 // running the parser template on the annotation string and decoding the YAML it prints
-// (DecodeParserOutput). Annotations over MaxAnnotationBytes are rejected unread.
+// (DecodeParserOutput). Parser templates receive the annotation string as dot, as in the
+// design, and can call podIP, nodeName, podName and podNamespace for the pod's values
+// (the pod's IP and node name also reach ranktable templates as Server.ContainerIp and
+// Server.NodeName). Annotations over MaxAnnotationBytes are rejected unread.
 // BuiltinRanktableJSON reads annotations of the plain shape (known keys once, strings
 // without escapes) with a scanner that keeps substrings of the annotation and falls
 // back to encoding/json for anything else, with equal results (fuzzed).
@@ -119,9 +122,6 @@
 //
 // # Limitations
 //
-//   - Parser templates receive only the annotation string, as in the design; the pod's
-//     IP and node name reach ranktable templates (Server.ContainerIp, Server.NodeName)
-//     but not parser templates.
 //   - Device ids are checked to be integers in 0..MaxDeviceID, not against the number
 //     of NPUs of the server.
 //   - Template execution is bounded in memory (output cap, capped until, seq, repeat,

@@ -44,6 +44,7 @@ var funcMap = buildFuncMap()
 // sprig's hermetic text functions without the clock, randomness, environment and
 // crypto functions, with size-capped until, untilStep, seq, repeat, indent and
 // nindent, and with fromJson and toJson that report errors instead of hiding them.
+// Parser templates can call podIP, nodeName, podName and podNamespace as well.
 func FuncMap() template.FuncMap {
 	m := make(template.FuncMap, len(funcMap))
 	for k, v := range funcMap {

@@ -58,7 +58,7 @@ func FuzzBuiltinRanktableJSON(f *testing.F) {
 	f.Add(`{"server_id":"s","devices":[{"device_id":"0","device_ip":"1.2.3.4"}]} x`)
 	f.Add(`{"server_id":"s","devices":null}`)
 	f.Fuzz(func(t *testing.T, s string) {
-		d, err := parseChecked(builtinJSON{}, s, new([]byte))
+		d, err := parseChecked(builtinJSON{}, s, podInfo{}, new([]byte))
 		checkParsed(t, d, err)
 		// The fast path agrees with encoding/json wherever it answers.
 		if fast, ok := fastRanktableJSON(s); ok {
@@ -75,7 +75,7 @@ func FuzzBuiltinAscendDevicePlugin(f *testing.F) {
 	f.Add(`{"server_id":"s","super_pod_id":"x","devices":[{"device_id":0,"device_ip":"::1"}]}`)
 	f.Add(`{"server_id":"s","devices":[{"device_id":1e9,"device_ip":"1.2.3.4"}]}`)
 	f.Fuzz(func(t *testing.T, s string) {
-		d, err := parseChecked(builtinDevicePlugin{}, s, new([]byte))
+		d, err := parseChecked(builtinDevicePlugin{}, s, podInfo{}, new([]byte))
 		checkParsed(t, d, err)
 	})
 }
@@ -91,7 +91,7 @@ func FuzzParserTemplate(f *testing.F) {
 	f.Add(`{"pod_name":"x","server_id":"a\nb: c","devices":[]}`)
 	f.Add(`{"server_id":"s","devices":[{"device_id":"0","device_ip":"1.2.3.4\"\n  extra: 1"}]}`)
 	f.Fuzz(func(t *testing.T, s string) {
-		d, err := parseChecked(p, s, new([]byte))
+		d, err := parseChecked(p, s, podInfo{ip: "10.0.0.1", node: "node-1", name: "p", namespace: "ns"}, new([]byte))
 		checkParsed(t, d, err)
 	})
 }
@@ -205,3 +205,26 @@ func FuzzPlan(f *testing.F) {
 }
 
 func itoa(n int) string { b, _ := json.Marshal(n); return string(b) }
+
+// FuzzLoadParserTemplate loads arbitrary parser template texts; loading must not panic,
+// and a loaded parser run on the design's annotation (with pod values bound) either
+// fails or yields data that passes validation, within the output cap.
+func FuzzLoadParserTemplate(f *testing.F) {
+	std, _ := LibraryConfigMap(LibraryParserStandard)
+	f.Add(std.Data[KeyParserTemplate])
+	f.Add("serverId: {{ nodeName | quote }}\npodName: {{ podName }}\ndevices:\n  - deviceId: \"0\"\n    deviceIp: {{ podIP | quote }}\n")
+	f.Add(`{{ range until 100000000 }}x{{ end }}`)
+	f.Add(`{{ env "HOME" }}`)
+	f.Add("{{ template \"x\" }}{{ define \"x\" }}serverId: s{{ end }}")
+	ann := designAnnotation("qwen-0", "192.168.1.10", "10.20.0.2", "10.20.0.3")
+	f.Fuzz(func(t *testing.T, text string) {
+		cm := &corev1.ConfigMap{Data: map[string]string{KeyParserTemplate: text}}
+		cm.Name, cm.Namespace = "p", "kthena-system"
+		p, err := loadParserTemplate(cm)
+		if err != nil {
+			return
+		}
+		d, err := parseChecked(p, ann, podInfo{ip: "172.16.0.1", node: "node-1", name: "qwen-0", namespace: "default"}, new([]byte))
+		checkParsed(t, d, err)
+	})
+}

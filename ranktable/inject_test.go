@@ -1,6 +1,7 @@
 package ranktable
 
 import (
+	"encoding/json"
 	"errors"
 	"strings"
 	"testing"
@@ -57,9 +58,15 @@ func TestInject(t *testing.T) {
 			if err != nil || len(ops) != 0 {
 				t.Fatalf("second injection diff %v %v", ops, err)
 			}
-			if ops, _ := webhookpatch.Diff(orig, pod); len(ops) == 0 {
-				t.Fatal("no patch for the first injection")
+			ops, err = webhookpatch.Diff(orig, pod)
+			if err != nil || len(ops) == 0 {
+				t.Fatalf("no patch for the first injection: %v", err)
 			}
+			out, err := json.MarshalIndent(ops, "", "  ")
+			if err != nil {
+				t.Fatal(err)
+			}
+			golden(t, "inject-"+string(tm.Engine)+".patch.json", append(out, '\n'))
 		})
 	}
 	t.Run("a user volume named ranktable is a conflict", func(t *testing.T) {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"text/template"
 
+	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/yaml"
 )
 
@@ -34,26 +35,75 @@ type PodData struct {
 
 // parser turns one annotation value into PodData. Implementations are immutable.
 type parser interface {
-	parse(annotation string, scratch *[]byte) (PodData, error)
+	parse(annotation string, pod podInfo, scratch *[]byte) (PodData, error)
+}
+
+// podInfo is what parser templates learn about the pod besides its annotation, through
+// the functions podIP, nodeName, podName and podNamespace.
+type podInfo struct {
+	ip, node, name, namespace string
+}
+
+// podFuncNames are the parser template functions that describe the pod.
+var podFuncNames = []string{"podIP", "nodeName", "podName", "podNamespace"}
+
+// parserFuncMap is FuncMap plus the pod functions, which return "" until a pod's
+// values are bound for one execution.
+var parserFuncMap = func() template.FuncMap {
+	m := FuncMap()
+	for k, v := range (podInfo{}).funcs() {
+		m[k] = v
+	}
+	return m
+}()
+
+func (p podInfo) funcs() template.FuncMap {
+	return template.FuncMap{
+		"podIP":        func() string { return p.ip },
+		"nodeName":     func() string { return p.node },
+		"podName":      func() string { return p.name },
+		"podNamespace": func() string { return p.namespace },
+	}
 }
 
 // ParseAnnotation decodes one annotation value with t's parser, checks it as Build
 // does, and returns it. The error names the annotation but not the pod (the caller
-// knows the pod).
+// knows the pod). A parser template's pod functions (podIP, nodeName, podName,
+// podNamespace) return "": use ParsePod to give them a pod.
 func (t *Template) ParseAnnotation(annotation string) (PodData, error) {
+	return t.parseAnnotation(annotation, podInfo{})
+}
+
+// ParsePod decodes the annotation t reads (t.AnnotationName) of pod as
+// ParseAnnotation does, with the pod's IP, node name, name and namespace available to
+// a parser template as podIP, nodeName, podName and podNamespace. A missing annotation
+// is an error.
+func (t *Template) ParsePod(pod *corev1.Pod) (PodData, error) {
+	ann, ok := pod.Annotations[t.AnnotationName]
+	if !ok {
+		return PodData{}, fmt.Errorf("annotation %s: missing", t.AnnotationName)
+	}
+	return t.parseAnnotation(ann, infoOf(pod))
+}
+
+func infoOf(pod *corev1.Pod) podInfo {
+	return podInfo{ip: pod.Status.PodIP, node: pod.Spec.NodeName, name: pod.Name, namespace: pod.Namespace}
+}
+
+func (t *Template) parseAnnotation(annotation string, pod podInfo) (PodData, error) {
 	var scratch []byte
-	d, err := parseChecked(t.parser, annotation, &scratch)
+	d, err := parseChecked(t.parser, annotation, pod, &scratch)
 	if err != nil {
 		return PodData{}, fmt.Errorf("annotation %s: %w", t.AnnotationName, err)
 	}
 	return d, nil
 }
 
-func parseChecked(p parser, annotation string, scratch *[]byte) (PodData, error) {
+func parseChecked(p parser, annotation string, pod podInfo, scratch *[]byte) (PodData, error) {
 	if len(annotation) > MaxAnnotationBytes {
 		return PodData{}, fmt.Errorf("%d bytes exceeds the limit of %d: %w", len(annotation), MaxAnnotationBytes, ErrOutputTooLarge)
 	}
-	d, err := p.parse(annotation, scratch)
+	d, err := p.parse(annotation, pod, scratch)
 	if err != nil {
 		return PodData{}, err
 	}
@@ -74,7 +124,7 @@ type jsonAnnotation struct {
 	} `json:"devices"`
 }
 
-func (builtinJSON) parse(s string, _ *[]byte) (PodData, error) {
+func (builtinJSON) parse(s string, _ podInfo, _ *[]byte) (PodData, error) {
 	if d, ok := fastRanktableJSON(s); ok {
 		return d, nil
 	}
@@ -132,7 +182,7 @@ type devicePluginAnnotation struct {
 	} `json:"devices"`
 }
 
-func (builtinDevicePlugin) parse(s string, _ *[]byte) (PodData, error) {
+func (builtinDevicePlugin) parse(s string, _ podInfo, _ *[]byte) (PodData, error) {
 	var a devicePluginAnnotation
 	if err := json.Unmarshal([]byte(s), &a); err != nil {
 		return PodData{}, fmt.Errorf("not the device plugin JSON: %w", err)
@@ -153,10 +203,21 @@ func (builtinDevicePlugin) parse(s string, _ *[]byte) (PodData, error) {
 type templateParser struct {
 	name string
 	tmpl *template.Template
+	// usesPod is set when the text names a pod function: each execution then runs on
+	// a clone with the pod's values bound.
+	usesPod bool
 }
 
-func (p *templateParser) parse(s string, scratch *[]byte) (PodData, error) {
-	out, err := execute(p.tmpl, s, MaxAnnotationBytes, *scratch)
+func (p *templateParser) parse(s string, pod podInfo, scratch *[]byte) (PodData, error) {
+	tmpl := p.tmpl
+	if p.usesPod {
+		c, err := p.tmpl.Clone()
+		if err != nil {
+			return PodData{}, fmt.Errorf("parser template %s: %w", p.name, err)
+		}
+		tmpl = c.Funcs(pod.funcs())
+	}
+	out, err := execute(tmpl, s, MaxAnnotationBytes, *scratch)
 	if err != nil {
 		return PodData{}, fmt.Errorf("parser template %s: %w", p.name, err)
 	}

@@ -382,7 +382,7 @@ func (p *Planner) parsePod(pod *corev1.Pod, owner types.UID, t *Template, level 
 		rankIndex: ri, tmpl: t, gen: p.gen,
 	}
 	if !e.missing {
-		e.data, e.err = parseChecked(t.parser, ann, &p.buf)
+		e.data, e.err = parseChecked(t.parser, ann, infoOf(pod), &p.buf)
 	}
 	p.pods[pod.UID] = e
 	return e

@@ -1,16 +1,22 @@
 package ranktable
 
 import (
+	"cmp"
+	"encoding/binary"
 	"fmt"
+	"net/netip"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
 	"unsafe"
 
 	"github.com/kplan-dev/kplan/internal/canonhash"
+	"github.com/kplan-dev/kplan/internal/natural"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"pgregory.net/rapid"
 )
 
 // apiServer applies a plan's ConfigMaps as the API server would: created and updated
@@ -287,5 +293,108 @@ func TestNativeRendererSkipsTheJSONCheckOnlyForPlainStrings(t *testing.T) {
 	}
 	if _, err := tm.Render(table, RenderOptions{}); err == nil || !strings.Contains(err.Error(), "not valid JSON") {
 		t.Errorf("a broken table rendered: %v", err)
+	}
+}
+
+// TestIPv4OrderIsNaturalOrder: the numeric sort of canonical dotted quads Build uses
+// gives natural order, and parseIPv4 accepts exactly what netip does (in canonical form).
+func TestIPv4OrderIsNaturalOrder(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		octet := rapid.OneOf(rapid.IntRange(0, 12), rapid.IntRange(0, 255))
+		ids := rapid.SliceOfN(rapid.Custom(func(t *rapid.T) string {
+			return fmt.Sprintf("%d.%d.%d.%d", octet.Draw(t, "a"), octet.Draw(t, "b"), octet.Draw(t, "c"), octet.Draw(t, "d"))
+		}), 1, 20).Draw(t, "ids")
+		if !allIPv4(ids, func(s string) string { return s }) {
+			t.Fatalf("canonical addresses rejected: %v", ids)
+		}
+		a, b := slices.Clone(ids), slices.Clone(ids)
+		slices.SortFunc(a, natural.Compare)
+		slices.SortFunc(b, func(x, y string) int { return cmp.Compare(ipv4(x), ipv4(y)) })
+		if !slices.Equal(a, b) {
+			t.Fatalf("natural %v, numeric %v", a, b)
+		}
+		pieces := rapid.SliceOfN(rapid.SampledFrom([]string{"0", "00", "01", "1", "9", "10", "99", "255", "256", "1000", "", "a", " 1"}), 1, 5).Draw(t, "pieces")
+		s := strings.Join(pieces, ".")
+		addr, err := netip.ParseAddr(s)
+		want := err == nil && addr.Is4() && addr.String() == s
+		if got, ok := parseIPv4(s); ok != want || (ok && got != binary.BigEndian.Uint32(addr.AsSlice())) {
+			t.Fatalf("parseIPv4(%q) = %d, %v; netip says %v", s, got, ok, want)
+		}
+	})
+}
+
+// TestParserTemplatePodFunctions: a parser template reads the pod's node name, IP,
+// name and namespace; the Planner re-parses a pod whose node changed.
+func TestParserTemplatePodFunctions(t *testing.T) {
+	parser := &corev1.ConfigMap{}
+	parser.Name, parser.Namespace = "node-parser", "kthena-system"
+	parser.Data = map[string]string{KeyParserTemplate: `{{- $data := . | fromJson -}}
+podName: {{ podName | quote }}
+serverId: {{ nodeName | quote }}
+hostIp: {{ podIP | quote }}
+devices:
+{{- range $data.devices }}
+  - deviceId: {{ .device_id | quote }}
+    deviceIp: {{ .device_ip | quote }}
+{{- end }}
+`}
+	rt, _ := LibraryConfigMap(LibraryHCCLv12)
+	rt.Data[KeyPodParserTemplate] = "node-parser"
+	delete(rt.Data, KeyAnnotationName)
+	tm, err := LoadTemplate(rt, parser, LoadOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := testOwner("qwen-inference")
+	pods := designPods(o)
+	for i, p := range pods {
+		p.Spec.NodeName = fmt.Sprintf("node-%d", i)
+		p.Status.PodIP = fmt.Sprintf("172.16.0.%d", i+1)
+	}
+	d, err := tm.ParsePod(pods[1])
+	if err != nil || d.ServerID != "node-1" || d.HostIP != "172.16.0.2" || d.PodName != "qwen-inference-worker-1" {
+		t.Fatalf("ParsePod: %+v %v", d, err)
+	}
+	// Concurrent parses each see their own pod.
+	errs := make(chan error, 8)
+	for i := 0; i < 8; i++ {
+		go func() {
+			q := pods[i%2].DeepCopy()
+			q.Spec.NodeName = fmt.Sprintf("node-c%d", i)
+			d, err := tm.ParsePod(q)
+			if err == nil && d.ServerID != q.Spec.NodeName {
+				err = fmt.Errorf("pod on %s parsed as %s", q.Spec.NodeName, d.ServerID)
+			}
+			errs <- err
+		}()
+	}
+	for i := 0; i < 8; i++ {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := tm.ParseAnnotation(pods[1].Annotations[DefaultAnnotationName]); err == nil || !strings.Contains(err.Error(), "server_id: missing") {
+		t.Fatalf("ParseAnnotation without a pod: %v", err)
+	}
+	p := NewPlanner()
+	in := Input{Owner: o, Template: tm, Pods: pods, Now: t0}
+	res, err := p.Plan(in)
+	if err != nil || res.Groups[0].Phase != PhaseCompleted {
+		t.Fatal(err, res.Groups)
+	}
+	table := res.ConfigMaps[0].ConfigMap.Data["ranktable.json"]
+	if !strings.Contains(table, `"server_id": "node-0"`) || !strings.Contains(table, `"host_ip": "172.16.0.2"`) {
+		t.Fatalf("table does not use the pods' node names and IPs:\n%s", table)
+	}
+	moved := pods[0].DeepCopy()
+	moved.Spec.NodeName = "node-9"
+	in.Pods = []*corev1.Pod{moved, pods[1]}
+	res, _ = p.Plan(in)
+	fresh, _ := Plan(in)
+	if !resultsEqual(res, fresh) || !strings.Contains(res.ConfigMaps[0].ConfigMap.Data["ranktable.json"], `"server_id": "node-9"`) {
+		t.Fatal("the Planner did not re-parse a pod whose node changed")
+	}
+	if _, err := LoadTemplate(rtCM(map[string]string{KeyInferenceEngine: "mindie", KeyLevel: "role", KeyRanktableTemplate: `{"n": {{ nodeName | quote }}}`}), nil, LoadOptions{}); err == nil {
+		t.Fatal("a ranktable template may call a parser template's pod function")
 	}
 }

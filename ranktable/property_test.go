@@ -252,9 +252,10 @@ func errStrings(gs []GroupStatus) []string {
 // for written ConfigMaps).
 func TestPlannerEqualsPlan(t *testing.T) {
 	o := testOwner("ms")
-	tm := mustLibrary(t, LibraryMindIERole, LoadOptions{})
+	templates := []*Template{mustLibrary(t, LibraryMindIERole, LoadOptions{}), mustLibrary(t, LibraryMindIEExtended, LoadOptions{DisableNative: true})}
 	rapid.Check(t, func(t *rapid.T) {
 		p := NewPlanner()
+		tm, timestamp := templates[0], ""
 		exp := map[GroupKey]int{{"ms-0", "worker-0"}: 2, {"ms-1", "worker-0"}: 2}
 		pods := map[string]*corev1.Pod{}
 		var cms []*corev1.ConfigMap
@@ -266,7 +267,7 @@ func TestPlannerEqualsPlan(t *testing.T) {
 			for _, k := range sortedPodNames(pods) {
 				list = append(list, pods[k])
 			}
-			in := Input{Owner: o, Template: tm, Pods: list, ConfigMaps: cms, Expected: exp, Now: t0}
+			in := Input{Owner: o, Template: tm, Pods: list, ConfigMaps: cms, Expected: exp, Now: t0, Timestamp: timestamp}
 			want, _ := Plan(in)
 			got, err := p.Plan(in)
 			if err != nil || !resultsEqual(got, want) {
@@ -275,6 +276,20 @@ func TestPlannerEqualsPlan(t *testing.T) {
 			cms = srv.apply(got)
 		}
 		t.Repeat(map[string]func(*rapid.T){
+			"switch template": func(t *rapid.T) {
+				tm = rapid.SampledFrom(templates).Draw(t, "template")
+				timestamp = rapid.SampledFrom([]string{"", "t1"}).Draw(t, "timestamp")
+			},
+			"delete a ConfigMap": func(t *rapid.T) {
+				if len(srv.cms) == 0 {
+					t.Skip("no ConfigMaps")
+				}
+				delete(srv.cms, rapid.SampledFrom(sortedNames(srv.cms)).Draw(t, "ConfigMap"))
+				cms = cms[:0]
+				for _, k := range sortedNames(srv.cms) {
+					cms = append(cms, srv.cms[k])
+				}
+			},
 			"add": func(t *rapid.T) {
 				g, k := rapid.IntRange(0, 1).Draw(t, "g"), rapid.IntRange(0, 2).Draw(t, "k")
 				np := kthenaPod(o, g, "worker-0", k, rapid.Bool().Draw(t, "ann"), rapid.IntRange(1, 8).Draw(t, "devs"))

@@ -3,6 +3,7 @@ package ranktable
 import (
 	"encoding/json"
 	"strings"
+	"unsafe"
 
 	"fmt"
 	"github.com/kplan-dev/kplan/internal/canonhash"
@@ -30,20 +31,29 @@ func (t *Template) Render(table *Table, opts RenderOptions) ([]byte, error) {
 	return t.render(table, opts.limit(), nil)
 }
 
-// renderString renders table as Render does, into the scratch buffer *buf (grown once
-// to the table's estimated size), and returns the table as a string with its content
-// hash (canonhash.Short of the string, computed on the bytes to avoid a copy).
-func (t *Template) renderString(table *Table, limit int, buf *[]byte) (content, hash string, err error) {
-	if hint := min(128+96*table.ServerCount+144*table.TotalDevices, limit+1); cap(*buf) < hint {
-		*buf = make([]byte, 0, hint)
+// renderString renders table as Render does and returns it as a string with its
+// content hash (canonhash.Short of the string, computed on the bytes). It renders into
+// the scratch buffer *scratch when that is large enough for the table, else into a new
+// buffer sized for it. The string shares a new buffer, as strings.Builder does, when at
+// most an eighth of it is unused; otherwise the bytes are copied and the buffer becomes
+// the scratch buffer.
+func (t *Template) renderString(table *Table, limit int, scratch *[]byte) (content, hash string, err error) {
+	hint := min(256+80*table.ServerCount+t.perDevice*table.TotalDevices, limit+1)
+	buf, fresh := *scratch, false
+	if cap(buf) < hint {
+		buf, fresh = make([]byte, 0, hint), true
 	}
-	out, err := t.render(table, limit, *buf)
+	out, err := t.render(table, limit, buf)
 	if err != nil {
 		return "", "", err
 	}
-	*buf = out[:0]
 	// canonhash.Short(s) hashes the count of strings (1), then len(s) and s.
-	return string(out), canonhash.New().Uint64(1).Bytes(out).Hex(8), nil
+	hash = canonhash.New().Uint64(1).Bytes(out).Hex(8)
+	if fresh && len(out) > 0 && cap(out)-len(out) <= len(out)/8 {
+		return unsafe.String(unsafe.SliceData(out), len(out)), hash, nil
+	}
+	*scratch = out[:0]
+	return string(out), hash, nil
 }
 
 func (t *Template) render(table *Table, limit int, buf []byte) ([]byte, error) {
@@ -75,21 +85,22 @@ func (t *Template) render(table *Table, limit int, buf []byte) ([]byte, error) {
 type nativeRenderer func(dst []byte, table *Table) (out []byte, valid bool)
 
 // nativeFor returns the native renderer of the library template whose text is exactly
-// text, or nil.
-func nativeFor(text string) nativeRenderer {
+// text, or nil, and about how many bytes the template writes per device (a little more
+// than for the usual ids and addresses), for sizing buffers.
+func nativeFor(text string) (nativeRenderer, int) {
 	switch text {
 	case designTemplateText:
-		return renderDesign
+		return renderDesign, 128
 	case simpleTemplateText:
-		return renderSimple
+		return renderSimple, 56
 	case extendedTemplateText:
-		return renderExtended
+		return renderExtended, 128
 	case hcclTemplateText:
-		return renderHCCL12
+		return renderHCCL12, 160
 	case pdTemplateText:
-		return renderVLLMPD
+		return renderVLLMPD, 200
 	}
-	return nil
+	return nil, 128
 }
 
 // jsonWriter appends template output and tracks whether every string written was

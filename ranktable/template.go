@@ -98,9 +98,10 @@ type Template struct {
 	// Text is the ranktable template source.
 	Text string
 
-	tmpl   *template.Template
-	parser parser
-	native nativeRenderer
+	tmpl      *template.Template
+	parser    parser
+	native    nativeRenderer
+	perDevice int // bytes the template writes per device, about
 }
 
 // LoadOptions change how templates are loaded.
@@ -177,8 +178,10 @@ func LoadTemplate(rt, parserCM *corev1.ConfigMap, opts LoadOptions) (*Template, 
 	if err != nil {
 		return nil, fail(KeyRanktableTemplate, "%v", err)
 	}
+	native, perDevice := nativeFor(t.Text)
+	t.perDevice = perDevice
 	if !opts.DisableNative {
-		t.native = nativeFor(t.Text)
+		t.native = native
 	}
 	t.parser, err = loadParser(id, t.ParserName, parserCM)
 	if err != nil {
@@ -223,11 +226,15 @@ func loadParserTemplate(cm *corev1.ConfigMap) (parser, error) {
 	if len(text) > maxTemplateSource {
 		return nil, fmt.Errorf("pod parser ConfigMap %s: data[%s]: %d bytes exceeds the limit of %d", id, KeyParserTemplate, len(text), maxTemplateSource)
 	}
-	t, err := template.New(id).Option("missingkey=zero").Funcs(funcMap).Parse(text)
+	t, err := template.New(id).Option("missingkey=zero").Funcs(parserFuncMap).Parse(text)
 	if err != nil {
 		return nil, fmt.Errorf("pod parser ConfigMap %s: data[%s]: %v", id, KeyParserTemplate, err)
 	}
-	return &templateParser{name: id, tmpl: t}, nil
+	p := &templateParser{name: id, tmpl: t}
+	for _, f := range podFuncNames {
+		p.usesPod = p.usesPod || strings.Contains(text, f)
+	}
+	return p, nil
 }
 
 func orDefault(s, def string) string {
