@@ -78,9 +78,9 @@ type podInfo struct {
 	pod       *corev1.Pod
 	state     revState
 	ready     bool
-	cold      ColdReason // why Plan leaves the pod alone; "" when warm
-	injected  bool       // carries the set's reload sidecar
-	target    string     // wanted revision after the plan
+	cold      coldKind // why Plan leaves the pod alone; coldNone when it does not
+	injected  bool     // carries the set's reload sidecar
+	target    string   // wanted revision after the plan
 	changed   bool
 	labelNow  bool
 	labelWant bool
@@ -261,13 +261,13 @@ func readPods(in []*corev1.Pod, keys Keys, sidecar string, lastTS *metav1.Time) 
 			return nil, err
 		}
 		_, label := p.Labels[keys.UpdateOrder]
-		cold := coldReason(p, sidecar, lastTS)
+		cold := coldOf(p, sidecar, lastTS)
 		pods[i] = podInfo{
 			pod:      p,
 			state:    revState{UpdateRevision: st.UpdateRevision, CurrentRevision: st.CurrentRevision},
 			ready:    podReady(p),
 			cold:     cold,
-			injected: cold != ColdNotInjected,
+			injected: cold != coldNotInjected,
 			target:   st.UpdateRevision,
 			labelNow: label,
 		}
@@ -275,16 +275,35 @@ func readPods(in []*corev1.Pod, keys Keys, sidecar string, lastTS *metav1.Time) 
 	return pods, nil
 }
 
-// coldReason says why Plan leaves the pod alone, or "" when it is warm: the one
-// implementation of the rule (the package doc's Algorithm step 2).
-func coldReason(p *corev1.Pod, sidecar string, lastContainers *metav1.Time) ColdReason {
-	switch {
-	case !hasContainer(p, sidecar):
+// coldKind is a ColdReason in one byte (podInfo is kept small: Plan holds one per pod).
+type coldKind uint8
+
+const (
+	coldNone coldKind = iota
+	coldNotInjected
+	coldBeforeContainers
+)
+
+func (k coldKind) reason() ColdReason {
+	switch k {
+	case coldNotInjected:
 		return ColdNotInjected
-	case isColdAt(p, lastContainers):
+	case coldBeforeContainers:
 		return ColdCreatedBeforeContainersChange
 	}
 	return ""
+}
+
+// coldOf says why Plan leaves the pod alone, or coldNone: the one implementation of the
+// rule (the package doc's Algorithm step 2).
+func coldOf(p *corev1.Pod, sidecar string, lastContainers *metav1.Time) coldKind {
+	switch {
+	case !hasContainer(p, sidecar):
+		return coldNotInjected
+	case isColdAt(p, lastContainers):
+		return coldBeforeContainers
+	}
+	return coldNone
 }
 
 // coldPods lists the cold pods, in the pods' (name) order.
@@ -292,15 +311,15 @@ func coldPods(pods []podInfo, sidecar string, lastContainers *metav1.Time) []Col
 	var out []ColdPod
 	for i := range pods {
 		p := &pods[i]
-		if p.cold == "" {
+		if p.cold == coldNone {
 			continue
 		}
 		msg := "not injected (no reload sidecar " + sidecar + ")"
-		if p.cold == ColdCreatedBeforeContainersChange {
+		if p.cold == coldBeforeContainers {
 			msg = fmt.Sprintf("created %s, before status.lastContainersTimestamp %s (lacks the current mounts)",
 				p.pod.CreationTimestamp.UTC().Format(time.RFC3339), lastContainers.UTC().Format(time.RFC3339))
 		}
-		out = append(out, ColdPod{Namespace: p.pod.Namespace, Name: p.pod.Name, Reason: p.cold, Message: msg})
+		out = append(out, ColdPod{Namespace: p.pod.Namespace, Name: p.pod.Name, Reason: p.cold.reason(), Message: msg})
 	}
 	return out
 }
@@ -319,7 +338,7 @@ func buildPatches(pods []podInfo, keys Keys, injectOrder bool, now time.Time) ([
 	n, changed := 0, 0
 	for i := range pods {
 		p := &pods[i]
-		if p.cold != "" {
+		if p.cold != coldNone {
 			continue
 		}
 		p.labelWant = injectOrder && p.target != "" && p.target != p.state.CurrentRevision
@@ -339,7 +358,7 @@ func buildPatches(pods []podInfo, keys Keys, injectOrder bool, now time.Time) ([
 	ts := FormatTimestamp(now)
 	for i := range pods {
 		p := &pods[i]
-		if p.cold != "" || (!p.changed && p.labelWant == p.labelNow) {
+		if p.cold != coldNone || (!p.changed && p.labelWant == p.labelNow) {
 			continue
 		}
 		pp := PodPatch{Namespace: p.pod.Namespace, Name: p.pod.Name, UID: p.pod.UID}
