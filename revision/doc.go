@@ -6,7 +6,7 @@
 //
 // A reconciler calls [Plan] once per reconcile with the set, its hub ConfigMap, the
 // matched pods and the time. Plan returns the hub to write, the pod patches, the new
-// status and events. A mutating webhook calls [Inject] for new pods; the node side
+// status, events and the cold pods it leaves alone ([Result.Cold]). A mutating webhook calls [Inject] for new pods; the node side
 // calls [Restarts] and [MarkCurrent]; the reload sidecar calls [Hub.Files]. Building
 // blocks: [Validate], [RevisionHash], [Hub] ([DecodeHub], [Hub.Add], [Hub.Trim],
 // [Hub.HubConfigMap]), [KeysFor] and [Keys.Read], [ResolvePartition],
@@ -42,7 +42,10 @@
 //     created before it are cold: never changed (they lack the new mounts). Pods
 //     without the set's reload sidecar (not injected: the webhook failed open or
 //     injection was paused) are cold too, and count against maxUnavailable only
-//     when not ready, since they can never confirm a revision.
+//     when not ready, since they can never confirm a revision. Plan lists the
+//     non-terminating cold pods in [Result.Cold], in name order, each with a
+//     [ColdReason] ([ColdNotInjected] wins over
+//     [ColdCreatedBeforeContainersChange]) and a message.
 //  3. Partition: kept = partition resolved against n ([ResolvePartition]: percent
 //     rounds up; below 100% with n > 1 at least one pod updates; clamped to [0, n]).
 //     Pods to update: want = n - kept.
@@ -125,6 +128,8 @@
 //   - injectStrategy.pause pauses injection into new pods only; pods created
 //     meanwhile have no reload sidecar, and Plan leaves them alone (they still
 //     count in matchedPods, so the rollout does not complete while they exist).
+//   - The design does not say how a caller learns which pods are cold; Plan lists
+//     them in [Result.Cold] so callers need not re-implement the rule.
 //   - Terminating pods are ignored; pods older than the set count as cold on the first
 //     reconcile (they were never injected).
 //   - The reload sidecar is a native sidecar from Kubernetes 1.29 (not 1.28: the gate
@@ -132,7 +137,7 @@
 //
 // # Example
 //
-// See ExamplePlan, ExampleInject, ExampleKeysFor, ExampleRestarts,
-// ExampleMarkCurrent, ExampleValidate, ExampleResolvePartition, ExampleDecodeHub and
-// ExampleHub_Files.
+// See ExamplePlan, ExamplePlan_coldPods, ExampleInject, ExampleKeysFor,
+// ExampleRestarts, ExampleMarkCurrent, ExampleValidate, ExampleResolvePartition,
+// ExampleDecodeHub and ExampleHub_Files.
 package revision

@@ -76,6 +76,44 @@ func ExamplePlan() {
 	// sample-b -> f4c16993a53f5b40
 }
 
+// Plan leaves cold pods alone and lists them with the reason: here one pod the
+// webhook never injected and one created before spec.containers last changed.
+func ExamplePlan_coldPods() {
+	now := time.Date(2025, 2, 14, 17, 51, 48, 0, time.UTC)
+	set := exampleSet("aaa")
+	set.Spec.UpdateStrategy.Partition = nil
+	sidecar := []corev1.Container{{Name: revision.ReloadSidecarName(set.Name)}}
+	// spec.containers changed at 17:30, on the previous reconcile.
+	first, _ := revision.Plan(revision.Input{Set: set, Now: now})
+	changed := metav1.NewTime(time.Date(2025, 2, 14, 17, 30, 0, 0, time.UTC))
+	set.Status.LastContainersHash = first.Status.LastContainersHash
+	set.Status.LastContainersTimestamp = &changed
+	pod := func(name string, created time.Time, init []corev1.Container) *corev1.Pod {
+		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "demo", Name: name, CreationTimestamp: metav1.NewTime(created)},
+			Spec: corev1.PodSpec{InitContainers: init}}
+	}
+	pods := []*corev1.Pod{
+		pod("sample-c", now, sidecar),                 // injected after the change: warm
+		pod("sample-b", changed.Add(-time.Hour), nil), // no reload sidecar
+		pod("sample-a", changed.Add(-time.Hour), sidecar),
+	}
+	res, err := revision.Plan(revision.Input{Set: set, Pods: pods, Now: now})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	for _, p := range res.Pods {
+		fmt.Println("patched:", p.Name)
+	}
+	for _, c := range res.Cold {
+		fmt.Printf("cold: %s %s: %s\n", c.Name, c.Reason, c.Message)
+	}
+	// Output:
+	// patched: sample-c
+	// cold: sample-a CreatedBeforeContainersChange: created 2025-02-14T16:30:00Z, before status.lastContainersTimestamp 2025-02-14T17:30:00Z (lacks the current mounts)
+	// cold: sample-b NotInjected: not injected (no reload sidecar cms-reload-deploy-cms1)
+}
+
 func ExampleKeysFor() {
 	k, _ := revision.KeysFor("deploy-cms1")
 	fmt.Println(k.UpdateRevision)

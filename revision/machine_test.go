@@ -273,7 +273,8 @@ func (m *machine) plan(t *rapid.T, pure bool) Result {
 	hubBefore := hubNames(t, m.hub)
 	after := viewPods(t, applyPatches(pods, res.Pods))
 	update := res.Status.UpdateRevision
-	// Cold pods (created before spec.containers last changed) are never touched.
+	// Cold pods (created before spec.containers last changed, or not injected) are
+	// never touched.
 	cold := map[string]bool{}
 	for _, p := range pods {
 		cold[p.Name] = isColdAt(p, res.Status.LastContainersTimestamp) || !hasContainer(p, ReloadSidecarName(m.set.Name))
@@ -282,6 +283,20 @@ func (m *machine) plan(t *rapid.T, pure bool) Result {
 		if cold[pp.Name] {
 			t.Fatalf("cold pod %s patched", pp.Name)
 		}
+	}
+	// Result.Cold names exactly those pods (the machine has no terminating pods).
+	var wantCold, gotCold []string
+	for name, c := range cold {
+		if c {
+			wantCold = append(wantCold, name)
+		}
+	}
+	slices.Sort(wantCold)
+	for _, c := range res.Cold {
+		gotCold = append(gotCold, c.Name)
+	}
+	if !slices.Equal(gotCold, wantCold) {
+		t.Fatalf("Result.Cold %v, want %v", gotCold, wantCold)
 	}
 
 	// The update revision: the old name when the data is in the hub, else its hash.

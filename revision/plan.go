@@ -38,16 +38,49 @@ type Result struct {
 	Status ConfigMapSetStatus
 	// Events describe what changed, in a fixed order.
 	Events []Event
+	// Cold are the non-terminating pods Plan leaves alone, ordered by namespace and
+	// name: pods without the set's reload sidecar and pods created before
+	// status.lastContainersTimestamp (see [ColdReason]). Plan never patches them and
+	// the rollout cannot complete while they exist; re-creating them lets the webhook
+	// inject them. Nil when every pod is warm.
+	Cold []ColdPod
 }
+
+// ColdPod is a matched pod Plan never changes, with the reason.
+type ColdPod struct {
+	Namespace string
+	Name      string
+	// Reason says why the pod is cold; never empty.
+	Reason ColdReason
+	// Message explains the reason for a person, naming the missing sidecar or the
+	// timestamps.
+	Message string
+}
+
+// ColdReason says why Plan leaves a pod alone. When both apply, ColdNotInjected is
+// reported.
+type ColdReason string
+
+const (
+	// ColdNotInjected means the pod lacks the set's reload sidecar
+	// ([ReloadSidecarName]): it was created before the set or its webhook, while
+	// injection was paused, or the webhook failed open. It can never confirm a
+	// revision.
+	ColdNotInjected ColdReason = "NotInjected"
+	// ColdCreatedBeforeContainersChange means the pod was created before
+	// status.lastContainersTimestamp, when spec.containers last changed, so it lacks
+	// the current mounts.
+	ColdCreatedBeforeContainersChange ColdReason = "CreatedBeforeContainersChange"
+)
 
 // podInfo is Plan's view of one pod.
 type podInfo struct {
 	pod       *corev1.Pod
 	state     revState
 	ready     bool
-	cold      bool   // created before spec.containers last changed, or not injected
-	injected  bool   // carries the set's reload sidecar
-	target    string // wanted revision after the plan
+	cold      coldKind // why Plan leaves the pod alone; coldNone when it does not
+	injected  bool     // carries the set's reload sidecar
+	target    string   // wanted revision after the plan
 	changed   bool
 	labelNow  bool
 	labelWant bool
@@ -61,7 +94,7 @@ type revState struct {
 // Plan plans one reconcile of a ConfigMapSet, as the package doc describes. Terminating
 // pods (with a deletion timestamp) are ignored; cold pods (created before
 // status.lastContainersTimestamp) and pods without the set's reload sidecar are
-// counted but never changed. Bad input (an invalid spec, a corrupt
+// counted but never changed, and listed in [Result.Cold]. Bad input (an invalid spec, a corrupt
 // hub, an unparsable pod annotation, a pod listed twice) is an error naming the object
 // and field; a hub or pod annotations that would exceed their size limits are errors.
 func Plan(in Input) (Result, error) {
@@ -115,7 +148,8 @@ func Plan(in Input) (Result, error) {
 		events = append(events, Event{corev1.EventTypeNormal, "ContainersChanged", "spec.containers changed; only pods created from now on get the new mounts"})
 	}
 
-	pods, err := readPods(in.Pods, keys, ReloadSidecarName(set.Name), lastTS)
+	sidecar := ReloadSidecarName(set.Name)
+	pods, err := readPods(in.Pods, keys, sidecar, lastTS)
 	if err != nil {
 		return Result{}, err
 	}
@@ -160,7 +194,7 @@ func Plan(in Input) (Result, error) {
 		events = append(events, Event{corev1.EventTypeNormal, "RolloutComplete", "every pod runs revision " + update})
 	}
 
-	out := Result{Revisions: hub.names(), Pods: patches, Status: status, Events: events}
+	out := Result{Revisions: hub.names(), Pods: patches, Status: status, Events: events, Cold: coldPods(pods, sidecar, lastTS)}
 	enc, err := hub.Encode()
 	if err != nil {
 		return Result{}, err
@@ -227,18 +261,67 @@ func readPods(in []*corev1.Pod, keys Keys, sidecar string, lastTS *metav1.Time) 
 			return nil, err
 		}
 		_, label := p.Labels[keys.UpdateOrder]
-		injected := hasContainer(p, sidecar)
+		cold := coldOf(p, sidecar, lastTS)
 		pods[i] = podInfo{
 			pod:      p,
 			state:    revState{UpdateRevision: st.UpdateRevision, CurrentRevision: st.CurrentRevision},
 			ready:    podReady(p),
-			cold:     !injected || isColdAt(p, lastTS),
-			injected: injected,
+			cold:     cold,
+			injected: cold != coldNotInjected,
 			target:   st.UpdateRevision,
 			labelNow: label,
 		}
 	}
 	return pods, nil
+}
+
+// coldKind is a ColdReason in one byte (podInfo is kept small: Plan holds one per pod).
+type coldKind uint8
+
+const (
+	coldNone coldKind = iota
+	coldNotInjected
+	coldBeforeContainers
+)
+
+func (k coldKind) reason() ColdReason {
+	switch k {
+	case coldNotInjected:
+		return ColdNotInjected
+	case coldBeforeContainers:
+		return ColdCreatedBeforeContainersChange
+	}
+	return ""
+}
+
+// coldOf says why Plan leaves the pod alone, or coldNone: the one implementation of the
+// rule (the package doc's Algorithm step 2).
+func coldOf(p *corev1.Pod, sidecar string, lastContainers *metav1.Time) coldKind {
+	switch {
+	case !hasContainer(p, sidecar):
+		return coldNotInjected
+	case isColdAt(p, lastContainers):
+		return coldBeforeContainers
+	}
+	return coldNone
+}
+
+// coldPods lists the cold pods, in the pods' (name) order.
+func coldPods(pods []podInfo, sidecar string, lastContainers *metav1.Time) []ColdPod {
+	var out []ColdPod
+	for i := range pods {
+		p := &pods[i]
+		if p.cold == coldNone {
+			continue
+		}
+		msg := "not injected (no reload sidecar " + sidecar + ")"
+		if p.cold == coldBeforeContainers {
+			msg = fmt.Sprintf("created %s, before status.lastContainersTimestamp %s (lacks the current mounts)",
+				p.pod.CreationTimestamp.UTC().Format(time.RFC3339), lastContainers.UTC().Format(time.RFC3339))
+		}
+		out = append(out, ColdPod{Namespace: p.pod.Namespace, Name: p.pod.Name, Reason: p.cold.reason(), Message: msg})
+	}
+	return out
 }
 
 func podReady(p *corev1.Pod) bool {
@@ -255,7 +338,7 @@ func buildPatches(pods []podInfo, keys Keys, injectOrder bool, now time.Time) ([
 	n, changed := 0, 0
 	for i := range pods {
 		p := &pods[i]
-		if p.cold {
+		if p.cold != coldNone {
 			continue
 		}
 		p.labelWant = injectOrder && p.target != "" && p.target != p.state.CurrentRevision
@@ -275,7 +358,7 @@ func buildPatches(pods []podInfo, keys Keys, injectOrder bool, now time.Time) ([
 	ts := FormatTimestamp(now)
 	for i := range pods {
 		p := &pods[i]
-		if p.cold || (!p.changed && p.labelWant == p.labelNow) {
+		if p.cold != coldNone || (!p.changed && p.labelWant == p.labelNow) {
 			continue
 		}
 		pp := PodPatch{Namespace: p.pod.Namespace, Name: p.pod.Name, UID: p.pod.UID}

@@ -95,7 +95,8 @@ func copyInput(in Input) Input {
 
 // TestPlanProperties: for arbitrary inputs Plan does not change its input, gives the
 // identical result for any pod order, never touches cold, terminating or not injected
-// pods, and leaves every warm pod wanting a revision the hub holds.
+// pods, lists exactly the cold ones in Result.Cold, and leaves every warm pod wanting a
+// revision the hub holds.
 func TestPlanProperties(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		in := drawInput(t)
@@ -138,6 +139,33 @@ func TestPlanProperties(t *testing.T) {
 		}
 		if !slices.IsSorted(patched) {
 			t.Fatalf("patches not in name order: %v", patched)
+		}
+		// Result.Cold is exactly the non-terminating cold pods, in name order, with the
+		// reason (not injected wins), and none of them is patched.
+		var wantCold []string
+		for _, p := range in.Pods {
+			reason := ColdReason("")
+			switch {
+			case p.DeletionTimestamp != nil:
+			case !hasContainer(p, ReloadSidecarName("cms1")):
+				reason = ColdNotInjected
+			case isColdAt(p, res.Status.LastContainersTimestamp):
+				reason = ColdCreatedBeforeContainersChange
+			}
+			if reason != "" {
+				wantCold = append(wantCold, p.Namespace+"/"+p.Name+" "+string(reason))
+			}
+		}
+		slices.Sort(wantCold)
+		var gotCold []string
+		for _, c := range res.Cold {
+			if c.Message == "" || slices.Contains(patched, c.Namespace+"/"+c.Name) {
+				t.Fatalf("cold pod %+v has no message or is patched", c)
+			}
+			gotCold = append(gotCold, c.Namespace+"/"+c.Name+" "+string(c.Reason))
+		}
+		if !slices.Equal(gotCold, wantCold) {
+			t.Fatalf("cold pods %v, want %v", gotCold, wantCold)
 		}
 		for _, p := range applyPatches(in.Pods, res.Pods) {
 			if p.DeletionTimestamp != nil || isColdAt(p, res.Status.LastContainersTimestamp) || !hasContainer(p, ReloadSidecarName("cms1")) {

@@ -58,7 +58,7 @@ func selectPods(set *ConfigMapSet, pods []podInfo, update string, hubIndex map[s
 		if pods[i].target == update {
 			assigned++
 		}
-		if !pods[i].cold {
+		if pods[i].cold == coldNone {
 			warm = append(warm, i)
 		}
 	}

@@ -4,8 +4,6 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
-	"sort"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -54,7 +52,8 @@ type revisionPlan struct {
 	Notes []string `json:"notes,omitempty"`
 }
 
-// coldPodOut is a pod revision.Plan never gives a new wanted revision.
+// coldPodOut is a pod revision.Plan never gives a new wanted revision (from
+// revision.Result.Cold; Reason is its message).
 type coldPodOut struct {
 	Pod    string `json:"pod"`
 	Reason string `json:"reason"`
@@ -104,53 +103,15 @@ func runRevision(o *options, objs []manifest.Object) (any, error) {
 	for _, e := range res.Events {
 		out.Events = append(out.Events, eventOut{Type: e.Type, Reason: e.Reason, Object: setObj.ID(), Message: e.Message})
 	}
-	out.Cold = coldPods(set.Name, pods, res.Status.LastContainersTimestamp)
+	for _, c := range res.Cold {
+		out.Cold = append(out.Cold, coldPodOut{Pod: c.Namespace + "/" + c.Name, Reason: c.Message})
+	}
 	if n := len(out.Cold); n > 0 {
 		out.Notes = append(out.Notes, fmt.Sprintf(
 			"%d of %d matched pods are cold: the plan never changes their revision, so the rollout cannot complete; re-create them so the webhook injects them",
 			n, res.Status.MatchedPods))
 	}
 	return out, nil
-}
-
-// coldPods returns the pods revision.Plan leaves alone, as its documentation says:
-// pods without the set's reload sidecar (never injected) and pods created before
-// spec.containers last changed (lastContainers, from the new status). Terminating
-// pods are not planned at all and are not listed. The result is sorted by pod.
-func coldPods(setName string, pods []*corev1.Pod, lastContainers *metav1.Time) []coldPodOut {
-	sidecar := revision.ReloadSidecarName(setName)
-	var out []coldPodOut
-	for _, p := range pods {
-		if p.DeletionTimestamp != nil {
-			continue
-		}
-		reason := ""
-		switch {
-		case !hasContainer(p, sidecar):
-			reason = fmt.Sprintf("not injected (no reload sidecar %s)", sidecar)
-		case lastContainers != nil && !p.CreationTimestamp.IsZero() && p.CreationTimestamp.Before(lastContainers):
-			reason = fmt.Sprintf("created %s, before status.lastContainersTimestamp %s (lacks the current mounts)",
-				p.CreationTimestamp.UTC().Format(time.RFC3339), lastContainers.UTC().Format(time.RFC3339))
-		default:
-			continue
-		}
-		out = append(out, coldPodOut{Pod: p.Namespace + "/" + p.Name, Reason: reason})
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Pod < out[j].Pod })
-	return out
-}
-
-// hasContainer reports whether the pod has a container or init container (native
-// sidecars are init containers) named name.
-func hasContainer(p *corev1.Pod, name string) bool {
-	for _, list := range [][]corev1.Container{p.Spec.InitContainers, p.Spec.Containers} {
-		for _, c := range list {
-			if c.Name == name {
-				return true
-			}
-		}
-	}
-	return false
 }
 
 // matchedPods returns the input's pods in the set's namespace that its selector
