@@ -30,9 +30,9 @@
 // A mutating webhook calls Inject on a copy of each pod and returns
 // webhookpatch.Diff of the two.
 //
-// Building blocks: Template.ParseAnnotation (one pod), Build (rank assignment),
-// Template.Render (one table), KeyOf and ConfigMapName (grouping and naming), the
-// template library (LibraryConfigMaps, LoadLibraryTemplate).
+// Building blocks: Template.ParsePod and Template.ParseAnnotation (one pod), Build
+// (rank assignment), Template.Render (one table), KeyOf and ConfigMapName (grouping
+// and naming), the template library (LibraryConfigMaps, LoadLibraryTemplate).
 //
 // # Algorithm
 //

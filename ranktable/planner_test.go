@@ -398,3 +398,32 @@ devices:
 		t.Fatal("a ranktable template may call a parser template's pod function")
 	}
 }
+
+// TestParserUsesPod: only templates that call a pod function pay for a clone per pod.
+func TestParserUsesPod(t *testing.T) {
+	std, _ := LibraryConfigMap(LibraryParserStandard)
+	cases := []struct {
+		name, text string
+		uses       bool
+	}{
+		{"the standard parser (a podName key, no call)", std.Data[KeyParserTemplate], false},
+		{"a call in an action", `serverId: {{ nodeName }}`, true},
+		{"a call in a pipeline argument", `serverId: {{ printf "%s" (podIP) | quote }}`, true},
+		{"a call in an else branch", `{{ if . }}x{{ else }}{{ podNamespace }}{{ end }}`, true},
+		{"a call in a range", `{{ range (fromJson .).devices }}{{ podName }}{{ end }}`, true},
+		{"a call in a defined template", `{{ define "x" }}{{ nodeName }}{{ end }}{{ template "x" }}`, true},
+		{"a field of the same name", `{{ (fromJson .).podIP }} podIP nodeName`, false},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			cm := &corev1.ConfigMap{Data: map[string]string{KeyParserTemplate: c.text}}
+			p, err := loadParserTemplate(cm)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := p.(*templateParser).usesPod; got != c.uses {
+				t.Fatalf("usesPod %v, want %v", got, c.uses)
+			}
+		})
+	}
+}

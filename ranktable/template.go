@@ -3,9 +3,11 @@ package ranktable
 import (
 	"fmt"
 	"path"
+	"slices"
 	"sort"
 	"strings"
 	"text/template"
+	"text/template/parse"
 
 	corev1 "k8s.io/api/core/v1"
 )
@@ -231,8 +233,8 @@ func loadParserTemplate(cm *corev1.ConfigMap) (parser, error) {
 		return nil, fmt.Errorf("pod parser ConfigMap %s: data[%s]: %v", id, KeyParserTemplate, err)
 	}
 	p := &templateParser{name: id, tmpl: t}
-	for _, f := range podFuncNames {
-		p.usesPod = p.usesPod || strings.Contains(text, f)
+	for _, tt := range t.Templates() {
+		p.usesPod = p.usesPod || (tt.Tree != nil && callsAny(tt.Tree.Root, podFuncNames))
 	}
 	return p, nil
 }
@@ -251,4 +253,49 @@ func sortedKeys(m map[string]bool) []string {
 	}
 	sort.Strings(out)
 	return out
+}
+
+// callsAny reports whether the parse tree under n calls a function named in names.
+func callsAny(n parse.Node, names []string) bool {
+	switch n := n.(type) {
+	case *parse.IdentifierNode:
+		return slices.Contains(names, n.Ident)
+	case *parse.ListNode:
+		if n == nil {
+			return false
+		}
+		for _, c := range n.Nodes {
+			if callsAny(c, names) {
+				return true
+			}
+		}
+	case *parse.ActionNode:
+		return callsAny(n.Pipe, names)
+	case *parse.PipeNode:
+		if n == nil {
+			return false
+		}
+		for _, c := range n.Cmds {
+			if callsAny(c, names) {
+				return true
+			}
+		}
+	case *parse.CommandNode:
+		for _, a := range n.Args {
+			if callsAny(a, names) {
+				return true
+			}
+		}
+	case *parse.ChainNode:
+		return callsAny(n.Node, names)
+	case *parse.IfNode:
+		return callsAny(n.Pipe, names) || callsAny(n.List, names) || callsAny(n.ElseList, names)
+	case *parse.RangeNode:
+		return callsAny(n.Pipe, names) || callsAny(n.List, names) || callsAny(n.ElseList, names)
+	case *parse.WithNode:
+		return callsAny(n.Pipe, names) || callsAny(n.List, names) || callsAny(n.ElseList, names)
+	case *parse.TemplateNode:
+		return callsAny(n.Pipe, names)
+	}
+	return false
 }
