@@ -49,7 +49,11 @@ type planner struct {
 	step     Step
 	names    []byte   // natural keys of all names, see unit.name0
 	slab     []string // backing store for Update.Members
+	touched  uint32   // sum of the slots read ahead; kept so they are read
 }
+
+// nameBatch is how many names collect hashes ahead of using them.
+const nameBatch = 256
 
 // Size limits. [Plan], [PlanRecover] and [PlanLockstep] reject larger input with
 // an error; they keep the planner's packed indexes (32-bit) far from overflow.
@@ -112,21 +116,40 @@ func (p *planner) collect(replicas []Replica) error {
 	nameEnd := make([]uint32, len(replicas))
 	p.names = make([]byte, 0, 16*len(replicas))
 	lastRev := ""
-	for i := range replicas {
-		r := &replicas[i]
-		if err := p.validReplica(i, r); err != nil {
-			return err
+	// Names are read in batches: the replicas are in any order, so their names
+	// are scattered over the heap, and once there are more of them than the
+	// caches hold, every name and every index slot is a cache miss. Hashing a
+	// batch of names in a tight loop, then touching the batch's index slots,
+	// keeps many of those misses in flight at once; the batch's names and slots
+	// are then in cache for the real work.
+	var hashes [nameBatch]uint64
+	var touched uint32
+	for base := 0; base < len(replicas); base += nameBatch {
+		batch := replicas[base:min(base+nameBatch, len(replicas))]
+		for i := range batch {
+			hashes[i] = nameHash(batch[i].Name)
 		}
-		if index.insert(i) >= 0 {
-			return fmt.Errorf("replica %s: name: repeated", r.Name)
+		for i := range batch {
+			touched += index.slots[hashes[i]&index.mask].tag
 		}
-		if r.Revision != lastRev {
-			lastRev = r.Revision
-			revSet[r.Revision] = true
+		for j := range batch {
+			i := base + j
+			r := &replicas[i]
+			if err := p.validReplica(i, r); err != nil {
+				return err
+			}
+			if index.insertHashed(i, hashes[j]) >= 0 {
+				return fmt.Errorf("replica %s: name: repeated", r.Name)
+			}
+			if r.Revision != lastRev {
+				lastRev = r.Revision
+				revSet[r.Revision] = true
+			}
+			p.names = appendNaturalKey(p.names, r.Name)
+			nameEnd[i] = uint32(len(p.names))
 		}
-		p.names = appendNaturalKey(p.names, r.Name)
-		nameEnd[i] = uint32(len(p.names))
 	}
+	p.touched = touched
 	revs := make([]string, 0, len(revSet))
 	for r := range revSet {
 		revs = append(revs, r)
