@@ -55,6 +55,25 @@ type planner struct {
 // nameBatch is how many names collect hashes ahead of using them.
 const nameBatch = 256
 
+// memberBatch is how many gangs collect reads ahead of inspecting them.
+const memberBatch = 32
+
+// touchMembers reads both ends of every member of rs (a Member spans two cache
+// lines) and returns a value that depends on them.
+func touchMembers(rs []Replica) uint32 {
+	var n uint32
+	for i := range rs {
+		for j := range rs[i].Members {
+			m := &rs[i].Members[j]
+			n += uint32(len(m.Name))
+			if m.State.UnreadySince.IsZero() {
+				n++
+			}
+		}
+	}
+	return n
+}
+
 // Size limits. [Plan], [PlanRecover] and [PlanLockstep] reject larger input with
 // an error; they keep the planner's packed indexes (32-bit) far from overflow.
 const (
@@ -228,6 +247,11 @@ func (p *planner) collect(replicas []Replica) error {
 	}
 	lastRev, lastRank := "", int32(-1)
 	for i := range replicas {
+		if i%memberBatch == 0 && p.s.Mode == Gang {
+			// Gang members live in one array per gang, scattered over the heap:
+			// read a batch of them ahead (see nameBatch).
+			p.touched += touchMembers(replicas[i:min(i+memberBatch, len(replicas))])
+		}
 		k := poolOf[i]
 		if k < 0 {
 			continue
@@ -240,7 +264,7 @@ func (p *planner) collect(replicas []Replica) error {
 		// already gone, are counted but left to recovery.
 		u := unit{r: r, rev: lastRank, recovering: replaced[i] || r.ReplacementFor != "",
 			priority: r.Priority, cost: r.DeletionCost}
-		eff, partial, unnamed := inspect(r)
+		eff, partial, unnamed := inspectFlags(r)
 		if unnamed >= 0 {
 			return unnamedMember(r, unnamed)
 		}
@@ -363,6 +387,7 @@ func (p *planner) rank() {
 		largest = max(largest, len(p.pools[k].units))
 	}
 	recs := make([]sortRec, 0, largest)
+	tmp := make([]sortRec, largest)
 	scratch := make([]unit, largest)
 	names := p.names
 	for k := range p.pools {
@@ -388,7 +413,7 @@ func (p *planner) rank() {
 				idx:  uint32(i),
 			})
 		}
-		slices.SortFunc(recs, func(a, b sortRec) int {
+		byOrder := sortRecs(recs, tmp, func(a, b sortRec) int {
 			if a.key != b.key {
 				return cmp.Compare(a.key, b.key)
 			}
@@ -405,7 +430,7 @@ func (p *planner) rank() {
 			return natural.Compare(ua.r.Name, ub.r.Name)
 		})
 		sorted := scratch[:len(us)]
-		for i, rc := range recs {
+		for i, rc := range byOrder {
 			sorted[i] = us[rc.idx]
 		}
 		copy(us, sorted)
@@ -451,4 +476,93 @@ func namePrefix(key []byte, from int) uint64 {
 		}
 	}
 	return v
+}
+
+// radixMin is the smallest slice sortRecs sorts by radix; below it a comparison
+// sort is as fast.
+const radixMin = 256
+
+// sortRecs sorts recs by cmp, whose order must be (key, cost, name) and then
+// some tie-break, and returns the sorted records: recs or tmp (len(tmp) >=
+// len(recs)). Large slices are sorted by an LSD radix sort on the 24 bytes of
+// (key, cost, name), one stable counting pass per byte that is not the same in
+// every record, which takes linear time and reads and writes memory
+// sequentially; runs that tie on all 24 bytes are then sorted with cmp.
+func sortRecs(recs, tmp []sortRec, cmp func(a, b sortRec) int) []sortRec {
+	n := len(recs)
+	if n < radixMin {
+		slices.SortFunc(recs, cmp)
+		return recs
+	}
+	// Digit d (0 least significant) is byte d%8 of name, cost (sign flipped,
+	// so that unsigned order is signed order) and key for d/8 = 0, 1, 2.
+	var counts [24][256]uint32
+	for i := range recs {
+		r := &recs[i]
+		nm, c, k := r.name, uint64(r.cost)^1<<63, r.key
+		for b := range 8 {
+			counts[b][byte(nm>>(8*b))]++
+			counts[8+b][byte(c>>(8*b))]++
+			counts[16+b][byte(k>>(8*b))]++
+		}
+	}
+	src, dst := recs, tmp[:n]
+	for d := range 24 {
+		word, shift := d/8, uint(d%8)*8
+		cnt := &counts[d]
+		if cnt[recDigit(&src[0], word, shift)] == uint32(n) {
+			continue // every record has the same byte here
+		}
+		var off [256]uint32
+		sum := uint32(0)
+		for v := range off {
+			off[v] = sum
+			sum += cnt[v]
+		}
+		switch word {
+		case 0:
+			for i := range src {
+				v := byte(src[i].name >> shift)
+				dst[off[v]] = src[i]
+				off[v]++
+			}
+		case 1:
+			for i := range src {
+				v := byte((uint64(src[i].cost) ^ 1<<63) >> shift)
+				dst[off[v]] = src[i]
+				off[v]++
+			}
+		default:
+			for i := range src {
+				v := byte(src[i].key >> shift)
+				dst[off[v]] = src[i]
+				off[v]++
+			}
+		}
+		src, dst = dst, src
+	}
+	// Records equal in key, cost and name prefix: order them by the full name.
+	for i := 0; i < n; {
+		j := i + 1
+		for j < n && src[j].key == src[i].key && src[j].cost == src[i].cost && src[j].name == src[i].name {
+			j++
+		}
+		if j-i > 1 {
+			slices.SortFunc(src[i:j], cmp)
+		}
+		i = j
+	}
+	return src
+}
+
+// recDigit is byte shift/8 of r's name, cost (sign flipped) or key, for word
+// 0, 1 or 2.
+func recDigit(r *sortRec, word int, shift uint) byte {
+	switch word {
+	case 0:
+		return byte(r.name >> shift)
+	case 1:
+		return byte((uint64(r.cost) ^ 1<<63) >> shift)
+	}
+	return byte(r.key >> shift)
 }
