@@ -3,6 +3,7 @@ package rollout
 import (
 	"bytes"
 	"cmp"
+	"encoding/binary"
 	"fmt"
 	"slices"
 
@@ -133,7 +134,13 @@ func (p *planner) collect(replicas []Replica) error {
 	// Natural keys of all names in replica order, built while each name is in
 	// cache: replica i's key is p.names[nameEnd[i-1]:nameEnd[i]].
 	nameEnd := make([]uint32, len(replicas))
-	p.names = make([]byte, 0, 16*len(replicas))
+	// A natural key is rarely more than twice its name (each digit run adds 5
+	// bytes); append grows p.names when it is.
+	size := 0
+	for i := range replicas {
+		size += len(replicas[i].Name)
+	}
+	p.names = make([]byte, 0, 2*size)
 	lastRev := ""
 	// Names are read in batches: the replicas are in any order, so their names
 	// are scattered over the heap, and once there are more of them than the
@@ -142,6 +149,8 @@ func (p *planner) collect(replicas []Replica) error {
 	// keeps many of those misses in flight at once; the batch's names and slots
 	// are then in cache for the real work.
 	var hashes [nameBatch]uint64
+	// The first few revisions seen, to spare a map access per replica.
+	seen := make([]string, 0, 8)
 	var touched uint32
 	for base := 0; base < len(replicas); base += nameBatch {
 		batch := replicas[base:min(base+nameBatch, len(replicas))]
@@ -162,7 +171,12 @@ func (p *planner) collect(replicas []Replica) error {
 			}
 			if r.Revision != lastRev {
 				lastRev = r.Revision
-				revSet[r.Revision] = true
+				if !slices.Contains(seen, lastRev) {
+					revSet[lastRev] = true
+					if len(seen) < cap(seen) {
+						seen = append(seen, lastRev)
+					}
+				}
 			}
 			p.names = appendNaturalKey(p.names, r.Name)
 			nameEnd[i] = uint32(len(p.names))
@@ -258,7 +272,7 @@ func (p *planner) collect(replicas []Replica) error {
 		}
 		r := &replicas[i]
 		if r.Revision != lastRev || lastRank < 0 {
-			lastRev, lastRank = r.Revision, int32(p.revs.rank[r.Revision])
+			lastRev, lastRank = r.Revision, p.revs.lookup(r.Revision)
 		}
 		// A replica being replaced, and a replacement standing in for a replica
 		// already gone, are counted but left to recovery.
@@ -457,6 +471,9 @@ func (p *planner) commonPrefix(us []unit) int {
 		k := p.names[us[i].name0:us[i].name1]
 		n = min(n, len(k))
 		j := 0
+		for j+8 <= n && binary.LittleEndian.Uint64(k[j:]) == binary.LittleEndian.Uint64(first[j:]) {
+			j += 8
+		}
 		for j < n && k[j] == first[j] {
 			j++
 		}
@@ -468,6 +485,9 @@ func (p *planner) commonPrefix(us []unit) int {
 // namePrefix packs key[from:from+8] big-endian, zero-padded: when two packs
 // differ they order the keys as bytes.Compare does.
 func namePrefix(key []byte, from int) uint64 {
+	if from+8 <= len(key) {
+		return binary.BigEndian.Uint64(key[from:])
+	}
 	var v uint64
 	for i := range 8 {
 		v <<= 8

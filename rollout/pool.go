@@ -1,6 +1,9 @@
 package rollout
 
-import "fmt"
+import (
+	"fmt"
+	"slices"
+)
 
 // run picks each pool's target count and plans every pool.
 func (p *planner) run() error {
@@ -188,31 +191,45 @@ type waits struct {
 }
 
 // explain records why each untouched replica that still has to change waits.
+// It counts them first (a pass over the units alone), so that Waiting grows once.
 func (p *planner) explain(pl *pool, w waits) {
+	count := w
+	n := 0
+	for i := range pl.units {
+		if p.reason(&pl.units[i], &count) != "" {
+			n++
+		}
+	}
+	p.step.Waiting = slices.Grow(p.step.Waiting, n)
 	for i := range pl.units {
 		u := &pl.units[i]
-		if u.done {
-			continue
+		if reason := p.reason(u, &w); reason != "" {
+			p.step.Waiting = append(p.step.Waiting, Wait{Replica: u.r.Name, Reason: reason})
 		}
-		isNew := u.rev == p.target
-		var reason string
-		switch {
-		case u.recovering:
-			reason = ReasonRecovering
-		case (isNew && w.newOver) || (!isNew && w.oldOver):
-			reason = ReasonScaleDown
-		case w.short > 0 && w.forward != isNew:
-			reason = ReasonBudget
-			w.short--
-		case w.window && !isNew:
-			reason = ReasonWindow
-		case !u.avail:
-			reason = ReasonNotAvailable
-		default:
-			continue
-		}
-		p.step.Waiting = append(p.step.Waiting, Wait{Replica: u.r.Name, Reason: reason})
 	}
+}
+
+// reason is why u waits, or "" when it does not (done, or nothing to change).
+// It counts a ReasonBudget against w.short.
+func (p *planner) reason(u *unit, w *waits) string {
+	if u.done {
+		return ""
+	}
+	isNew := u.rev == p.target
+	switch {
+	case u.recovering:
+		return ReasonRecovering
+	case (isNew && w.newOver) || (!isNew && w.oldOver):
+		return ReasonScaleDown
+	case w.short > 0 && w.forward != isNew:
+		w.short--
+		return ReasonBudget
+	case w.window && !isNew:
+		return ReasonWindow
+	case !u.avail:
+		return ReasonNotAvailable
+	}
+	return ""
 }
 
 func (p *planner) noStable(keep int) error {
