@@ -48,9 +48,9 @@ type planner struct {
 	minAvail int
 	pools    []pool
 	step     Step
-	names    []byte   // natural keys of all names, see unit.name0
-	slab     []string // backing store for Update.Members
-	touched  uint32   // sum of the slots read ahead; kept so they are read
+	names    []byte // natural keys of all names, see unit.name0
+	gangs    []gangUpdate
+	touched  uint32 // sum of the slots read ahead; kept so they are read
 }
 
 // nameBatch is how many names collect hashes ahead of using them.
@@ -121,6 +121,7 @@ func Plan(replicas []Replica, strategy Strategy) (Step, error) {
 	if err := p.run(); err != nil {
 		return Step{}, err
 	}
+	p.fillMembers()
 	return p.step, nil
 }
 
@@ -144,8 +145,8 @@ func (p *planner) collect(replicas []Replica) error {
 	lastRev := ""
 	// Names are read in batches: the replicas are in any order, so their names
 	// are scattered over the heap, and once there are more of them than the
-	// caches hold, every name and every index slot is a cache miss. Hashing a
-	// batch of names in a tight loop, then touching the batch's index slots,
+	// caches hold, every name and every index slot is a cache miss. Reading the
+	// first byte of a batch of names in a tight loop, then their index slots,
 	// keeps many of those misses in flight at once; the batch's names and slots
 	// are then in cache for the real work.
 	var hashes [nameBatch]uint64
@@ -154,6 +155,11 @@ func (p *planner) collect(replicas []Replica) error {
 	var touched uint32
 	for base := 0; base < len(replicas); base += nameBatch {
 		batch := replicas[base:min(base+nameBatch, len(replicas))]
+		for i := range batch {
+			if name := batch[i].Name; name != "" {
+				touched += uint32(name[0])
+			}
+		}
 		for i := range batch {
 			hashes[i] = nameHash(batch[i].Name)
 		}

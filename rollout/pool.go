@@ -167,18 +167,46 @@ func (p *planner) create(rev int32, column string, count int) {
 func (p *planner) update(u *unit, to, column string) {
 	u.done = true
 	up := Update{Replica: u.r.Name, From: u.r.Revision, To: to, Column: column}
-	if m := len(u.r.Members); m > 0 {
-		// Member lists are carved from one slab instead of one allocation each.
-		if cap(p.slab)-len(p.slab) < m {
-			p.slab = make([]string, 0, max(m, 1024))
-		}
-		n := len(p.slab)
-		for i := range u.r.Members {
-			p.slab = append(p.slab, u.r.Members[i].Name)
-		}
-		up.Members = p.slab[n : n+m : n+m]
+	if len(u.r.Members) > 0 {
+		// Member lists are filled at the end, see fillMembers.
+		p.gangs = append(p.gangs, gangUpdate{r: u.r, update: int32(len(p.step.Update))})
 	}
 	p.step.Update = append(p.step.Update, up)
+}
+
+// gangUpdate is an Update whose Members fillMembers still has to list.
+type gangUpdate struct {
+	r      *Replica
+	update int32 // index into Step.Update
+}
+
+// fillMembers lists the members of every updated gang, carved from one slab
+// instead of one allocation each. Gangs and their member arrays are scattered
+// over the heap and long out of cache by now, so they are read in batches:
+// first one word of each, in a tight loop that keeps the misses in flight
+// together, then the names.
+func (p *planner) fillMembers() {
+	const batch = 16
+	total := 0
+	for i := range p.gangs {
+		total += len(p.gangs[i].r.Members)
+	}
+	slab := make([]string, 0, total)
+	for base := 0; base < len(p.gangs); base += batch {
+		gs := p.gangs[base:min(base+batch, len(p.gangs))]
+		for i := range gs {
+			for j := range gs[i].r.Members {
+				p.touched += uint32(len(gs[i].r.Members[j].Name))
+			}
+		}
+		for _, g := range gs {
+			n := len(slab)
+			for j := range g.r.Members {
+				slab = append(slab, g.r.Members[j].Name)
+			}
+			p.step.Update[g.update].Members = slab[n:len(slab):len(slab)]
+		}
+	}
 }
 
 // waits is what a pool still lacks after its actions.
