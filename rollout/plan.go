@@ -35,6 +35,11 @@ type pool struct {
 	avail  int
 	// latestAvail is how many available units run the target revision.
 	latestAvail int
+	// lcp is the length of the prefix the natural keys of all units share,
+	// -1 before the first unit; first is the first unit's key.
+	lcp   int
+	first []byte
+	waits waits // what the pool lacks once planned, for explain
 }
 
 type planner struct {
@@ -216,8 +221,30 @@ func (p *planner) collect(replicas []Replica) error {
 			return k
 		}
 		colIndex[col] = int32(len(p.pools))
-		p.pools = append(p.pools, pool{column: col})
+		p.pools = append(p.pools, pool{column: col, lcp: -1})
 		return int32(len(p.pools) - 1)
+	}
+	// poolOfColumn is addPool with the last column remembered and a scan of
+	// few columns, sparing a map access per replica.
+	lastCol, lastPool := "", int32(-1)
+	poolOfColumn := func(col string) int32 {
+		if lastPool >= 0 && col == lastCol {
+			return lastPool
+		}
+		k := int32(-1)
+		if len(p.pools) <= 16 {
+			for j := range p.pools {
+				if p.pools[j].column == col {
+					k = int32(j)
+					break
+				}
+			}
+		}
+		if k < 0 {
+			k = addPool(col)
+		}
+		lastCol, lastPool = col, k
+		return k
 	}
 	if p.s.Mode == Group {
 		for _, c := range p.s.Columns {
@@ -250,7 +277,7 @@ func (p *planner) collect(replicas []Replica) error {
 		}
 		k := int32(0)
 		if p.s.Mode == Group {
-			k = addPool(r.Column)
+			k = poolOfColumn(r.Column)
 		}
 		poolOf[i] = k
 		for len(sizes) < len(p.pools) {
@@ -296,6 +323,13 @@ func (p *planner) collect(replicas []Replica) error {
 		}
 		u.name1 = nameEnd[i]
 		pl := &p.pools[k]
+		// The pool's common key prefix, while the key is in cache.
+		key := p.names[u.name0:u.name1]
+		if pl.lcp < 0 {
+			pl.first, pl.lcp = key, len(key)
+		} else {
+			pl.lcp = commonPrefix(pl.first[:pl.lcp], key)
+		}
 		pl.units = append(pl.units, u)
 		if u.avail {
 			pl.avail++
@@ -412,7 +446,7 @@ func (p *planner) rank() {
 	names := p.names
 	for k := range p.pools {
 		us := p.pools[k].units
-		lcp := p.commonPrefix(us)
+		lcp := max(p.pools[k].lcp, 0)
 		recs = recs[:0]
 		for i := range us {
 			u := &us[i]
@@ -466,26 +500,17 @@ type sortRec struct {
 	idx  uint32
 }
 
-// commonPrefix is the length of the prefix all natural keys of us share.
-func (p *planner) commonPrefix(us []unit) int {
-	if len(us) == 0 {
-		return 0
+// commonPrefix is the length of the common prefix of a and b.
+func commonPrefix(a, b []byte) int {
+	n := min(len(a), len(b))
+	j := 0
+	for j+8 <= n && binary.LittleEndian.Uint64(a[j:]) == binary.LittleEndian.Uint64(b[j:]) {
+		j += 8
 	}
-	first := p.names[us[0].name0:us[0].name1]
-	n := len(first)
-	for i := 1; i < len(us) && n > 0; i++ {
-		k := p.names[us[i].name0:us[i].name1]
-		n = min(n, len(k))
-		j := 0
-		for j+8 <= n && binary.LittleEndian.Uint64(k[j:]) == binary.LittleEndian.Uint64(first[j:]) {
-			j += 8
-		}
-		for j < n && k[j] == first[j] {
-			j++
-		}
-		n = j
+	for j < n && a[j] == b[j] {
+		j++
 	}
-	return n
+	return j
 }
 
 // namePrefix packs key[from:from+8] big-endian, zero-padded: when two packs

@@ -27,6 +27,7 @@ func (p *planner) run() error {
 		}
 		complete = complete && done
 	}
+	p.explain()
 	p.step.Complete = complete && p.step.Empty() && latest == p.latest
 	return nil
 }
@@ -146,8 +147,8 @@ func (p *planner) planPool(pl *pool, t int) (bool, error) {
 			total += c
 		}
 	}
-	p.explain(pl, waits{forward: forward, short: short, window: t < p.latest && pl.latest <= p.latest,
-		newOver: newOver > 0, oldOver: oldOver > 0})
+	pl.waits = waits{forward: forward, short: short, window: t < p.latest && pl.latest <= p.latest,
+		newOver: newOver > 0, oldOver: oldOver > 0}
 	complete := total == n && newCnt == t && avail == total
 	for i := range pl.units {
 		if pl.units[i].partial || pl.units[i].recovering {
@@ -219,20 +220,28 @@ type waits struct {
 }
 
 // explain records why each untouched replica that still has to change waits.
-// It counts them first (a pass over the units alone), so that Waiting grows once.
-func (p *planner) explain(pl *pool, w waits) {
-	count := w
+// It runs once all pools are planned, and counts the waiting replicas first (a
+// pass over the units alone), so that Waiting is allocated once.
+func (p *planner) explain() {
 	n := 0
-	for i := range pl.units {
-		if p.reason(&pl.units[i], &count) != "" {
-			n++
+	for k := range p.pools {
+		pl := &p.pools[k]
+		w := pl.waits
+		for i := range pl.units {
+			if p.reason(&pl.units[i], &w) != "" {
+				n++
+			}
 		}
 	}
 	p.step.Waiting = slices.Grow(p.step.Waiting, n)
-	for i := range pl.units {
-		u := &pl.units[i]
-		if reason := p.reason(u, &w); reason != "" {
-			p.step.Waiting = append(p.step.Waiting, Wait{Replica: u.r.Name, Reason: reason})
+	for k := range p.pools {
+		pl := &p.pools[k]
+		w := pl.waits
+		for i := range pl.units {
+			u := &pl.units[i]
+			if reason := p.reason(u, &w); reason != "" {
+				p.step.Waiting = append(p.step.Waiting, Wait{Replica: u.r.Name, Reason: reason})
+			}
 		}
 	}
 }
