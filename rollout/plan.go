@@ -3,6 +3,7 @@ package rollout
 import (
 	"bytes"
 	"cmp"
+	"encoding/binary"
 	"fmt"
 	"slices"
 
@@ -34,6 +35,11 @@ type pool struct {
 	avail  int
 	// latestAvail is how many available units run the target revision.
 	latestAvail int
+	// lcp is the length of the prefix the natural keys of all units share,
+	// -1 before the first unit; first is the first unit's key.
+	lcp   int
+	first []byte
+	waits waits // what the pool lacks once planned, for explain
 }
 
 type planner struct {
@@ -47,8 +53,31 @@ type planner struct {
 	minAvail int
 	pools    []pool
 	step     Step
-	names    []byte   // natural keys of all names, see unit.name0
-	slab     []string // backing store for Update.Members
+	names    []byte // natural keys of all names, see unit.name0
+	gangs    []gangUpdate
+	touched  uint32 // sum of the slots read ahead; kept so they are read
+}
+
+// nameBatch is how many names collect hashes ahead of using them.
+const nameBatch = 256
+
+// memberBatch is how many gangs collect reads ahead of inspecting them.
+const memberBatch = 32
+
+// touchMembers reads both ends of every member of rs (a Member spans two cache
+// lines) and returns a value that depends on them.
+func touchMembers(rs []Replica) uint32 {
+	var n uint32
+	for i := range rs {
+		for j := range rs[i].Members {
+			m := &rs[i].Members[j]
+			n += uint32(len(m.Name))
+			if m.State.UnreadySince.IsZero() {
+				n++
+			}
+		}
+	}
+	return n
 }
 
 // Size limits. [Plan], [PlanRecover] and [PlanLockstep] reject larger input with
@@ -97,6 +126,7 @@ func Plan(replicas []Replica, strategy Strategy) (Step, error) {
 	if err := p.run(); err != nil {
 		return Step{}, err
 	}
+	p.fillMembers()
 	return p.step, nil
 }
 
@@ -110,23 +140,60 @@ func (p *planner) collect(replicas []Replica) error {
 	// Natural keys of all names in replica order, built while each name is in
 	// cache: replica i's key is p.names[nameEnd[i-1]:nameEnd[i]].
 	nameEnd := make([]uint32, len(replicas))
-	p.names = make([]byte, 0, 16*len(replicas))
-	lastRev := ""
+	// A natural key is rarely more than twice its name (each digit run adds 5
+	// bytes); append grows p.names when it is.
+	size := 0
 	for i := range replicas {
-		r := &replicas[i]
-		if err := p.validReplica(i, r); err != nil {
-			return err
-		}
-		if index.insert(i) >= 0 {
-			return fmt.Errorf("replica %s: name: repeated", r.Name)
-		}
-		if r.Revision != lastRev {
-			lastRev = r.Revision
-			revSet[r.Revision] = true
-		}
-		p.names = appendNaturalKey(p.names, r.Name)
-		nameEnd[i] = uint32(len(p.names))
+		size += len(replicas[i].Name)
 	}
+	p.names = make([]byte, 0, 2*size)
+	lastRev := ""
+	// Names are read in batches: the replicas are in any order, so their names
+	// are scattered over the heap, and once there are more of them than the
+	// caches hold, every name and every index slot is a cache miss. Reading the
+	// first byte of a batch of names in a tight loop, then their index slots,
+	// keeps many of those misses in flight at once; the batch's names and slots
+	// are then in cache for the real work.
+	var hashes [nameBatch]uint64
+	// The first few revisions seen, to spare a map access per replica.
+	seen := make([]string, 0, 8)
+	var touched uint32
+	for base := 0; base < len(replicas); base += nameBatch {
+		batch := replicas[base:min(base+nameBatch, len(replicas))]
+		for i := range batch {
+			if name := batch[i].Name; name != "" {
+				touched += uint32(name[0])
+			}
+		}
+		for i := range batch {
+			hashes[i] = nameHash(batch[i].Name)
+		}
+		for i := range batch {
+			touched += index.slots[hashes[i]&index.mask].tag
+		}
+		for j := range batch {
+			i := base + j
+			r := &replicas[i]
+			if err := p.validReplica(i, r); err != nil {
+				return err
+			}
+			if index.insertHashed(i, hashes[j]) >= 0 {
+				return fmt.Errorf("replica %s: name: repeated", r.Name)
+			}
+			if r.Revision != lastRev {
+				lastRev = r.Revision
+				if !slices.Contains(seen, lastRev) {
+					revSet[lastRev] = true
+					if len(seen) < cap(seen) {
+						seen = append(seen, lastRev)
+					}
+				}
+			}
+			p.names = appendNaturalKey(p.names, r.Name)
+			nameEnd[i] = uint32(len(p.names))
+		}
+	}
+	p.touched = touched
 	revs := make([]string, 0, len(revSet))
 	for r := range revSet {
 		revs = append(revs, r)
@@ -154,8 +221,30 @@ func (p *planner) collect(replicas []Replica) error {
 			return k
 		}
 		colIndex[col] = int32(len(p.pools))
-		p.pools = append(p.pools, pool{column: col})
+		p.pools = append(p.pools, pool{column: col, lcp: -1})
 		return int32(len(p.pools) - 1)
+	}
+	// poolOfColumn is addPool with the last column remembered and a scan of
+	// few columns, sparing a map access per replica.
+	lastCol, lastPool := "", int32(-1)
+	poolOfColumn := func(col string) int32 {
+		if lastPool >= 0 && col == lastCol {
+			return lastPool
+		}
+		k := int32(-1)
+		if len(p.pools) <= 16 {
+			for j := range p.pools {
+				if p.pools[j].column == col {
+					k = int32(j)
+					break
+				}
+			}
+		}
+		if k < 0 {
+			k = addPool(col)
+		}
+		lastCol, lastPool = col, k
+		return k
 	}
 	if p.s.Mode == Group {
 		for _, c := range p.s.Columns {
@@ -188,7 +277,7 @@ func (p *planner) collect(replicas []Replica) error {
 		}
 		k := int32(0)
 		if p.s.Mode == Group {
-			k = addPool(r.Column)
+			k = poolOfColumn(r.Column)
 		}
 		poolOf[i] = k
 		for len(sizes) < len(p.pools) {
@@ -205,19 +294,24 @@ func (p *planner) collect(replicas []Replica) error {
 	}
 	lastRev, lastRank := "", int32(-1)
 	for i := range replicas {
+		if i%memberBatch == 0 && p.s.Mode == Gang {
+			// Gang members live in one array per gang, scattered over the heap:
+			// read a batch of them ahead (see nameBatch).
+			p.touched += touchMembers(replicas[i:min(i+memberBatch, len(replicas))])
+		}
 		k := poolOf[i]
 		if k < 0 {
 			continue
 		}
 		r := &replicas[i]
 		if r.Revision != lastRev || lastRank < 0 {
-			lastRev, lastRank = r.Revision, int32(p.revs.rank[r.Revision])
+			lastRev, lastRank = r.Revision, p.revs.lookup(r.Revision)
 		}
 		// A replica being replaced, and a replacement standing in for a replica
 		// already gone, are counted but left to recovery.
 		u := unit{r: r, rev: lastRank, recovering: replaced[i] || r.ReplacementFor != "",
 			priority: r.Priority, cost: r.DeletionCost}
-		eff, partial, unnamed := inspect(r)
+		eff, partial, unnamed := inspectFlags(r)
 		if unnamed >= 0 {
 			return unnamedMember(r, unnamed)
 		}
@@ -229,6 +323,13 @@ func (p *planner) collect(replicas []Replica) error {
 		}
 		u.name1 = nameEnd[i]
 		pl := &p.pools[k]
+		// The pool's common key prefix, while the key is in cache.
+		key := p.names[u.name0:u.name1]
+		if pl.lcp < 0 {
+			pl.first, pl.lcp = key, len(key)
+		} else {
+			pl.lcp = commonPrefix(pl.first[:pl.lcp], key)
+		}
 		pl.units = append(pl.units, u)
 		if u.avail {
 			pl.avail++
@@ -340,11 +441,12 @@ func (p *planner) rank() {
 		largest = max(largest, len(p.pools[k].units))
 	}
 	recs := make([]sortRec, 0, largest)
+	tmp := make([]sortRec, largest)
 	scratch := make([]unit, largest)
 	names := p.names
 	for k := range p.pools {
 		us := p.pools[k].units
-		lcp := p.commonPrefix(us)
+		lcp := max(p.pools[k].lcp, 0)
 		recs = recs[:0]
 		for i := range us {
 			u := &us[i]
@@ -365,7 +467,7 @@ func (p *planner) rank() {
 				idx:  uint32(i),
 			})
 		}
-		slices.SortFunc(recs, func(a, b sortRec) int {
+		byOrder := sortRecs(recs, tmp, func(a, b sortRec) int {
 			if a.key != b.key {
 				return cmp.Compare(a.key, b.key)
 			}
@@ -382,7 +484,7 @@ func (p *planner) rank() {
 			return natural.Compare(ua.r.Name, ub.r.Name)
 		})
 		sorted := scratch[:len(us)]
-		for i, rc := range recs {
+		for i, rc := range byOrder {
 			sorted[i] = us[rc.idx]
 		}
 		copy(us, sorted)
@@ -398,28 +500,25 @@ type sortRec struct {
 	idx  uint32
 }
 
-// commonPrefix is the length of the prefix all natural keys of us share.
-func (p *planner) commonPrefix(us []unit) int {
-	if len(us) == 0 {
-		return 0
+// commonPrefix is the length of the common prefix of a and b.
+func commonPrefix(a, b []byte) int {
+	n := min(len(a), len(b))
+	j := 0
+	for j+8 <= n && binary.LittleEndian.Uint64(a[j:]) == binary.LittleEndian.Uint64(b[j:]) {
+		j += 8
 	}
-	first := p.names[us[0].name0:us[0].name1]
-	n := len(first)
-	for i := 1; i < len(us) && n > 0; i++ {
-		k := p.names[us[i].name0:us[i].name1]
-		n = min(n, len(k))
-		j := 0
-		for j < n && k[j] == first[j] {
-			j++
-		}
-		n = j
+	for j < n && a[j] == b[j] {
+		j++
 	}
-	return n
+	return j
 }
 
 // namePrefix packs key[from:from+8] big-endian, zero-padded: when two packs
 // differ they order the keys as bytes.Compare does.
 func namePrefix(key []byte, from int) uint64 {
+	if from+8 <= len(key) {
+		return binary.BigEndian.Uint64(key[from:])
+	}
 	var v uint64
 	for i := range 8 {
 		v <<= 8
@@ -428,4 +527,93 @@ func namePrefix(key []byte, from int) uint64 {
 		}
 	}
 	return v
+}
+
+// radixMin is the smallest slice sortRecs sorts by radix; below it a comparison
+// sort is as fast.
+const radixMin = 256
+
+// sortRecs sorts recs by cmp, whose order must be (key, cost, name) and then
+// some tie-break, and returns the sorted records: recs or tmp (len(tmp) >=
+// len(recs)). Large slices are sorted by an LSD radix sort on the 24 bytes of
+// (key, cost, name), one stable counting pass per byte that is not the same in
+// every record, which takes linear time and reads and writes memory
+// sequentially; runs that tie on all 24 bytes are then sorted with cmp.
+func sortRecs(recs, tmp []sortRec, cmp func(a, b sortRec) int) []sortRec {
+	n := len(recs)
+	if n < radixMin {
+		slices.SortFunc(recs, cmp)
+		return recs
+	}
+	// Digit d (0 least significant) is byte d%8 of name, cost (sign flipped,
+	// so that unsigned order is signed order) and key for d/8 = 0, 1, 2.
+	var counts [24][256]uint32
+	for i := range recs {
+		r := &recs[i]
+		nm, c, k := r.name, uint64(r.cost)^1<<63, r.key
+		for b := range 8 {
+			counts[b][byte(nm>>(8*b))]++
+			counts[8+b][byte(c>>(8*b))]++
+			counts[16+b][byte(k>>(8*b))]++
+		}
+	}
+	src, dst := recs, tmp[:n]
+	for d := range 24 {
+		word, shift := d/8, uint(d%8)*8
+		cnt := &counts[d]
+		if cnt[recDigit(&src[0], word, shift)] == uint32(n) {
+			continue // every record has the same byte here
+		}
+		var off [256]uint32
+		sum := uint32(0)
+		for v := range off {
+			off[v] = sum
+			sum += cnt[v]
+		}
+		switch word {
+		case 0:
+			for i := range src {
+				v := byte(src[i].name >> shift)
+				dst[off[v]] = src[i]
+				off[v]++
+			}
+		case 1:
+			for i := range src {
+				v := byte((uint64(src[i].cost) ^ 1<<63) >> shift)
+				dst[off[v]] = src[i]
+				off[v]++
+			}
+		default:
+			for i := range src {
+				v := byte(src[i].key >> shift)
+				dst[off[v]] = src[i]
+				off[v]++
+			}
+		}
+		src, dst = dst, src
+	}
+	// Records equal in key, cost and name prefix: order them by the full name.
+	for i := 0; i < n; {
+		j := i + 1
+		for j < n && src[j].key == src[i].key && src[j].cost == src[i].cost && src[j].name == src[i].name {
+			j++
+		}
+		if j-i > 1 {
+			slices.SortFunc(src[i:j], cmp)
+		}
+		i = j
+	}
+	return src
+}
+
+// recDigit is byte shift/8 of r's name, cost (sign flipped) or key, for word
+// 0, 1 or 2.
+func recDigit(r *sortRec, word int, shift uint) byte {
+	switch word {
+	case 0:
+		return byte(r.name >> shift)
+	case 1:
+		return byte((uint64(r.cost) ^ 1<<63) >> shift)
+	}
+	return byte(r.key >> shift)
 }

@@ -1,6 +1,9 @@
 package rollout
 
-import "fmt"
+import (
+	"fmt"
+	"slices"
+)
 
 // run picks each pool's target count and plans every pool.
 func (p *planner) run() error {
@@ -24,6 +27,7 @@ func (p *planner) run() error {
 		}
 		complete = complete && done
 	}
+	p.explain()
 	p.step.Complete = complete && p.step.Empty() && latest == p.latest
 	return nil
 }
@@ -143,8 +147,8 @@ func (p *planner) planPool(pl *pool, t int) (bool, error) {
 			total += c
 		}
 	}
-	p.explain(pl, waits{forward: forward, short: short, window: t < p.latest && pl.latest <= p.latest,
-		newOver: newOver > 0, oldOver: oldOver > 0})
+	pl.waits = waits{forward: forward, short: short, window: t < p.latest && pl.latest <= p.latest,
+		newOver: newOver > 0, oldOver: oldOver > 0}
 	complete := total == n && newCnt == t && avail == total
 	for i := range pl.units {
 		if pl.units[i].partial || pl.units[i].recovering {
@@ -164,18 +168,46 @@ func (p *planner) create(rev int32, column string, count int) {
 func (p *planner) update(u *unit, to, column string) {
 	u.done = true
 	up := Update{Replica: u.r.Name, From: u.r.Revision, To: to, Column: column}
-	if m := len(u.r.Members); m > 0 {
-		// Member lists are carved from one slab instead of one allocation each.
-		if cap(p.slab)-len(p.slab) < m {
-			p.slab = make([]string, 0, max(m, 1024))
-		}
-		n := len(p.slab)
-		for i := range u.r.Members {
-			p.slab = append(p.slab, u.r.Members[i].Name)
-		}
-		up.Members = p.slab[n : n+m : n+m]
+	if len(u.r.Members) > 0 {
+		// Member lists are filled at the end, see fillMembers.
+		p.gangs = append(p.gangs, gangUpdate{r: u.r, update: int32(len(p.step.Update))})
 	}
 	p.step.Update = append(p.step.Update, up)
+}
+
+// gangUpdate is an Update whose Members fillMembers still has to list.
+type gangUpdate struct {
+	r      *Replica
+	update int32 // index into Step.Update
+}
+
+// fillMembers lists the members of every updated gang, carved from one slab
+// instead of one allocation each. Gangs and their member arrays are scattered
+// over the heap and long out of cache by now, so they are read in batches:
+// first one word of each, in a tight loop that keeps the misses in flight
+// together, then the names.
+func (p *planner) fillMembers() {
+	const batch = 16
+	total := 0
+	for i := range p.gangs {
+		total += len(p.gangs[i].r.Members)
+	}
+	slab := make([]string, 0, total)
+	for base := 0; base < len(p.gangs); base += batch {
+		gs := p.gangs[base:min(base+batch, len(p.gangs))]
+		for i := range gs {
+			for j := range gs[i].r.Members {
+				p.touched += uint32(len(gs[i].r.Members[j].Name))
+			}
+		}
+		for _, g := range gs {
+			n := len(slab)
+			for j := range g.r.Members {
+				slab = append(slab, g.r.Members[j].Name)
+			}
+			p.step.Update[g.update].Members = slab[n:len(slab):len(slab)]
+		}
+	}
 }
 
 // waits is what a pool still lacks after its actions.
@@ -188,31 +220,53 @@ type waits struct {
 }
 
 // explain records why each untouched replica that still has to change waits.
-func (p *planner) explain(pl *pool, w waits) {
-	for i := range pl.units {
-		u := &pl.units[i]
-		if u.done {
-			continue
+// It runs once all pools are planned, and counts the waiting replicas first (a
+// pass over the units alone), so that Waiting is allocated once.
+func (p *planner) explain() {
+	n := 0
+	for k := range p.pools {
+		pl := &p.pools[k]
+		w := pl.waits
+		for i := range pl.units {
+			if p.reason(&pl.units[i], &w) != "" {
+				n++
+			}
 		}
-		isNew := u.rev == p.target
-		var reason string
-		switch {
-		case u.recovering:
-			reason = ReasonRecovering
-		case (isNew && w.newOver) || (!isNew && w.oldOver):
-			reason = ReasonScaleDown
-		case w.short > 0 && w.forward != isNew:
-			reason = ReasonBudget
-			w.short--
-		case w.window && !isNew:
-			reason = ReasonWindow
-		case !u.avail:
-			reason = ReasonNotAvailable
-		default:
-			continue
-		}
-		p.step.Waiting = append(p.step.Waiting, Wait{Replica: u.r.Name, Reason: reason})
 	}
+	p.step.Waiting = slices.Grow(p.step.Waiting, n)
+	for k := range p.pools {
+		pl := &p.pools[k]
+		w := pl.waits
+		for i := range pl.units {
+			u := &pl.units[i]
+			if reason := p.reason(u, &w); reason != "" {
+				p.step.Waiting = append(p.step.Waiting, Wait{Replica: u.r.Name, Reason: reason})
+			}
+		}
+	}
+}
+
+// reason is why u waits, or "" when it does not (done, or nothing to change).
+// It counts a ReasonBudget against w.short.
+func (p *planner) reason(u *unit, w *waits) string {
+	if u.done {
+		return ""
+	}
+	isNew := u.rev == p.target
+	switch {
+	case u.recovering:
+		return ReasonRecovering
+	case (isNew && w.newOver) || (!isNew && w.oldOver):
+		return ReasonScaleDown
+	case w.short > 0 && w.forward != isNew:
+		w.short--
+		return ReasonBudget
+	case w.window && !isNew:
+		return ReasonWindow
+	case !u.avail:
+		return ReasonNotAvailable
+	}
+	return ""
 }
 
 func (p *planner) noStable(keep int) error {
