@@ -3,6 +3,7 @@ package rollout_test
 import (
 	"fmt"
 	"math/rand/v2"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -11,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 
 	"github.com/kplan-dev/kplan/rollout"
+	"github.com/kplan-dev/kplan/rollout/rollouttest"
 )
 
 // benchScenario is a rollout in the middle: about 40% of replicas (rows) at the
@@ -152,5 +154,45 @@ func evictCaches() {
 	}
 	for i := 0; i < len(evictBuf); i += 64 {
 		evictBuf[i]++
+	}
+}
+
+// TestPlanLargeShuffled runs the benchmark scenarios at sizes where Plan sorts
+// by radix and reads ahead in batches, and checks that the same replicas in
+// another order give the same Step, that the input is not modified, and that
+// rollouttest.Check accepts the step.
+func TestPlanLargeShuffled(t *testing.T) {
+	for _, c := range []struct {
+		name          string
+		mode          rollout.Mode
+		rows, columns int
+	}{
+		{"rolling", rollout.Rolling, 3000, 1},
+		{"gang", rollout.Gang, 700, 4},
+		{"group", rollout.Group, 600, 5},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			rs, s := benchScenario(c.mode, c.rows, c.columns)
+			orig := slices.Clone(rs)
+			step, err := rollout.Plan(rs, s)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(rs, orig) {
+				t.Fatal("Plan modified its input")
+			}
+			if err := rollouttest.Check(rs, s, step); err != nil {
+				t.Fatal(err)
+			}
+			other := slices.Clone(rs)
+			rand.New(rand.NewPCG(7, 7)).Shuffle(len(other), func(i, j int) { other[i], other[j] = other[j], other[i] })
+			again, err := rollout.Plan(other, s)
+			if err != nil || !reflect.DeepEqual(step, again) {
+				t.Fatalf("shuffled input gives a different step (err %v)", err)
+			}
+			if len(step.Update) == 0 || len(step.Waiting) == 0 {
+				t.Fatalf("scenario plans %d updates and %d waits, want both", len(step.Update), len(step.Waiting))
+			}
+		})
 	}
 }

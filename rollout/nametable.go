@@ -27,18 +27,13 @@ func newNameTable(replicas []Replica) nameTable {
 	return nameTable{replicas: replicas, slots: make([]nameSlot, size), mask: uint64(size - 1)}
 }
 
-// insert adds replica i and returns the index of an earlier replica with the same
-// name, or -1.
-func (t *nameTable) insert(i int) int {
-	return t.insertHashed(i, nameHash(t.replicas[i].Name))
-}
-
 // nameHash is the hash insertHashed expects.
 func nameHash(name string) uint64 { return maphash.String(nameSeed, name) }
 
-// insertHashed is insert with the name's hash (nameHash) computed beforehand:
-// hashing a batch of names first, in a tight loop, lets their cache misses
-// overlap instead of paying for them one at a time.
+// insertHashed adds replica i, whose name hashes to h (nameHash), and returns
+// the index of an earlier replica with the same name, or -1. The hash is an
+// argument so that collect can hash a batch of names first, in a tight loop
+// whose cache misses overlap.
 func (t *nameTable) insertHashed(i int, h uint64) int {
 	name := t.replicas[i].Name
 	tag := uint32(h >> 32)

@@ -10,10 +10,11 @@ import (
 	"github.com/kplan-dev/kplan/internal/natural"
 )
 
-// unit is one replica as the planner sees it. Units point into the caller's slice,
+// unit is one replica as the planner sees it. Units index the caller's slice,
 // which is only read.
 type unit struct {
-	r *Replica
+	ri int32 // index of the replica in planner.replicas; no pointer, so that
+	// the garbage collector need not scan units nor moving them pay write barriers
 	// name is the replica's natural key (appendNaturalKey): planner.names[name0:name1].
 	name0, name1 uint32
 	rev          int32 // rank in the revision table, oldest 0
@@ -53,9 +54,10 @@ type planner struct {
 	minAvail int
 	pools    []pool
 	step     Step
-	names    []byte // natural keys of all names, see unit.name0
-	gangs    []gangUpdate
-	touched  uint32 // sum of the slots read ahead; kept so they are read
+	replicas []Replica // the caller's, only read
+	names    []byte    // natural keys of all names, see unit.name0
+	updated  []int32   // replica of each Step.Update, see fillUpdates
+	touched  uint32    // sum of the slots read ahead; kept so they are read
 }
 
 // nameBatch is how many names collect hashes ahead of using them.
@@ -126,12 +128,13 @@ func Plan(replicas []Replica, strategy Strategy) (Step, error) {
 	if err := p.run(); err != nil {
 		return Step{}, err
 	}
-	p.fillMembers()
+	p.fillUpdates()
 	return p.step, nil
 }
 
 // collect validates replicas and sorts them into pools.
 func (p *planner) collect(replicas []Replica) error {
+	p.replicas = replicas
 	index := newNameTable(replicas)
 	revSet := map[string]bool{p.s.TargetRevision: true}
 	for _, h := range p.s.History {
@@ -256,7 +259,7 @@ func (p *planner) collect(replicas []Replica) error {
 	// First pass: each replica's pool (-1: not planned), and pool sizes, so that
 	// all units live in one slice.
 	poolOf := make([]int32, len(replicas))
-	var sizes []int
+	var sizes, keyBytes []int
 	planned := 0
 	for i := range replicas {
 		r := &replicas[i]
@@ -282,8 +285,13 @@ func (p *planner) collect(replicas []Replica) error {
 		poolOf[i] = k
 		for len(sizes) < len(p.pools) {
 			sizes = append(sizes, 0)
+			keyBytes = append(keyBytes, 0)
 		}
 		sizes[k]++
+		keyBytes[k] += int(nameEnd[i])
+		if i > 0 {
+			keyBytes[k] -= int(nameEnd[i-1])
+		}
 		planned++
 	}
 	units := make([]unit, planned)
@@ -292,7 +300,22 @@ func (p *planner) collect(replicas []Replica) error {
 		p.pools[k].units = units[off : off : off+sizes[k]]
 		off += sizes[k]
 	}
+	// With several pools (group mode), each pool's natural keys are copied
+	// together, so that sorting a pool reads its keys from one compact range
+	// instead of every tenth key of all of them.
+	var keys []byte
+	var keyOff []uint32
+	if len(sizes) > 1 {
+		total := 0
+		keyOff = make([]uint32, len(sizes))
+		for k, b := range keyBytes {
+			keyOff[k] = uint32(total)
+			total += b
+		}
+		keys = make([]byte, total)
+	}
 	lastRev, lastRank := "", int32(-1)
+	newestOld := int32(-1)
 	for i := range replicas {
 		if i%memberBatch == 0 && p.s.Mode == Gang {
 			// Gang members live in one array per gang, scattered over the heap:
@@ -306,10 +329,13 @@ func (p *planner) collect(replicas []Replica) error {
 		r := &replicas[i]
 		if r.Revision != lastRev || lastRank < 0 {
 			lastRev, lastRank = r.Revision, p.revs.lookup(r.Revision)
+			if lastRank != p.target && lastRank > newestOld {
+				newestOld = lastRank
+			}
 		}
 		// A replica being replaced, and a replacement standing in for a replica
 		// already gone, are counted but left to recovery.
-		u := unit{r: r, rev: lastRank, recovering: replaced[i] || r.ReplacementFor != "",
+		u := unit{ri: int32(i), rev: lastRank, recovering: replaced[i] || r.ReplacementFor != "",
 			priority: r.Priority, cost: r.DeletionCost}
 		eff, partial, unnamed := inspectFlags(r)
 		if unnamed >= 0 {
@@ -322,9 +348,15 @@ func (p *planner) collect(replicas []Replica) error {
 			u.name0 = nameEnd[i-1]
 		}
 		u.name1 = nameEnd[i]
+		key := p.names[u.name0:u.name1]
+		if keys != nil {
+			u.name0 = keyOff[k]
+			u.name1 = u.name0 + uint32(copy(keys[u.name0:], key))
+			keyOff[k] = u.name1
+			key = keys[u.name0:u.name1]
+		}
 		pl := &p.pools[k]
 		// The pool's common key prefix, while the key is in cache.
-		key := p.names[u.name0:u.name1]
 		if pl.lcp < 0 {
 			pl.first, pl.lcp = key, len(key)
 		} else {
@@ -341,8 +373,11 @@ func (p *planner) collect(replicas []Replica) error {
 			}
 		}
 	}
+	if keys != nil {
+		p.names = keys
+	}
 	slices.SortFunc(p.pools, func(a, b pool) int { return natural.Compare(a.column, b.column) })
-	p.stable = p.stableRevision()
+	p.stable = p.stableRevision(newestOld)
 	return nil
 }
 
@@ -374,15 +409,10 @@ func live(r *Replica) bool {
 // stableRevision is the revision replicas held back by LatestRatio run: the newest
 // revision other than the target that a replica runs, or else the newest revision
 // in History older than the target.
-func (p *planner) stableRevision() int32 {
-	best := int32(-1)
-	for k := range p.pools {
-		for i := range p.pools[k].units {
-			if r := p.pools[k].units[i].rev; r != p.target && r > best {
-				best = r
-			}
-		}
-	}
+// newestOld is the newest revision other than the target among the planned
+// replicas, -1 if none.
+func (p *planner) stableRevision(newestOld int32) int32 {
+	best := newestOld
 	if best >= 0 {
 		return best
 	}
@@ -442,7 +472,6 @@ func (p *planner) rank() {
 	}
 	recs := make([]sortRec, 0, largest)
 	tmp := make([]sortRec, largest)
-	scratch := make([]unit, largest)
 	names := p.names
 	for k := range p.pools {
 		us := p.pools[k].units
@@ -481,13 +510,16 @@ func (p *planner) rank() {
 			if c := bytes.Compare(names[ua.name0:ua.name1], names[ub.name0:ub.name1]); c != 0 {
 				return c
 			}
-			return natural.Compare(ua.r.Name, ub.r.Name)
+			return natural.Compare(p.replica(ua).Name, p.replica(ub).Name)
 		})
-		sorted := scratch[:len(us)]
+		// Gather the units in order: the loads are independent, so their cache
+		// misses overlap (following the permutation's cycles in place would
+		// chain them).
+		sorted := make([]unit, len(us))
 		for i, rc := range byOrder {
 			sorted[i] = us[rc.idx]
 		}
-		copy(us, sorted)
+		p.pools[k].units = sorted
 	}
 }
 
@@ -617,3 +649,6 @@ func recDigit(r *sortRec, word int, shift uint) byte {
 	}
 	return byte(r.key >> shift)
 }
+
+// replica is u's replica.
+func (p *planner) replica(u *unit) *Replica { return &p.replicas[u.ri] }

@@ -73,7 +73,7 @@ func (p *planner) planPool(pl *pool, t int) (bool, error) {
 				avail--
 			}
 			u.done = true
-			p.step.Delete = append(p.step.Delete, u.r.Name)
+			p.step.Delete = append(p.step.Delete, p.replica(u).Name)
 			excess--
 			if excess == 0 {
 				newOver, oldOver = 0, 0
@@ -124,7 +124,7 @@ func (p *planner) planPool(pl *pool, t int) (bool, error) {
 		if !candidate {
 			if u.partial {
 				// Finish a half-updated gang at its own revision: it is unavailable, so free.
-				p.update(u, u.r.Revision, pl.column)
+				p.update(u, p.replica(u).Revision, pl.column)
 			}
 			continue
 		}
@@ -167,45 +167,52 @@ func (p *planner) create(rev int32, column string, count int) {
 
 func (p *planner) update(u *unit, to, column string) {
 	u.done = true
-	up := Update{Replica: u.r.Name, From: u.r.Revision, To: to, Column: column}
-	if len(u.r.Members) > 0 {
-		// Member lists are filled at the end, see fillMembers.
-		p.gangs = append(p.gangs, gangUpdate{r: u.r, update: int32(len(p.step.Update))})
-	}
-	p.step.Update = append(p.step.Update, up)
+	// The replica's name, revision and members are filled in by fillUpdates.
+	p.updated = append(p.updated, u.ri)
+	p.step.Update = append(p.step.Update, Update{To: to, Column: column})
 }
 
-// gangUpdate is an Update whose Members fillMembers still has to list.
-type gangUpdate struct {
-	r      *Replica
-	update int32 // index into Step.Update
-}
-
-// fillMembers lists the members of every updated gang, carved from one slab
-// instead of one allocation each. Gangs and their member arrays are scattered
-// over the heap and long out of cache by now, so they are read in batches:
-// first one word of each, in a tight loop that keeps the misses in flight
-// together, then the names.
-func (p *planner) fillMembers() {
+// fillUpdates fills in each Update's replica name, current revision and, for a
+// gang, the members, carved from one slab instead of one allocation each. The
+// replicas and their member arrays are scattered over the heap and long out of
+// cache by now, so they are read in batches: first one word of each, in a
+// tight loop that keeps the cache misses in flight together, then the rest.
+func (p *planner) fillUpdates() {
 	const batch = 16
 	total := 0
-	for i := range p.gangs {
-		total += len(p.gangs[i].r.Members)
+	for base := 0; base < len(p.updated); base += batch {
+		ris := p.updated[base:min(base+batch, len(p.updated))]
+		for _, ri := range ris {
+			p.touched += uint32(len(p.replicas[ri].Name))
+		}
+		for j, ri := range ris {
+			r := &p.replicas[ri]
+			up := &p.step.Update[base+j]
+			up.Replica, up.From = r.Name, r.Revision
+			total += len(r.Members)
+		}
+	}
+	if total == 0 {
+		return
 	}
 	slab := make([]string, 0, total)
-	for base := 0; base < len(p.gangs); base += batch {
-		gs := p.gangs[base:min(base+batch, len(p.gangs))]
-		for i := range gs {
-			for j := range gs[i].r.Members {
-				p.touched += uint32(len(gs[i].r.Members[j].Name))
+	for base := 0; base < len(p.updated); base += batch {
+		ris := p.updated[base:min(base+batch, len(p.updated))]
+		for _, ri := range ris {
+			ms := p.replicas[ri].Members
+			for k := range ms {
+				p.touched += uint32(len(ms[k].Name))
 			}
 		}
-		for _, g := range gs {
+		for j, ri := range ris {
 			n := len(slab)
-			for j := range g.r.Members {
-				slab = append(slab, g.r.Members[j].Name)
+			ms := p.replicas[ri].Members
+			for k := range ms {
+				slab = append(slab, ms[k].Name)
 			}
-			p.step.Update[g.update].Members = slab[n:len(slab):len(slab)]
+			if len(slab) > n {
+				p.step.Update[base+j].Members = slab[n:len(slab):len(slab)]
+			}
 		}
 	}
 }
@@ -234,13 +241,22 @@ func (p *planner) explain() {
 		}
 	}
 	p.step.Waiting = slices.Grow(p.step.Waiting, n)
+	const batch = 64
 	for k := range p.pools {
 		pl := &p.pools[k]
 		w := pl.waits
-		for i := range pl.units {
-			u := &pl.units[i]
-			if reason := p.reason(u, &w); reason != "" {
-				p.step.Waiting = append(p.step.Waiting, Wait{Replica: u.r.Name, Reason: reason})
+		for base := 0; base < len(pl.units); base += batch {
+			us := pl.units[base:min(base+batch, len(pl.units))]
+			// Units are in planning order, their replicas anywhere: read the
+			// batch's names ahead, in a loop whose cache misses overlap.
+			for i := range us {
+				p.touched += uint32(len(p.replica(&us[i]).Name))
+			}
+			for i := range us {
+				u := &us[i]
+				if reason := p.reason(u, &w); reason != "" {
+					p.step.Waiting = append(p.step.Waiting, Wait{Replica: p.replica(u).Name, Reason: reason})
+				}
 			}
 		}
 	}
