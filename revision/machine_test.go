@@ -340,6 +340,14 @@ func (m *machine) plan(t *rapid.T, pure bool) Result {
 			t.Fatalf("a pod wants %s, which the hub %v does not hold", v.wanted, hubAfter)
 		}
 	}
+	// A pod's wanted revision before this plan stays too: the pod patch may land after
+	// the hub write, or not at all, and the pod then still reads its old revision.
+	for name, v := range before {
+		live[v.wanted] = true
+		if v.wanted != "" && !cold[name] && slices.Contains(hubBefore, v.wanted) && !slices.Contains(hubAfter, v.wanted) {
+			t.Fatalf("pod %s wanted %s before the plan, which the hub %v no longer holds", name, v.wanted, hubAfter)
+		}
+	}
 	i, nonLive := 0, 0
 	for _, n := range order {
 		if i < len(hubAfter) && hubAfter[i] == n {

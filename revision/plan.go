@@ -173,10 +173,14 @@ func Plan(in Input) (Result, error) {
 		return Result{}, err
 	}
 
-	// Trim the hub: live revisions are current, update and every pod's.
+	// Trim the hub: live revisions are current, update and every pod's: the wanted
+	// revision before and after this plan (the pod patch may land after the hub write,
+	// or fail its precondition, so the pod can go on wanting its old revision) and the
+	// current one.
 	live := map[string]bool{update: true, status.CurrentRevision: true}
 	for i := range pods {
 		live[pods[i].target] = true
+		live[pods[i].state.UpdateRevision] = true
 		live[pods[i].state.CurrentRevision] = true
 	}
 	limit := int(DefaultRevisionHistoryLimit)

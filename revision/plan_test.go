@@ -2,6 +2,7 @@ package revision
 
 import (
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -227,6 +228,23 @@ func TestPlanTrimKeepsLiveRevisions(t *testing.T) {
 	want := []string{revs[0], revs[2], res.Status.UpdateRevision}
 	if strings.Join(res.Revisions, ",") != strings.Join(want, ",") {
 		t.Errorf("revisions %v, want %v", res.Revisions, want)
+	}
+}
+
+// A pod moved off a revision in this reconcile keeps it in the hub: the pod patch may
+// land after the hub write, or fail its precondition, and the pod still reads it.
+func TestPlanTrimKeepsRevisionPodsAreMovedOff(t *testing.T) {
+	hub, revs := hubOf(t, data("A"), data("B"), data("C"))
+	zero := int32(0)
+	set := newSet(data("C"), func(s *ConfigMapSet) { s.Spec.RevisionHistoryLimit = &zero })
+	set.Status.CurrentRevision = revs[0]
+	pods := []*corev1.Pod{revPod("a", revs[1], revs[0], true)}
+	res := mustPlan(t, Input{Set: set, Hub: hub, Pods: pods, Now: now})
+	if len(res.Pods) != 1 || *res.Pods[0].Annotations[testKeys.UpdateRevision] != revs[2] {
+		t.Fatalf("pod a is not moved to %s: %+v", revs[2], res.Pods)
+	}
+	if want := []string{revs[0], revs[1], revs[2]}; !slices.Equal(res.Revisions, want) {
+		t.Errorf("revisions %v, want %v (B, which pod a wanted, trimmed)", res.Revisions, want)
 	}
 }
 
