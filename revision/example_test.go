@@ -7,6 +7,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/kplan-dev/kplan/revision"
 )
@@ -272,4 +273,118 @@ func ExampleDecodeHub() {
 	// deploy-cms1-hub 3 <nil> 2
 	// 2 true
 	// true
+}
+
+func ExampleRevisionHash() {
+	data := map[string]string{"settings.yaml": "value: aaa"}
+	name := revision.RevisionHash(data, 0)
+	// The same data gives the same revision, whatever the map's order; a collision
+	// count (bumped when the hub holds the hash with other data) gives another.
+	fmt.Println(len(name), name == revision.RevisionHash(map[string]string{"settings.yaml": "value: aaa"}, 0))
+	fmt.Println(name == revision.RevisionHash(data, 1))
+	// A key and value cannot be moved across the separator to collide.
+	fmt.Println(revision.RevisionHash(map[string]string{"a": "bc"}, 0) == revision.RevisionHash(map[string]string{"ab": "c"}, 0))
+	// Output:
+	// 16 true
+	// false
+	// false
+}
+
+func ExampleParseKey() {
+	keys, _ := revision.KeysFor("deploy-cms1")
+	for _, key := range []string{keys.CurrentRevision, keys.UpdateOrder, "apps.kruise.io/other"} {
+		set, f, ok := revision.ParseKey(key)
+		fmt.Printf("%q %q %v\n", set, f, ok)
+	}
+	// Output:
+	// "deploy-cms1" "currentRevision" true
+	// "deploy-cms1" "updateOrder" true
+	// "" "" false
+}
+
+func ExampleKeys_Write() {
+	keys, _ := revision.KeysFor("deploy-cms1")
+	at := time.Date(2025, 2, 14, 17, 51, 48, 0, time.UTC)
+	annotations := map[string]string{}
+	keys.Write(annotations, revision.PodState{UpdateRevision: "1b5d3bd378ca7b6c", UpdateTimestamp: at})
+	fmt.Println(annotations[keys.UpdateRevision], annotations[keys.UpdateRevisionTimestamp])
+
+	// Read parses what Write wrote.
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "sample-a", Annotations: annotations}}
+	st, err := keys.Read(pod)
+	fmt.Println(st.UpdateRevision, st.UpdateTimestamp.Equal(at), st.CurrentRevision == "", st.Updated(), err)
+	// Output:
+	// 1b5d3bd378ca7b6c 1739555508000
+	// 1b5d3bd378ca7b6c true true false <nil>
+}
+
+func ExampleKeys_Read() {
+	keys, _ := revision.KeysFor("deploy-cms1")
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "demo", Name: "sample-a", Annotations: map[string]string{
+		keys.UpdateRevision:           "1b5d3bd378ca7b6c",
+		keys.UpdateRevisionTimestamp:  "1739555508000",
+		keys.CurrentRevision:          "1b5d3bd378ca7b6c",
+		keys.CurrentRevisionTimestamp: "yesterday",
+	}}}
+	_, err := keys.Read(pod)
+	fmt.Println(err)
+	// Output:
+	// pod demo/sample-a: annotation apps.kruise.io/configmapset.deploy-cms1.currentRevisionTimestamp: "yesterday" is not a timestamp in milliseconds
+}
+
+func ExampleParseTimestamp() {
+	t, err := revision.ParseTimestamp("1739555508000")
+	fmt.Println(t.UTC(), err)
+	fmt.Println(revision.FormatTimestamp(t))
+	_, err = revision.ParseTimestamp("2025-02-14T17:51:48Z")
+	fmt.Println(err != nil)
+	// Output:
+	// 2025-02-14 17:51:48 +0000 UTC <nil>
+	// 1739555508000
+	// true
+}
+
+func ExampleInitialRevision() {
+	set := exampleSet("bbb") // partition 50%: half the pods stay on the current revision
+	set.Status.CurrentRevision, set.Status.UpdateRevision = "1b5d3bd378ca7b6c", "f4c16993a53f5b40"
+	keys, _ := revision.KeysFor(set.Name)
+	pod := func(name, rev string) *corev1.Pod {
+		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "demo", Name: name,
+			Annotations: map[string]string{keys.UpdateRevision: rev}}}
+	}
+	// Three pods, one on the update revision: the fourth should take the update
+	// revision, so two of four run it.
+	pods := []*corev1.Pod{pod("a", "f4c16993a53f5b40"), pod("b", "1b5d3bd378ca7b6c"), pod("c", "1b5d3bd378ca7b6c")}
+	fmt.Println(revision.InitialRevision(set, pods))
+	// With two already on it, the fourth stays on the current revision.
+	pods[1] = pod("b", "f4c16993a53f5b40")
+	fmt.Println(revision.InitialRevision(set, pods))
+	// Output:
+	// f4c16993a53f5b40
+	// 1b5d3bd378ca7b6c
+}
+
+func ExampleResolveMaxUnavailable() {
+	for _, v := range []intstr.IntOrString{intstr.FromInt32(3), intstr.FromString("25%"), intstr.FromString("1%")} {
+		n, err := revision.ResolveMaxUnavailable(&v, 10)
+		fmt.Println(v.String(), n, err)
+	}
+	n, _ := revision.ResolveMaxUnavailable(nil, 10)
+	fmt.Println("unset", n)
+	// Output:
+	// 3 3 <nil>
+	// 25% 2 <nil>
+	// 1% 1 <nil>
+	// unset 1
+}
+
+func ExampleValidateSpec() {
+	// An operator embedding ConfigMapSetSpec in its own CRD validates it at its path.
+	spec := exampleSet("aaa").Spec
+	spec.Containers = append(spec.Containers, revision.ContainerInjectSpec{Name: "side", MountPath: "relative/path"})
+	for _, e := range revision.ValidateSpec(&spec, field.NewPath("spec", "configuration")) {
+		fmt.Println(e)
+	}
+	// Output:
+	// spec.configuration.containers[1].mountPath: Invalid value: "relative/path": must be absolute
 }

@@ -34,6 +34,7 @@ type Revision struct {
 // ConfigMap HubName(set) under HubDataKey as a JSON list, because YAML and JSON
 // mappings have no order.
 type Hub struct {
+	// Revisions are the revisions, oldest first; names are unique.
 	Revisions []Revision
 }
 

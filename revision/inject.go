@@ -101,6 +101,12 @@ type InjectResult struct {
 // injectStrategy.pause it does nothing.
 func Inject(pod *corev1.Pod, in InjectInput) (InjectResult, error) {
 	set := in.Set
+	if pod == nil {
+		return InjectResult{}, fmt.Errorf("revision.Inject: no pod")
+	}
+	if set == nil {
+		return InjectResult{}, fmt.Errorf("revision.Inject: pod %s/%s: input has no ConfigMapSet", pod.Namespace, pod.Name)
+	}
 	if set.Spec.InjectStrategy.Pause {
 		return InjectResult{}, nil
 	}
@@ -210,8 +216,11 @@ func hasContainer(pod *corev1.Pod, name string) bool {
 // holds once it joins pods (the set's other matched pods): status.updateRevision (or
 // the hash of spec.data before the first reconcile) while fewer than
 // pods+1-partition pods have it, else status.currentRevision. Terminating pods do not
-// count. An invalid partition counts as 0.
+// count. An invalid partition counts as 0; a nil set has no revision ("").
 func InitialRevision(set *ConfigMapSet, pods []*corev1.Pod) string {
+	if set == nil {
+		return ""
+	}
 	update := set.Status.UpdateRevision
 	if update == "" {
 		var cc int32

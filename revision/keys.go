@@ -46,9 +46,17 @@ const UpdateOrderValue = "1"
 //	apps.kruise.io/configmapset.S.currentRevisionTimestamp  when it was marked, ms since epoch
 //	apps.kruise.io/configmapset.S.updateOrder=1             label: picked, not yet restarted
 type Keys struct {
-	UpdateRevision           string
-	UpdateRevisionTimestamp  string
-	CurrentRevision          string
+	// UpdateRevision is the annotation key of the wanted revision (written by the
+	// controller).
+	UpdateRevision string
+	// UpdateRevisionTimestamp is the annotation key of when the wanted revision was
+	// written, in milliseconds since the epoch.
+	UpdateRevisionTimestamp string
+	// CurrentRevision is the annotation key of the revision the pod runs (written by the
+	// node side).
+	CurrentRevision string
+	// CurrentRevisionTimestamp is the annotation key of when the current revision was
+	// written, in milliseconds since the epoch.
 	CurrentRevisionTimestamp string
 	// UpdateOrder is a label key.
 	UpdateOrder string

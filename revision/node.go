@@ -1,6 +1,7 @@
 package revision
 
 import (
+	"fmt"
 	"slices"
 	"time"
 
@@ -64,6 +65,12 @@ func isColdAt(pod *corev1.Pod, lastContainers *metav1.Time) bool {
 // restartState returns the containers that must restart now and whether some
 // required container is still restarting (not running).
 func restartState(pod *corev1.Pod, set *ConfigMapSet) (need []string, pending bool, err error) {
+	if pod == nil {
+		return nil, false, fmt.Errorf("revision: no pod")
+	}
+	if set == nil {
+		return nil, false, fmt.Errorf("revision: pod %s/%s: no ConfigMapSet", pod.Namespace, pod.Name)
+	}
 	keys, err := KeysFor(set.Name)
 	if err != nil {
 		return nil, false, err

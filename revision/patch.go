@@ -11,12 +11,18 @@ import (
 // PodPatch is the change Plan wants on one pod's metadata. A key mapped to nil is
 // removed.
 type PodPatch struct {
+	// Namespace is the pod's namespace.
 	Namespace string
-	Name      string
+	// Name is the pod's name.
+	Name string
 	// UID is the pod's UID, for a precondition.
-	UID         types.UID
+	UID types.UID
+	// Annotations are the annotations to set, or to remove where the value is nil.
+	// Nil when no annotation changes.
 	Annotations map[string]*string
-	Labels      map[string]*string
+	// Labels are the labels to set, or to remove where the value is nil. Nil when no
+	// label changes.
+	Labels map[string]*string
 }
 
 // MergePatch returns the patch as a JSON merge patch (RFC 7386) for the pod, with keys
@@ -62,7 +68,9 @@ func applyMap(m map[string]string, ch map[string]*string) map[string]string {
 // Event is something a reconciler may record on the ConfigMapSet.
 type Event struct {
 	// Type is corev1.EventTypeNormal or corev1.EventTypeWarning.
-	Type    string
-	Reason  string
+	Type string
+	// Reason is a short UpperCamelCase machine-readable reason, e.g. "RevisionCreated".
+	Reason string
+	// Message is a human-readable description.
 	Message string
 }

@@ -48,8 +48,10 @@ type Result struct {
 
 // ColdPod is a matched pod Plan never changes, with the reason.
 type ColdPod struct {
+	// Namespace is the pod's namespace.
 	Namespace string
-	Name      string
+	// Name is the pod's name.
+	Name string
 	// Reason says why the pod is cold; never empty.
 	Reason ColdReason
 	// Message explains the reason for a person, naming the missing sidecar or the

@@ -21,7 +21,10 @@ type ConfigMapSet struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`
 
-	Spec   ConfigMapSetSpec   `json:"spec,omitempty"`
+	// Spec is the desired state: the data, the pods and containers it serves, and how
+	// new revisions roll out.
+	Spec ConfigMapSetSpec `json:"spec,omitempty"`
+	// Status is the observed state, as Plan computes it.
 	Status ConfigMapSetStatus `json:"status,omitempty"`
 }
 
@@ -30,6 +33,7 @@ type ConfigMapSetList struct {
 	metav1.TypeMeta `json:",inline"`
 	metav1.ListMeta `json:"metadata,omitempty"`
 
+	// Items are the ConfigMapSets.
 	Items []ConfigMapSet `json:"items"`
 }
 
