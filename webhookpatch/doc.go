@@ -49,7 +49,9 @@
 //     evanphx/json-patch, the library the API server applies patches with).
 //   - Diff never mutates its inputs and returns operations in a deterministic order.
 //   - Applying a primitive twice equals applying it once; every primitive's result
-//     passes [Validate] when its input did.
+//     passes [Validate] when its input did. In particular a primitive that would take
+//     the pod's annotations (the injection record included) over
+//     [TotalAnnotationSizeLimit] returns an error instead.
 //   - A primitive that returns an error leaves the pod unchanged.
 //
 // # Differences from the design

@@ -102,3 +102,45 @@ func FuzzDiffMetadata(f *testing.F) {
 		applyDiff(t, before, after)
 	})
 }
+
+// FuzzRecordAnnotation: whatever text the record annotation holds (it is user-editable),
+// the primitives and Strip either fail with an error naming the pod, or return a valid
+// pod whose record decodes and on which a second call changes nothing. Never a panic.
+func FuzzRecordAnnotation(f *testing.F) {
+	for _, s := range []string{"", "null", "{}", "[]", `"x"`, "{not json", `{"ranktable":null}`,
+		`{"ranktable":{"volume/ranktable":"0000000000000000"}}`, `{"ranktable":{"volume/ranktable":1}}`,
+		`{"configmapset-demo":{"annotation/example.com~1a":"00"}}`, `{"ranktable":{"mount/engine/etc":"ab"}}`} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, raw string) {
+		calls := []func(*corev1.Pod) (bool, error){
+			func(p *corev1.Pod) (bool, error) { return rankTable.EnsureVolume(p, configMap) },
+			func(p *corev1.Pod) (bool, error) { return rankTable.EnsureAnnotation(p, "example.com/a", "v") },
+			func(p *corev1.Pod) (bool, error) {
+				return rankTable.EnsureEnv(p, corev1.EnvVar{Name: "A", Value: "1"}, ContainerSelector{})
+			},
+			func(p *corev1.Pod) (bool, error) { return rankTable.EnsureInitContainer(p, waitInit) },
+			rankTable.Strip,
+		}
+		for i, call := range calls {
+			pod := pf.Pod("ns", "p", pf.Containers("engine"), pf.Annotation(RecordAnnotation, raw))
+			if _, err := call(pod); err != nil {
+				if !strings.Contains(err.Error(), "pod ns/p") {
+					t.Fatalf("call %d: error does not name the pod: %v", i, err)
+				}
+				continue
+			}
+			if got, ok := pod.Annotations[RecordAnnotation]; ok && got != raw {
+				if _, err := readRecord(pod); err != nil {
+					t.Fatalf("call %d wrote a record that does not decode: %q: %v", i, got, err)
+				}
+				if errs := Validate(pod); len(errs) > 0 {
+					t.Fatalf("call %d: invalid pod: %v", i, errs)
+				}
+			}
+			if changed, err := call(pod); changed || err != nil {
+				t.Fatalf("call %d not idempotent on record %q: %v %v", i, raw, changed, err)
+			}
+		}
+	})
+}

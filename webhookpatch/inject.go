@@ -59,7 +59,6 @@ func (in Injector) EnsureVolume(pod *corev1.Pod, v corev1.Volume) (bool, error) 
 	i := slices.IndexFunc(pod.Spec.Volumes, func(x corev1.Volume) bool { return x.Name == v.Name })
 	switch {
 	case i < 0:
-		pod.Spec.Volumes = append(pod.Spec.Volumes, *v.DeepCopy())
 	case rec.injected(in.Name, item, hash):
 		return false, nil // ours as injected; fields the API server defaulted stay
 	case reflect.DeepEqual(pod.Spec.Volumes[i], v):
@@ -67,12 +66,19 @@ func (in Injector) EnsureVolume(pod *corev1.Pod, v corev1.Volume) (bool, error) 
 			return false, nil
 		}
 	case rec.owns(in.Name, item):
-		pod.Spec.Volumes[i] = *v.DeepCopy()
 	default:
 		return false, in.conflict(pod, "spec.volumes["+v.Name+"]",
 			"a volume named %q with a different source exists", v.Name)
 	}
 	rec.set(in.Name, item, hash)
+	if err := checkAnnotationSize(pod, rec, "", ""); err != nil {
+		return false, err
+	}
+	if i < 0 {
+		pod.Spec.Volumes = append(pod.Spec.Volumes, *v.DeepCopy())
+	} else {
+		pod.Spec.Volumes[i] = *v.DeepCopy()
+	}
 	writeRecord(pod, rec)
 	return true, nil
 }
@@ -139,7 +145,8 @@ func (in Injector) ensureContainer(pod *corev1.Pod, c corev1.Container, init, fi
 	byName := func(x corev1.Container) bool { return x.Name == c.Name }
 
 	i := slices.IndexFunc(*list, byName)
-	if j := slices.IndexFunc(*other, byName); j >= 0 {
+	j := slices.IndexFunc(*other, byName)
+	if j >= 0 {
 		if i >= 0 {
 			return false, fmt.Errorf("%s: %s[%s]: the name is used by an init and an app container", podRef(pod), field, c.Name)
 		}
@@ -147,19 +154,10 @@ func (in Injector) ensureContainer(pod *corev1.Pod, c corev1.Container, init, fi
 			return false, in.conflict(pod, field+"["+c.Name+"]",
 				"a container named %q already exists", c.Name)
 		}
-		*other = slices.Delete(*other, j, j+1) // ours, in the other list: move it
-		if len(*other) == 0 {
-			*other = nil
-		}
-		rec.unset(in.Name, otherKind+c.Name)
+		rec.unset(in.Name, otherKind+c.Name) // ours, in the other list: it moves
 	}
 	switch {
 	case i < 0:
-		if first {
-			*list = slices.Insert(*list, 0, *c.DeepCopy())
-		} else {
-			*list = append(*list, *c.DeepCopy())
-		}
 	case rec.injected(in.Name, item, hash) && (!first || i == 0):
 		return false, nil // ours as injected; fields the API server defaulted stay
 	case reflect.DeepEqual((*list)[i], c) && (!first || i == 0):
@@ -167,16 +165,30 @@ func (in Injector) ensureContainer(pod *corev1.Pod, c corev1.Container, init, fi
 			return false, nil
 		}
 	case rec.owns(in.Name, item):
-		if first && i != 0 {
-			*list = slices.Insert(slices.Delete(*list, i, i+1), 0, *c.DeepCopy())
-		} else {
-			(*list)[i] = *c.DeepCopy()
-		}
 	default:
 		return false, in.conflict(pod, field+"["+c.Name+"]",
 			"a different container named %q already exists", c.Name)
 	}
 	rec.set(in.Name, item, hash)
+	if err := checkAnnotationSize(pod, rec, "", ""); err != nil {
+		return false, err
+	}
+	if j >= 0 {
+		*other = slices.Delete(*other, j, j+1)
+		if len(*other) == 0 {
+			*other = nil
+		}
+	}
+	switch {
+	case i < 0 && first:
+		*list = slices.Insert(*list, 0, *c.DeepCopy())
+	case i < 0:
+		*list = append(*list, *c.DeepCopy())
+	case first && i != 0:
+		*list = slices.Insert(slices.Delete(*list, i, i+1), 0, *c.DeepCopy())
+	default:
+		(*list)[i] = *c.DeepCopy()
+	}
 	writeRecord(pod, rec)
 	return true, nil
 }

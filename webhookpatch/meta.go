@@ -53,11 +53,18 @@ func (in Injector) ensureMeta(pod *corev1.Pod, kind, key, value string) (bool, e
 	default:
 		return false, in.conflict(pod, field, "the %s is already set to %q", kind, old)
 	}
+	rec.set(in.Name, item, hash)
+	annotationKey := key
+	if kind == "label" {
+		annotationKey = ""
+	}
+	if err := checkAnnotationSize(pod, rec, annotationKey, value); err != nil {
+		return false, err
+	}
 	if *m == nil {
 		*m = map[string]string{}
 	}
 	(*m)[key] = value
-	rec.set(in.Name, item, hash)
 	writeRecord(pod, rec)
 	return true, nil
 }

@@ -148,12 +148,18 @@ func (in Injector) ensureInContainers(pod *corev1.Pod, rec record, sel Container
 		}
 		changes = append(changes, change{t, i, item})
 	}
+	if len(changes) == 0 {
+		return false, nil
+	}
 	for _, ch := range changes {
-		put(ch.t.c, ch.at)
 		rec.set(in.Name, ch.item, hash)
 	}
-	if len(changes) > 0 {
-		writeRecord(pod, rec)
+	if err := checkAnnotationSize(pod, rec, "", ""); err != nil {
+		return false, err
 	}
-	return len(changes) > 0, nil
+	for _, ch := range changes {
+		put(ch.t.c, ch.at)
+	}
+	writeRecord(pod, rec)
+	return true, nil
 }

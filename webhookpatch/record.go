@@ -18,6 +18,10 @@ import (
 //
 // Item names: volume/<name>, initContainer/<name>, container/<name>,
 // mount/<container>/<mountPath>, env/<container>/<name>, annotation/<key>, label/<key>.
+//
+// The annotation is user-editable. An empty value, JSON null, or an injector mapped to
+// null mean nothing is recorded; any other value that is not such an object is an error
+// naming the pod and the annotation.
 const RecordAnnotation = "kplan.dev/injected"
 
 // ErrConflict is wrapped by every error an Ensure primitive returns because the pod
@@ -33,9 +37,12 @@ func readRecord(pod *corev1.Pod) (record, error) {
 	if !ok || raw == "" {
 		return record{}, nil
 	}
-	rec := record{}
+	var rec record
 	if err := json.Unmarshal([]byte(raw), &rec); err != nil {
 		return nil, fmt.Errorf("%s: annotation %s: %w", podRef(pod), RecordAnnotation, err)
+	}
+	if rec == nil { // "null": JSON's way of saying there is no record
+		rec = record{}
 	}
 	return rec, nil
 }
@@ -58,26 +65,60 @@ func (r record) injected(injector, item, hash string) bool {
 // writeRecord stores rec on the pod, removing the annotation when rec is empty and the
 // annotations map when nothing else is left in it.
 func writeRecord(pod *corev1.Pod, rec record) {
-	for k, items := range rec {
-		if len(items) == 0 {
-			delete(rec, k)
-		}
-	}
-	if len(rec) == 0 {
+	enc := rec.encode()
+	if enc == "" {
 		delete(pod.Annotations, RecordAnnotation)
 		if len(pod.Annotations) == 0 {
 			pod.Annotations = nil
 		}
 		return
 	}
-	b, err := json.Marshal(rec) // map keys are sorted: canonical
-	if err != nil {
-		panic(err) // map[string]map[string]string always marshals
-	}
 	if pod.Annotations == nil {
 		pod.Annotations = map[string]string{}
 	}
-	pod.Annotations[RecordAnnotation] = string(b)
+	pod.Annotations[RecordAnnotation] = enc
+}
+
+// encode returns the record's annotation value, or "" when the record is empty and the
+// annotation goes. Injectors without items are dropped from r.
+func (r record) encode() string {
+	for k, items := range r {
+		if len(items) == 0 {
+			delete(r, k)
+		}
+	}
+	if len(r) == 0 {
+		return ""
+	}
+	b, err := json.Marshal(r) // map keys are sorted: canonical
+	if err != nil {
+		panic(err) // map[string]map[string]string always marshals
+	}
+	return string(b)
+}
+
+// checkAnnotationSize returns an error when the pod's annotations, with the record
+// replaced by rec and (when key is not empty) annotation key set to value, would hold
+// more than [TotalAnnotationSizeLimit] bytes, counted as the API server counts them.
+// Primitives call it before they change the pod, so a pod they return always fits.
+func checkAnnotationSize(pod *corev1.Pod, rec record, key, value string) error {
+	total := 0
+	for k, v := range pod.Annotations {
+		if k != RecordAnnotation && k != key {
+			total += len(k) + len(v)
+		}
+	}
+	if enc := rec.encode(); enc != "" {
+		total += len(RecordAnnotation) + len(enc)
+	}
+	if key != "" {
+		total += len(key) + len(value)
+	}
+	if total > TotalAnnotationSizeLimit {
+		return fmt.Errorf("%s: metadata.annotations: the change would make them %d bytes (injection record %s included), more than the limit of %d",
+			podRef(pod), total, RecordAnnotation, TotalAnnotationSizeLimit)
+	}
+	return nil
 }
 
 func (r record) set(injector, item, hash string) {
