@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"slices"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -61,6 +62,11 @@ func DecodeAllocated(value string) (Allocated, error) {
 
 // checkEntry validates one rdma entry's addresses.
 func checkEntry(d *DeviceAllocation) error {
+	if looksLikeBDF(d.ID) { // upstream's id; a non-address id is left to busID or minor
+		if _, err := ParseBDF(d.ID); err != nil {
+			return fmt.Errorf("id: %v", err)
+		}
+	}
 	if d.BusID != "" {
 		b, err := ParseBDF(d.BusID)
 		if err != nil {
@@ -78,6 +84,17 @@ func checkEntry(d *DeviceAllocation) error {
 		}
 	}
 	return nil
+}
+
+// looksLikeBDF reports whether s has a PCI address's shape (domain:bus:device.function
+// separators in place), so a malformed address in it is an error, not another kind of id.
+func looksLikeBDF(s string) bool {
+	n := len(s)
+	if n != 12 && n != 13 {
+		return false
+	}
+	dl := n - 8
+	return s[dl] == ':' && s[dl+3] == ':' && s[dl+6] == '.'
 }
 
 // EntryPF returns an rdma entry's PF address from busID, else id, and whether it has one.
@@ -156,14 +173,34 @@ func GPUEntries(a Allocation) []DeviceAllocation {
 }
 
 // EncodeAllocated writes a into the annotation value existing (which may be empty):
-// the rdma list is replaced by Entries(a, model), the gpu list by GPUEntries(a) when a
-// has GPUs; every other type is kept as it was.
+// the rdma list is replaced by Entries(a, model); every other type is kept as it was.
+// A gpu list already in existing belongs to the GPU plugin that chose those GPUs
+// (Request.WithGPUs), with its shares (gpu-core 50, gpu-memory), so it is kept
+// untouched, and it is an error if it names other GPUs than a. Only when existing has
+// no gpu list and a has GPUs (a joint request that chose them) is the list written, as
+// GPUEntries(a): whole GPUs.
 func EncodeAllocated(existing string, a Allocation, model CapacityModel) (string, error) {
 	cur, err := DecodeAllocated(existing)
 	if err != nil {
 		return "", err
 	}
 	cur.RDMA = Entries(a, model)
+	if _, ok := cur.Other[GPU]; ok {
+		have, err := cur.GPUMinors()
+		if err != nil {
+			return "", err
+		}
+		want := make([]int32, 0, len(a.GPUs))
+		for _, g := range a.GPUs {
+			want = append(want, g.Minor)
+		}
+		slices.Sort(have)
+		slices.Sort(want)
+		if len(want) > 0 && !slices.Equal(slices.Compact(have), slices.Compact(want)) {
+			return "", annotationError(AnnotationDeviceAllocated, "gpu: the annotation holds GPUs %v, the allocation %v", have, want)
+		}
+		return cur.Encode()
+	}
 	if len(a.GPUs) > 0 {
 		b, err := json.Marshal(GPUEntries(a))
 		if err != nil {

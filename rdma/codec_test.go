@@ -36,6 +36,8 @@ func TestDecodeAllocated(t *testing.T) {
 		{"an entry with neither is known by minor", `{"rdma":[{"minor":3}]}`, "", ""},
 		{"malformed JSON names the annotation", `{"rdma":[`, "", "annotation scheduling.koordinator.sh/device-allocated: unexpected end of JSON input"},
 		{"a bad VF address names the field", `{"rdma":[{"minor":0,"extension":{"vfs":[{"minor":-1,"busID":"01:00.2"}]}}]}`, "", "annotation scheduling.koordinator.sh/device-allocated: rdma[0].extension.vfs[0].busID: \"01:00.2\" is not a PCI address"},
+		{"an id-only entry with a malformed address is rejected", `{"rdma":[{"minor":0,"id":"0000:18:00.9"}]}`, "", "rdma[0].id: \"0000:18:00.9\" is not a PCI address"},
+		{"an id that is not an address is left to busID", `{"rdma":[{"minor":0,"id":"mlx5_0","busID":"0000:01:00.0"}]}`, "0000:01:00.0", ""},
 		{"id and busID that disagree are rejected", `{"rdma":[{"minor":0,"id":"0000:01:00.1","busID":"0000:01:00.0"}]}`, "", "rdma[0].id:"},
 		{"a wrongly typed rdma list is rejected", `{"rdma":{"minor":0}}`, "", "rdma: json: cannot unmarshal"},
 	} {
@@ -76,6 +78,7 @@ func FuzzDecodeAllocated(f *testing.F) {
 		`{"rdma":[{"minor":0,"resources":{"koordinator.sh/rdma":"1"},"extension":{"vfs":[{"minor":-1,"busID":"0000:01:00.2"}]},"busID":"0000:01:00.0"}]}`,
 		`{"rdma":[{"minor":0,"id":"0000:01:00.0"}],"gpu":[{"minor":1}]}`,
 		`{"fpga":[{"minor":0}],"rdma":null}`, `{}`, ``, `[`, `{"rdma":[{"minor":0,"busID":"0000:01:00.8"}]}`,
+		`{"rdma":[{"minor":0,"id":"0000:18:00.9"}]}`, `{"rdma":[{"minor":0,"id":"mlx5_0"}]}`,
 	} {
 		f.Add(s)
 	}
@@ -86,6 +89,12 @@ func FuzzDecodeAllocated(f *testing.F) {
 				t.Fatalf("error does not name the annotation: %v", err)
 			}
 			return
+		}
+		// Every address an entry carries was checked: it resolves to its PF.
+		for i, d := range a.RDMA {
+			if _, ok := EntryPF(d); !ok && (d.BusID != "" || looksLikeBDF(d.ID)) {
+				t.Fatalf("rdma[%d] decoded with an unusable address: id %q busID %q", i, d.ID, d.BusID)
+			}
 		}
 		out, err := a.Encode()
 		if err != nil {
@@ -117,4 +126,45 @@ func compact(t *testing.T, m json.RawMessage) string {
 	}
 	b, _ := json.Marshal(v)
 	return string(b)
+}
+
+// A GPU plugin wrote its shares first; the RDMA allocation placed relative to those
+// GPUs (WithGPUs) must keep them exactly, and refuse to encode over other GPUs.
+func TestEncodeAllocatedKeepsTheGPUPluginsEntries(t *testing.T) {
+	inv := bigNode(t, 4, 2, 2, 0)
+	a, err := Allocate(inv, Used{}, Request{Kind: WholePF, Count: 1, WithGPUs: []int32{0}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	shared := `{"gpu":[{"minor":0,"resources":{"koordinator.sh/gpu-core":"50","koordinator.sh/gpu-memory":"8Gi"}}]}`
+	got, err := EncodeAllocated(shared, a, CountModel)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(got, `"gpu":[{"minor":0,"resources":{"koordinator.sh/gpu-core":"50","koordinator.sh/gpu-memory":"8Gi"}}]`) {
+		t.Errorf("the GPU plugin's shares were rewritten: %s", got)
+	}
+	if dec, err := DecodeAllocated(got); err != nil || len(dec.RDMA) != 1 {
+		t.Errorf("rdma entries %+v, %v", dec.RDMA, err)
+	}
+
+	other := `{"gpu":[{"minor":3,"resources":{"koordinator.sh/gpu-core":"100"}}]}`
+	if _, err := EncodeAllocated(other, a, CountModel); err == nil || !strings.Contains(err.Error(), "gpu: the annotation holds GPUs [3], the allocation [0]") {
+		t.Errorf("err = %v, want the GPU mismatch named", err)
+	}
+
+	t.Run("GPUs chosen jointly are written whole when no GPU plugin wrote any", func(t *testing.T) {
+		a, err := Allocate(inv, Used{}, Request{Kind: WholePF, Count: 1, GPUs: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := EncodeAllocated("", a, CountModel)
+		if err != nil {
+			t.Fatal(err)
+		}
+		dec, _ := DecodeAllocated(got)
+		if m, err := dec.GPUMinors(); err != nil || len(m) != 1 || !strings.Contains(got, `"koordinator.sh/gpu-core":"100"`) {
+			t.Errorf("gpu list %v %v in %s", m, err, got)
+		}
+	})
 }

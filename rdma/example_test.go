@@ -209,3 +209,88 @@ func ExampleUsed_Add() {
 	// [0000:18:00.2] [pci0000:17]
 	// 0000:af:00.0 2
 }
+
+// A GPU plugin chose GPU 0 and wrote its share first; the NIC is placed next to it
+// (WithGPUs) and the GPU plugin's entry is kept as it was.
+func ExampleEncodeAllocated_gpuPluginShares() {
+	inv, _ := rdma.NewInventory(exampleNode())
+	a, _ := rdma.Allocate(inv, rdma.Used{}, rdma.Request{Count: 1, WithGPUs: []int32{0}, Joint: rdma.JointSamePCIe})
+	value, err := rdma.EncodeAllocated(`{"gpu":[{"minor":0,"resources":{"koordinator.sh/gpu-core":"50"}}]}`, a, rdma.CountModel)
+	fmt.Println(value, err)
+	// Output: {"gpu":[{"minor":0,"resources":{"koordinator.sh/gpu-core":"50"}}],"rdma":[{"minor":0,"resources":{"koordinator.sh/rdma":"1"},"id":"0000:18:00.0","extension":{"vfs":[{"minor":-1,"busID":"0000:18:00.2"}]},"busID":"0000:18:00.0"}]} <nil>
+}
+
+func ExampleEntries() {
+	inv, _ := rdma.NewInventory(exampleNode())
+	a, _ := rdma.Allocate(inv, rdma.Used{}, rdma.Request{Kind: rdma.WholePF, Count: 1, Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"rdma-type": "storage"}}})
+	for _, model := range []rdma.CapacityModel{rdma.CountModel, rdma.PercentModel} {
+		e := rdma.Entries(a, model)[0]
+		q := e.Resources[rdma.ResourceRDMA]
+		fmt.Println(e.Minor, e.ID, e.BusID, q.String(), e.Extension == nil)
+	}
+	// Output:
+	// 1 0000:af:00.0 0000:af:00.0 1 true
+	// 1 0000:af:00.0 0000:af:00.0 100 true
+}
+
+func ExampleGPUEntries() {
+	inv, _ := rdma.NewInventory(exampleNode())
+	a, _ := rdma.Allocate(inv, rdma.Used{}, rdma.Request{Count: 1, GPUs: 1})
+	for _, g := range rdma.GPUEntries(a) {
+		core, ratio := g.Resources[rdma.ResourceGPUCore], g.Resources[rdma.ResourceGPUMemoryRatio]
+		fmt.Println(g.Minor, core.String(), ratio.String())
+	}
+	// Output: 0 100 100
+}
+
+func ExampleAllocated_Encode() {
+	a, _ := rdma.DecodeAllocated(`{ "rdma": [ {"minor": 0, "busID": "0000:18:00.0"} ], "fpga": [ {"minor": 2} ] }`)
+	value, err := a.Encode()
+	fmt.Println(value, err)
+	// Output: {"fpga":[{"minor":2}],"rdma":[{"minor":0,"busID":"0000:18:00.0"}]} <nil>
+}
+
+func ExampleAllocated_GPUMinors() {
+	a, _ := rdma.DecodeAllocated(`{"gpu":[{"minor":3,"resources":{"koordinator.sh/gpu-core":"50"}},{"minor":1}]}`)
+	minors, err := a.GPUMinors()
+	fmt.Println(minors, err)
+	// Output: [3 1] <nil>
+}
+
+func ExampleInventory_Mode() {
+	inv, _ := rdma.NewInventory(exampleNode())
+	m, err := inv.Mode()
+	fmt.Println(m == rdma.ModeVF, err)
+	// A NIC without VFs beside NICs with VFs: the design wants one mode per node.
+	node := exampleNode()
+	node.Devices[1].VFGroups = nil
+	inv, _ = rdma.NewInventory(node)
+	_, err = inv.Mode()
+	fmt.Println(err)
+	// Output:
+	// true <nil>
+	// node n1: rdma: healthy PFs with and without VFs on one node; a node's NICs must all be in PF or all in VF mode
+}
+
+func ExampleUsedByPods() {
+	inv, _ := rdma.NewInventory(exampleNode())
+	running := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "ml", Name: "trainer-0", Annotations: map[string]string{
+			rdma.AnnotationDeviceAllocated: `{"rdma":[{"minor":1,"extension":{"vfs":[{"minor":-1,"busID":"0000:af:00.2"}]},"busID":"0000:af:00.0"}],"gpu":[{"minor":0}]}`,
+		}},
+		Status: corev1.PodStatus{Phase: corev1.PodRunning},
+	}
+	used, err := rdma.UsedByPods(inv, []*corev1.Pod{running})
+	fmt.Println(used.VFs(), used.GPUs(), err)
+	// Output: [0000:af:00.2] [0] <nil>
+}
+
+func ExampleDeviceIDsFromPod() {
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "trainer-0", Annotations: map[string]string{
+		rdma.AnnotationDeviceAllocated: `{"rdma":[{"minor":1,"extension":{"vfs":[{"minor":-1,"busID":"0000:af:00.3"},{"minor":-1,"busID":"0000:af:00.2"}]},"busID":"0000:af:00.0"},{"minor":0,"id":"0000:18:00.0"}]}`,
+	}}}
+	// What a CNI (Multus, the SR-IOV CNI) needs: the PCI addresses handed to the pod.
+	ids, err := rdma.DeviceIDsFromPod(pod)
+	fmt.Println(ids, err)
+	// Output: [0000:18:00.0 0000:af:00.2 0000:af:00.3] <nil>
+}

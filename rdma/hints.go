@@ -21,11 +21,18 @@ const (
 
 // DeviceHint is one device type's entry in AnnotationDeviceAllocateHint.
 type DeviceHint struct {
-	Selector              *metav1.LabelSelector `json:"selector,omitempty"`
-	VFSelector            *metav1.LabelSelector `json:"vfSelector,omitempty"`
-	AllocateStrategy      AllocateStrategy      `json:"allocateStrategy,omitempty"`
-	RequiredTopologyScope Scope                 `json:"requiredTopologyScope,omitempty"`
-	ExclusivePolicy       Exclusive             `json:"exclusivePolicy,omitempty"`
+	// Selector selects PFs by their device labels; nil selects all.
+	Selector *metav1.LabelSelector `json:"selector,omitempty"`
+	// VFSelector selects VFs by their VF group's labels; nil selects all.
+	VFSelector *metav1.LabelSelector `json:"vfSelector,omitempty"`
+	// AllocateStrategy is ApplyForAll (every matching device) or RequestsAsCount (the
+	// resource request is a count); empty is RequestsAsCount.
+	AllocateStrategy AllocateStrategy `json:"allocateStrategy,omitempty"`
+	// RequiredTopologyScope keeps the devices within one PCIe root or NUMA node.
+	RequiredTopologyScope Scope `json:"requiredTopologyScope,omitempty"`
+	// ExclusivePolicy reserves the allocated PFs (DeviceLevel) or their PCIe roots
+	// (PCIeLevel) against other pods.
+	ExclusivePolicy Exclusive `json:"exclusivePolicy,omitempty"`
 }
 
 // DeviceAllocateHints is the value of AnnotationDeviceAllocateHint.
@@ -33,8 +40,10 @@ type DeviceAllocateHints map[DeviceType]*DeviceHint
 
 // DeviceJointAllocate is the value of AnnotationDeviceJointAllocate.
 type DeviceJointAllocate struct {
-	DeviceTypes   []DeviceType `json:"deviceTypes,omitempty"`
-	RequiredScope Joint        `json:"requiredScope,omitempty"`
+	// DeviceTypes are the types allocated jointly, e.g. [gpu, rdma].
+	DeviceTypes []DeviceType `json:"deviceTypes,omitempty"`
+	// RequiredScope is the required NIC-to-GPU relation, e.g. SamePCIe.
+	RequiredScope Joint `json:"requiredScope,omitempty"`
 }
 
 // DecodeAllocateHints parses AnnotationDeviceAllocateHint's value ("" is no hints).

@@ -91,9 +91,11 @@ func NewInventory(n Node) (*Inventory, error) {
 		for j := range p.vfs {
 			inv.vfAt[p.vfs[j].bdf] = vfRef{int32(i), int32(j)}
 		}
-		if len(p.vfs) > 0 {
+		switch {
+		case !p.healthy: // unhealthy devices do not count, for the mode either
+		case len(p.vfs) > 0:
 			withVF++
-		} else {
+		default:
 			withoutVF++
 		}
 	}
@@ -118,11 +120,13 @@ func NewInventory(n Node) (*Inventory, error) {
 // Name is the node's name.
 func (inv *Inventory) Name() string { return inv.name }
 
-// Mode is ModeVF when every PF has VFs, ModePF when none has, and an error when the
-// node mixes both (the design requires one mode per node).
+// Mode is ModeVF when every healthy PF has VFs, ModePF when none has (or no PF is
+// healthy), and an error when the node mixes both (the design requires one mode per
+// node). Unhealthy PFs do not count: a failed NIC that lost its VFs does not make a
+// VF-mode node mixed.
 func (inv *Inventory) Mode() (Mode, error) {
 	if inv.mode == modeMixed {
-		return modeMixed, fmt.Errorf("node %s: rdma: PFs with and without VFs on one node; a node's NICs must all be in PF or all in VF mode", inv.name)
+		return modeMixed, fmt.Errorf("node %s: rdma: healthy PFs with and without VFs on one node; a node's NICs must all be in PF or all in VF mode", inv.name)
 	}
 	return inv.mode, nil
 }

@@ -111,6 +111,7 @@ const MaxScore = 100
 
 // ScoreOptions configures Score.
 type ScoreOptions struct {
+	// Strategy says whether nodes with more free capacity score higher or lower.
 	Strategy ScoreStrategy
 	// TopologyWeight (0..100) is the share of the score given to topology: 100 when
 	// the NICs share the GPUs' PCIe roots (or, without GPUs, sit under one root), 50

@@ -150,34 +150,49 @@ type Allocation struct {
 	NICs []NICAllocation
 	// GPUs are the jointly allocated (or given) GPUs, by minor.
 	GPUs []GPUAllocation
-	// ExclusivePFs and ExclusiveRoots are what the request's exclusivePolicy reserves;
+	// ExclusivePFs are the PFs the request's exclusivePolicy (DeviceLevel) reserves;
 	// Used.Add records them.
-	ExclusivePFs   []BDF
+	ExclusivePFs []BDF
+	// ExclusiveRoots are the PCIe roots the request's exclusivePolicy (PCIeLevel)
+	// reserves; Used.Add records them.
 	ExclusiveRoots []string
 }
 
 // NICAllocation is one PF in an allocation.
 type NICAllocation struct {
-	Minor    int32
-	ID       string // the inventory's id for the PF
-	BDF      BDF
+	// Minor is the PF's minor number.
+	Minor int32
+	// ID is the inventory's id for the PF.
+	ID string
+	// BDF is the PF's PCI address.
+	BDF BDF
+	// PCIeRoot is the PF's PCIe root; empty when unknown.
 	PCIeRoot string
+	// NUMANode is the PF's NUMA node; UnknownNUMANode when unknown.
 	NUMANode int32
-	Whole    bool           // the PF itself is allocated
-	VFs      []VFAllocation // the PF's VFs allocated, in BDF order (empty when Whole)
+	// Whole is true when the PF itself is allocated.
+	Whole bool
+	// VFs are the PF's VFs allocated, in BDF order (empty when Whole).
+	VFs []VFAllocation
 }
 
 // VFAllocation is one allocated VF.
 type VFAllocation struct {
+	// Minor is the VF's minor number in the inventory.
 	Minor int32
-	BDF   BDF
+	// BDF is the VF's PCI address.
+	BDF BDF
 }
 
 // GPUAllocation is one jointly allocated GPU.
 type GPUAllocation struct {
-	Minor    int32
-	ID       string
+	// Minor is the GPU's minor number.
+	Minor int32
+	// ID is the inventory's id for the GPU.
+	ID string
+	// PCIeRoot is the GPU's PCIe root; empty when unknown.
 	PCIeRoot string
+	// NUMANode is the GPU's NUMA node; UnknownNUMANode when unknown.
 	NUMANode int32
 }
 

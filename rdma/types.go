@@ -44,7 +44,9 @@ const UnknownNUMANode = -1
 // Node is one node's device inventory: the spec of koordinator's Device object (named
 // like the node) with the name beside it.
 type Node struct {
-	Name    string       `json:"name"`
+	// Name is the node's (and its Device object's) name.
+	Name string `json:"name"`
+	// Devices are the Device object's spec.devices.
 	Devices []DeviceInfo `json:"devices,omitempty"`
 }
 
@@ -71,6 +73,7 @@ type DeviceInfo struct {
 
 // DeviceTopology is where a device sits.
 type DeviceTopology struct {
+	// SocketID is the CPU socket the device is attached to.
 	SocketID int32 `json:"socketID"`
 	// NodeID is the NUMA node; -1 (UnknownNUMANode) when unknown.
 	NodeID int32 `json:"nodeID"`
@@ -83,33 +86,46 @@ type DeviceTopology struct {
 
 // VirtualFunctionGroup is a set of VFs sharing labels.
 type VirtualFunctionGroup struct {
+	// Labels select the group's VFs (Request.VFSelector, a hint's vfSelector).
 	Labels map[string]string `json:"labels,omitempty"`
-	VFs    []VirtualFunction `json:"vfs,omitempty"`
+	// VFs are the group's VFs.
+	VFs []VirtualFunction `json:"vfs,omitempty"`
 }
 
 // VirtualFunction is one SR-IOV VF.
 type VirtualFunction struct {
-	Minor int32  `json:"minor"`
+	// Minor is the VF's minor number, unique on its PF.
+	Minor int32 `json:"minor"`
+	// BusID is the VF's PCI address (BDF).
 	BusID string `json:"busID,omitempty"`
 }
 
 // DeviceAllocation is one entry of the device-allocated annotation's per-type list.
 // For RDMA, ID (koordinator upstream) and BusID (the design) both carry the PF BDF.
 type DeviceAllocation struct {
-	Minor     int32                      `json:"minor"`
-	Resources corev1.ResourceList        `json:"resources,omitempty"`
-	ID        string                     `json:"id,omitempty"`
+	// Minor is the device's (for RDMA: the PF's) minor number.
+	Minor int32 `json:"minor"`
+	// Resources is what the pod holds of the device, e.g. koordinator.sh/rdma: 1 (a
+	// VF or a PF share) or 100 (a whole PF in the percent model).
+	Resources corev1.ResourceList `json:"resources,omitempty"`
+	// ID is the device id; for RDMA koordinator upstream writes the PF BDF here.
+	ID string `json:"id,omitempty"`
+	// Extension carries the allocated VFs; nil when the PF is held whole.
 	Extension *DeviceAllocationExtension `json:"extension,omitempty"`
-	BusID     string                     `json:"busID,omitempty"`
+	// BusID is the PF BDF (the design's field), for the CNI.
+	BusID string `json:"busID,omitempty"`
 }
 
 // DeviceAllocationExtension carries the VFs of an RDMA allocation.
 type DeviceAllocationExtension struct {
+	// VirtualFunctions are the allocated VFs.
 	VirtualFunctions []VirtualFunctionSpec `json:"vfs,omitempty"`
 }
 
 // VirtualFunctionSpec is an allocated VF; Minor is -1 (VF minors are not used).
 type VirtualFunctionSpec struct {
-	Minor int32  `json:"minor"`
+	// Minor is -1: koordinator does not use VF minors in the annotation.
+	Minor int32 `json:"minor"`
+	// BusID is the VF's PCI address (BDF).
 	BusID string `json:"busID,omitempty"`
 }

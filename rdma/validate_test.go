@@ -64,6 +64,14 @@ func TestCapacity(t *testing.T) {
 		unhealthy)
 	pfNode := mustInv(t, "pf", nic(0, "0000:3b:00.0", "r", 0, nil), nic(1, "0000:5e:00.0", "r", 0, nil))
 	mixed := mustInv(t, "mixed", nic(0, "0000:3b:00.0", "r", 0, nil), nic(1, "0000:5e:00.0", "r", 0, nil, "0000:5e:00.2"))
+	// A failed NIC that lost its VFs (SR-IOV off after a reset) on a VF-mode node.
+	failedNoVFs := nic(3, "0000:d8:00.0", "r3", 1, nil)
+	failedNoVFs.Health = false
+	vfNodeWithFailedPF := mustInv(t, "vf-failed",
+		nic(0, "0000:3b:00.0", "r", 0, nil, vfRange(0, 0x3b, 8)...),
+		nic(1, "0000:5e:00.0", "r", 0, nil, vfRange(0, 0x5e, 8)...),
+		failedNoVFs)
+	allFailed := mustInv(t, "all-failed", failedNoVFs)
 	for _, tc := range []struct {
 		name  string
 		inv   *Inventory
@@ -76,8 +84,10 @@ func TestCapacity(t *testing.T) {
 		// 2 healthy PFs x 100.
 		{"the percent model counts healthy PFs times 100", vfNode, PercentModel, 200, ""},
 		{"PF mode counts PFs", pfNode, CountModel, 2, ""},
-		{"mixed modes are an error in the count model", mixed, CountModel, 0, "node mixed: rdma: PFs with and without VFs"},
+		{"mixed modes are an error in the count model", mixed, CountModel, 0, "node mixed: rdma: healthy PFs with and without VFs"},
 		{"mixed modes are fine in the percent model", mixed, PercentModel, 200, ""},
+		{"an unhealthy PF without VFs does not make a VF node mixed", vfNodeWithFailedPF, CountModel, 16, ""},
+		{"a node whose only PF is unhealthy has no capacity", allFailed, CountModel, 0, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			rl, err := Capacity(tc.inv, tc.model)
@@ -95,5 +105,22 @@ func TestCapacity(t *testing.T) {
 				t.Fatalf("got %s want %d", q.String(), tc.want)
 			}
 		})
+	}
+}
+
+// Allocate's default kind follows the node's mode, which only healthy PFs decide.
+func TestModeIgnoresUnhealthyPFs(t *testing.T) {
+	failed := nic(3, "0000:d8:00.0", "r3", 1, nil)
+	failed.Health = false
+	inv := mustInv(t, "n1", nic(0, "0000:3b:00.0", "r", 0, nil, vfRange(0, 0x3b, 2)...), failed)
+	if m, err := inv.Mode(); err != nil || m != ModeVF {
+		t.Fatalf("mode %v, %v; want VF mode", m, err)
+	}
+	a, err := Allocate(inv, Used{}, Request{Count: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(a.NICs) != 1 || a.NICs[0].Whole || len(a.NICs[0].VFs) != 2 {
+		t.Fatalf("want 2 VFs of the healthy PF, got %+v", a.NICs)
 	}
 }
