@@ -349,3 +349,33 @@ func ExampleFailureReason() {
 	// "not ready for longer than StartTimeout" true
 	// "" false
 }
+
+// History decides first, then the generation before "-", then natural order.
+func ExampleCompareRevisions() {
+	fmt.Println(rollout.CompareRevisions("9-a", "10-b", nil))
+	fmt.Println(rollout.CompareRevisions("10-b", "canary", nil))
+	fmt.Println(rollout.CompareRevisions("10-b", "canary", []string{"10-b", "canary"}))
+	fmt.Println(rollout.CompareRevisions("hotfix", "10-b", []string{"hotfix"}))
+	// Output:
+	// -1
+	// 1
+	// -1
+	// 1
+}
+
+// LatestRatio says how many replicas should run the target revision: percents round
+// up, so a non-zero percent is never 0 replicas.
+func ExampleResolveRatio() {
+	for _, r := range []*intstr.IntOrString{nil, ptr(intstr.FromString("50%")), ptr(intstr.FromString("1%")), ptr(intstr.FromInt32(12))} {
+		n, err := rollout.ResolveRatio(r, 10)
+		fmt.Println(n, err)
+	}
+	_, err := rollout.ResolveRatio(ptr(intstr.FromString("half")), 10)
+	fmt.Println(err != nil)
+	// Output:
+	// 10 <nil>
+	// 5 <nil>
+	// 1 <nil>
+	// 10 <nil>
+	// true
+}

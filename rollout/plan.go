@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"cmp"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"slices"
 
@@ -121,6 +122,10 @@ func Plan(replicas []Replica, strategy Strategy) (Step, error) {
 		return Step{}, fmt.Errorf("replicas: %d, more than MaxReplicas %d", len(replicas), MaxReplicas)
 	}
 	if err := p.collect(replicas); err != nil {
+		// Report the problem independently of the replicas' order (see invalid.go).
+		if canonical := replicasError(replicas, planCheck(strategy.Mode)); canonical != nil {
+			return Step{}, canonical
+		}
 		return Step{}, err
 	}
 	p.step.Budget = p.b
@@ -177,8 +182,8 @@ func (p *planner) collect(replicas []Replica) error {
 		for j := range batch {
 			i := base + j
 			r := &replicas[i]
-			if err := p.validReplica(i, r); err != nil {
-				return err
+			if !p.validReplica(r) {
+				return errInvalidReplicas
 			}
 			if index.insertHashed(i, hashes[j]) >= 0 {
 				return fmt.Errorf("replica %s: name: repeated", r.Name)
@@ -381,21 +386,16 @@ func (p *planner) collect(replicas []Replica) error {
 	return nil
 }
 
-func (p *planner) validReplica(i int, r *Replica) error {
-	switch {
-	case r.Name == "":
-		return fmt.Errorf("replica[%d]: name: must not be empty", i)
-	case len(r.Name) > MaxNameLength:
-		return fmt.Errorf("replica[%d]: name: %d bytes, longer than MaxNameLength %d", i, len(r.Name), MaxNameLength)
-	case r.Revision == "":
-		return fmt.Errorf("replica %s: revision: must not be empty", r.Name)
-	case p.s.Mode == Gang && len(r.Members) == 0:
-		return fmt.Errorf("replica %s: members: gang mode needs at least one member", r.Name)
-	case p.s.Mode == Group && r.Column == "":
-		return fmt.Errorf("replica %s: column: group mode needs a column", r.Name)
-	}
-	return nil
+// validReplica is the fast path's check of one replica; replicasError explains a
+// failure.
+func (p *planner) validReplica(r *Replica) bool {
+	return r.Name != "" && len(r.Name) <= MaxNameLength && r.Revision != "" &&
+		(p.s.Mode != Gang || len(r.Members) > 0) && (p.s.Mode != Group || r.Column != "")
 }
+
+// errInvalidReplicas is collect's fast-path failure; Plan replaces it with
+// replicasError's order-independent message.
+var errInvalidReplicas = errors.New("rollout: invalid replicas")
 
 func unnamedMember(r *Replica, j int) error {
 	return fmt.Errorf("replica %s: members[%d].name: must not be empty", r.Name, j)

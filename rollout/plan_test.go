@@ -192,7 +192,11 @@ func TestPlanRejectsBadInput(t *testing.T) {
 		strategy rollout.Strategy
 		want     string
 	}{
-		{"an empty name is named by index", []rollout.Replica{{Revision: "1-a"}}, ok, "replica[0]: name"},
+		{"empty names are counted", []rollout.Replica{{Revision: "1-a"}, {Name: "r-1"}, {Revision: "1-a"}}, ok, "replicas: 2 without a name: name: must not be empty"},
+		// r-2 is fine; r-9 (before r-10 in natural order) has three problems, the
+		// first by message is reported.
+		{"of several problems the first replica by name is reported", []rollout.Replica{{Name: "r-10"}, {Name: "r-9", Revision: "1-a"}, {Name: "r-9"}, {Name: "r-2", Revision: "1-a", Column: "c"}},
+			with(func(s *rollout.Strategy) { s.Mode = rollout.Group }), "replica r-9: column: group mode needs a column"},
 		{"a repeated name is named", append(one, one[0]), ok, "replica r-0: name: repeated"},
 		{"an empty revision is named", []rollout.Replica{{Name: "r-0"}}, ok, "replica r-0: revision"},
 		{"a gang without members is rejected", one, with(func(s *rollout.Strategy) { s.Mode = rollout.Gang }), "replica r-0: members"},
@@ -202,7 +206,7 @@ func TestPlanRejectsBadInput(t *testing.T) {
 		{"an unknown mode is rejected", one, with(func(s *rollout.Strategy) { s.Mode = 7 }), "strategy: mode"},
 		{"an empty target is rejected", one, with(func(s *rollout.Strategy) { s.TargetRevision = "" }), "strategy: targetRevision"},
 		{"a name longer than MaxNameLength is rejected", []rollout.Replica{{Name: strings.Repeat("r", rollout.MaxNameLength+1), Revision: "1-a"}},
-			ok, "replica[0]: name: 254 bytes"},
+			ok, "…: name: 254 bytes, longer than MaxNameLength 253"},
 		{"more replicas than MaxReplicas are rejected", one, with(func(s *rollout.Strategy) { s.Replicas = rollout.MaxReplicas + 1 }), "strategy: replicas: 1048577"},
 		{"a history longer than MaxReplicas is rejected", one, with(func(s *rollout.Strategy) { s.History = make([]string, rollout.MaxReplicas+1) }),
 			"strategy: history: 1048577 entries"},

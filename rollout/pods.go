@@ -80,23 +80,15 @@ func FromPods(pods []*corev1.Pod, opts PodOptions) ([]Replica, error) {
 	}
 	var out []Replica
 	gangs := map[string]int{}
-	for i, pod := range pods {
-		if pod == nil {
-			return nil, fmt.Errorf("pods[%d]: is nil", i)
+	for _, pod := range pods {
+		if pod == nil || podError(pod, opts) != nil {
+			return nil, podsError(pods, opts) // order-independent (invalid.go)
 		}
-		id := pod.Namespace + "/" + pod.Name
 		rev := pod.Labels[opts.Labels.Revision]
-		if rev == "" {
-			return nil, fmt.Errorf("pod %s: label %s: missing or empty", id, opts.Labels.Revision)
-		}
 		st := podState(pod, opts)
 		var cost int64
 		if v, ok := pod.Annotations[DeletionCostAnnotation]; ok {
-			c, err := strconv.ParseInt(v, 10, 32)
-			if err != nil {
-				return nil, fmt.Errorf("pod %s: annotation %s: %q is not a 32-bit integer", id, DeletionCostAnnotation, v)
-			}
-			cost = c
+			cost, _ = strconv.ParseInt(v, 10, 32) // podError checked it
 		}
 		var prio int32
 		if pod.Spec.Priority != nil {
@@ -108,9 +100,6 @@ func FromPods(pods []*corev1.Pod, opts PodOptions) ([]Replica, error) {
 			continue
 		}
 		g := pod.Labels[opts.Labels.Gang]
-		if g == "" {
-			return nil, fmt.Errorf("pod %s: label %s: missing or empty", id, opts.Labels.Gang)
-		}
 		k, ok := gangs[g]
 		if !ok {
 			k = len(out)
@@ -122,6 +111,9 @@ func FromPods(pods []*corev1.Pod, opts PodOptions) ([]Replica, error) {
 		r.DeletionCost = max(r.DeletionCost, cost)
 		r.Members = append(r.Members, Member{Name: pod.Name, Revision: rev, State: st})
 	}
+	// In name order, so that the first gang over gangSize is the same for any order
+	// of pods.
+	slices.SortFunc(out, func(a, b Replica) int { return natural.Compare(a.Name, b.Name) })
 	for i := range out {
 		r := &out[i]
 		if len(r.Members) == 0 {
@@ -137,7 +129,6 @@ func FromPods(pods []*corev1.Pod, opts PodOptions) ([]Replica, error) {
 				State: State{UnreadySince: opts.MissingSince[r.Name]}})
 		}
 	}
-	slices.SortFunc(out, func(a, b Replica) int { return natural.Compare(a.Name, b.Name) })
 	return out, nil
 }
 

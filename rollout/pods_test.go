@@ -119,7 +119,7 @@ func TestFromPodsRejectsBadInput(t *testing.T) {
 		opts rollout.PodOptions
 		want string
 	}{
-		{"a nil pod is named by index", []*corev1.Pod{nil}, rollout.PodOptions{}, "pods[0]: is nil"},
+		{"nil pods are counted", []*corev1.Pod{nil}, rollout.PodOptions{}, "pods: 1 are nil"},
 		{"a pod without a revision label is named", []*corev1.Pod{podfixture.Pod("default", "web-1")}, rollout.PodOptions{},
 			"pod default/web-1: label controller-revision-hash"},
 		{"a bad deletion cost is named", []*corev1.Pod{podfixture.Pod("default", "web-2", podfixture.Labels(revLabel, "1-a"),

@@ -54,7 +54,8 @@ type RecoverPolicy struct {
 	MaxParallel int
 	// MaxPerWindow caps replacements started within any Window; 0 means no cap.
 	MaxPerWindow int
-	// Window is the rate-limit window for MaxPerWindow.
+	// Window is the rate-limit window for MaxPerWindow; it must be set (positive) when
+	// MaxPerWindow is.
 	Window time.Duration
 	// Started lists when earlier replacements were started (the caller keeps this
 	// record); only those within Window of now count.
@@ -172,6 +173,9 @@ func PlanRecover(replicas []Replica, policy RecoverPolicy, now time.Time) (Recov
 		policy.StartTimeout < 0 || policy.GangMemberTimeout < 0 || policy.ReleaseDelay < 0 {
 		return RecoverStep{}, fmt.Errorf("policy: durations and quotas must not be negative")
 	}
+	if policy.MaxPerWindow > 0 && policy.Window == 0 {
+		return RecoverStep{}, fmt.Errorf("policy: window: must be set when maxPerWindow is %d (without it Started would be ignored)", policy.MaxPerWindow)
+	}
 	if len(replicas) > MaxReplicas {
 		return RecoverStep{}, fmt.Errorf("replicas: %d, more than MaxReplicas %d", len(replicas), MaxReplicas)
 	}
@@ -179,11 +183,8 @@ func PlanRecover(replicas []Replica, policy RecoverPolicy, now time.Time) (Recov
 	byName := make(map[string]*Replica, len(replicas))
 	for i := range replicas {
 		r := &replicas[i]
-		if r.Name == "" {
-			return RecoverStep{}, fmt.Errorf("replica[%d]: name: must not be empty", i)
-		}
-		if _, dup := byName[r.Name]; dup {
-			return RecoverStep{}, fmt.Errorf("replica %s: name: repeated", r.Name)
+		if _, dup := byName[r.Name]; dup || r.Name == "" || len(r.Name) > MaxNameLength {
+			return RecoverStep{}, replicasError(replicas, nil) // order-independent (invalid.go)
 		}
 		byName[r.Name] = r
 		order = append(order, r)

@@ -15,19 +15,24 @@ import (
 var t0 = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 
 func recoverPolicy(t *rapid.T) rollout.RecoverPolicy {
+	perWindow := rapid.IntRange(0, 3).Draw(t, "maxPerWindow")
+	minWindow := 0
+	if perWindow > 0 {
+		minWindow = 1 // a cap needs a window (PlanRecover rejects it without)
+	}
 	return rollout.RecoverPolicy{
 		Strategy:          rollout.RecoverStrategy(rapid.IntRange(0, 2).Draw(t, "strategy")),
 		StartTimeout:      time.Duration(rapid.IntRange(0, 3).Draw(t, "startTimeout")) * time.Minute,
 		GangMemberTimeout: time.Duration(rapid.IntRange(0, 3).Draw(t, "gangTimeout")) * time.Minute,
 		ReleaseDelay:      time.Duration(rapid.IntRange(0, 3).Draw(t, "releaseDelay")) * time.Minute,
 		MaxParallel:       rapid.IntRange(0, 3).Draw(t, "maxParallel"),
-		MaxPerWindow:      rapid.IntRange(0, 3).Draw(t, "maxPerWindow"),
-		Window:            time.Duration(rapid.IntRange(0, 3).Draw(t, "window")) * time.Minute,
+		MaxPerWindow:      perWindow,
+		Window:            time.Duration(rapid.IntRange(minWindow, 3).Draw(t, "window")) * time.Minute,
 	}
 }
 
 func TestRecoverKeepsInvariantsAndHeals(t *testing.T) {
-	for _, mode := range []rollout.Mode{rollout.Rolling, rollout.Gang} {
+	for _, mode := range modes {
 		t.Run(fmt.Sprintf("mode %s replaces failed replicas within quota, never deleting before the replacement is ready", mode), func(t *testing.T) {
 			rapid.Check(t, func(t *rapid.T) {
 				sc := rollouttest.ScenarioOf(mode, rollouttest.Limits{MaxReplicas: 6, MaxColumns: 3}).Draw(t, "scenario")
@@ -178,7 +183,8 @@ func hasLive(rs []rollout.Replica, name string) bool {
 
 func TestPlanRecoverIsDeterministicAndDoesNotMutate(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
-		sc := rollouttest.ScenarioOf(rollout.Gang, rollouttest.DefaultLimits).Draw(t, "scenario")
+		mode := rapid.SampledFrom(modes).Draw(t, "mode")
+		sc := rollouttest.ScenarioOf(mode, rollouttest.DefaultLimits).Draw(t, "scenario")
 		policy := recoverPolicy(t)
 		before := rollouttest.Clone(sc.Replicas)
 		want, err1 := rollout.PlanRecover(sc.Replicas, policy, t0)

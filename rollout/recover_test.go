@@ -139,7 +139,9 @@ func TestPlanRecoverRejectsBadInput(t *testing.T) {
 	}{
 		{"an unknown strategy", nil, rollout.RecoverPolicy{Strategy: 5}, "policy: strategy"},
 		{"a negative quota", nil, rollout.RecoverPolicy{MaxParallel: -1}, "policy:"},
-		{"an empty name", []rollout.Replica{{}}, rollout.RecoverPolicy{}, "replica[0]: name"},
+		{"a per-window cap without a window", nil, rollout.RecoverPolicy{MaxPerWindow: 2}, "policy: window: must be set when maxPerWindow is 2"},
+		{"an empty name", []rollout.Replica{{}}, rollout.RecoverPolicy{}, "replicas: 1 without a name"},
+		{"a name longer than MaxNameLength", []rollout.Replica{{Name: strings.Repeat("r", rollout.MaxNameLength+1)}}, rollout.RecoverPolicy{}, "longer than MaxNameLength"},
 		{"a repeated name", []rollout.Replica{{Name: "a"}, {Name: "a"}}, rollout.RecoverPolicy{}, "replica a: name: repeated"},
 		{"two replacements for one replica", []rollout.Replica{{Name: "a"}, {Name: "b", ReplacementFor: "a"}, {Name: "c", ReplacementFor: "a"}},
 			rollout.RecoverPolicy{}, "replica c: replacementFor"},

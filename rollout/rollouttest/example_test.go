@@ -2,6 +2,7 @@ package rollouttest_test
 
 import (
 	"fmt"
+	"time"
 
 	"k8s.io/apimachinery/pkg/util/intstr"
 
@@ -37,4 +38,81 @@ func ExampleSimulator_Run() {
 	fmt.Println(n, err, rollouttest.Converged(sim.Replicas, s))
 	// Output:
 	// 4 <nil> <nil>
+}
+
+// CheckRecover rejects a recovery step that deletes a failed replica before its
+// replacement is ready (under CreateThenDelete), and accepts what PlanRecover plans.
+func ExampleCheckRecover() {
+	now := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
+	replicas := fleet("web", 3, "1-a", "", 0)
+	replicas[1].State = rollout.State{Failed: true, UnreadySince: now.Add(-time.Minute)}
+	policy := rollout.RecoverPolicy{Strategy: rollout.CreateThenDelete}
+	bad := rollout.RecoverStep{Release: []string{"web-1"}}
+	fmt.Println(rollouttest.CheckRecover(replicas, policy, now, bad))
+	step, _ := rollout.PlanRecover(replicas, policy, now)
+	fmt.Println(step.Replace[0].For, rollouttest.CheckRecover(replicas, policy, now, step))
+	// Output:
+	// release web-1: not swapped out for a ready replacement
+	// web-1 <nil>
+}
+
+// The recovery simulator plays the controller: it creates the replacement PlanRecover
+// asks for; once that is ready, a swap takes the failed replica out of service, and
+// after ReleaseDelay it is deleted. Healthy says when recovery is over.
+func ExampleRecoverSimulator() {
+	now := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
+	replicas := fleet("web", 2, "1-a", "", 0)
+	replicas[0].State = rollout.State{Failed: true, UnreadySince: now.Add(-time.Minute)}
+	sim := &rollouttest.RecoverSimulator{Policy: rollout.RecoverPolicy{Strategy: rollout.CreateThenDelete},
+		Replicas: replicas, Now: now, Tick: time.Minute}
+	for range 4 {
+		step, err := sim.Reconcile()
+		if err != nil {
+			fmt.Println(err)
+			return
+		}
+		fmt.Printf("replace %d swap %d release %v\n", len(step.Replace), len(step.Swap), step.Release)
+		// The replacement (the replica not named web-*) becomes ready and healthy.
+		for i := range sim.Replicas {
+			if r := &sim.Replicas[i]; r.ReplacementFor != "" {
+				r.State = rollout.State{Ready: true, Available: true, Healthy: true}
+			}
+		}
+	}
+	fmt.Println(rollouttest.Healthy(sim.Replicas, sim.Policy, sim.Now))
+	// Output:
+	// replace 1 swap 0 release []
+	// replace 0 swap 1 release []
+	// replace 0 swap 0 release [web-0]
+	// replace 0 swap 0 release []
+	// <nil>
+}
+
+// Healthy is the end condition of recovery: a failed replica, or one being replaced,
+// is not.
+func ExampleHealthy() {
+	now := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
+	replicas := fleet("web", 2, "1-a", "", 0)
+	fmt.Println(rollouttest.Healthy(replicas, rollout.RecoverPolicy{}, now))
+	replicas[1].State.Failed = true
+	fmt.Println(rollouttest.Healthy(replicas, rollout.RecoverPolicy{}, now))
+	// Output:
+	// <nil>
+	// replica web-1: failed
+}
+
+// The generators draw valid scenarios for property tests. Outside a rapid.Check,
+// Example draws one per seed; here every drawn scenario's first step passes Check.
+func ExampleScenarioOf() {
+	gen := rollouttest.ScenarioOf(rollout.Group, rollouttest.DefaultLimits)
+	violations := 0
+	for seed := range 100 {
+		sc := gen.Example(seed)
+		step, err := rollout.Plan(sc.Replicas, sc.Strategy)
+		if err != nil || rollouttest.Check(sc.Replicas, sc.Strategy, step) != nil {
+			violations++
+		}
+	}
+	fmt.Println("scenarios: 100, violations:", violations)
+	// Output: scenarios: 100, violations: 0
 }

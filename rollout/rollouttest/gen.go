@@ -16,7 +16,9 @@ var Revisions = []string{"1-a", "2-b", "3-c"}
 
 // Scenario is a generated rollout: a strategy and the replicas it starts from.
 type Scenario struct {
+	// Strategy is the strategy to plan with.
 	Strategy rollout.Strategy
+	// Replicas are the replicas the rollout starts from.
 	Replicas []rollout.Replica
 	// GangSize is the number of members per gang (gang mode).
 	GangSize int
