@@ -48,7 +48,8 @@ const (
 // Member is one pod's contribution to a table.
 type Member struct {
 	// Pod is namespace/name, used in errors.
-	Pod  string
+	Pod string
+	// Data is what the parser read from the pod's annotation.
 	Data PodData
 	// PodIP and NodeName come from the pod object.
 	PodIP, NodeName string
@@ -62,12 +63,17 @@ type Member struct {
 
 // Table is the data a ranktable template receives. Field names follow the design.
 type Table struct {
-	Status       string
-	ServerCount  int
+	// Status is BuildOptions.Status (default StatusCompleted).
+	Status string
+	// ServerCount is the number of servers, len(Servers).
+	ServerCount int
+	// TotalDevices is the number of devices over all servers, which is also the
+	// number of ranks.
 	TotalDevices int
 	// Timestamp is whatever the caller supplied (empty by default): never the clock.
 	Timestamp string
-	Servers   []Server
+	// Servers are the servers in rank order; their devices carry rank ids 0..n-1.
+	Servers []Server
 	// SuperPods lists servers per super pod id, super pods in order of their first
 	// server; empty when no server has a super pod id.
 	SuperPods []SuperPod
@@ -82,10 +88,14 @@ type Server struct {
 	HostIp      string //nolint:revive
 	ContainerIp string //nolint:revive
 	SuperPodId  string //nolint:revive
-	PodName     string
-	NodeName    string
-	Role        string
-	Devices     []RankedDevice
+	// PodName is the name of the pod the server's devices came from.
+	PodName string
+	// NodeName is the node the pod runs on.
+	NodeName string
+	// Role is the pod's role label value ("" when it has none).
+	Role string
+	// Devices are the server's devices in device id order, with their ranks.
+	Devices []RankedDevice
 }
 
 // RankedDevice is one device with its rank.
@@ -101,19 +111,25 @@ type RankedDevice struct {
 // SuperPod is one super pod of an Atlas A3 table.
 type SuperPod struct {
 	SuperPodId string //nolint:revive
-	ServerIds  []string
+	// ServerIds are the super pod's servers, in rank order.
+	ServerIds []string
 }
 
 // RoleServers is one role's servers.
 type RoleServers struct {
-	Role    string
+	// Role is the role label value.
+	Role string
+	// Servers are the role's servers, in rank order.
 	Servers []Server
 }
 
 // BuildOptions change how Build orders and labels a table.
 type BuildOptions struct {
-	Order     Order
-	Status    string // default StatusCompleted
+	// Order is how servers are ordered before ranks are assigned.
+	Order Order
+	// Status is the table's Status (default StatusCompleted).
+	Status string
+	// Timestamp is handed to templates as .Timestamp.
 	Timestamp string
 }
 

@@ -27,7 +27,14 @@ const (
 // Grouping names the pod labels that place a pod in a group. The zero value means
 // kthena's labels.
 type Grouping struct {
-	GroupLabel, RoleLabel, RoleIDLabel, EntryLabel string
+	// GroupLabel names the serving group (default LabelGroupName).
+	GroupLabel string
+	// RoleLabel names the role (default LabelRole).
+	RoleLabel string
+	// RoleIDLabel names the role replica (default LabelRoleID).
+	RoleIDLabel string
+	// EntryLabel marks the entry pod of a role replica (default LabelEntry).
+	EntryLabel string
 }
 
 func (g Grouping) withDefaults() Grouping {
@@ -41,8 +48,10 @@ func (g Grouping) withDefaults() Grouping {
 // GroupKey identifies one table: the serving group, and at role level the role
 // replica (role id, or the role name when pods carry no role id).
 type GroupKey struct {
+	// Group is the serving group's label value.
 	Group string
-	Role  string
+	// Role is the role replica at role level; "" at group level.
+	Role string
 }
 
 // String returns "group" or "group/role".

@@ -29,7 +29,8 @@ const (
 type InjectOptions struct {
 	// ConfigMapName is the pod's ranktable ConfigMap (ConfigMapName of its group).
 	ConfigMapName string
-	Template      *Template
+	// Template gives the mount path, file name and engine.
+	Template *Template
 	// Image of the wait init container (default DefaultWaitImage).
 	Image string
 	// Resources of the wait init container (default 10m CPU, 16Mi memory request,

@@ -22,15 +22,18 @@ type Device struct {
 
 // PodData is what a parser extracts from one pod's annotation.
 type PodData struct {
-	PodName  string `json:"podName"`
+	// PodName is the pod's name as the annotation gives it.
+	PodName string `json:"podName"`
+	// ServerID identifies the server (usually the node IP); devices are grouped by it.
 	ServerID string `json:"serverId"`
 	// HostIP is the node's IP as the device plugin reports it, or "".
 	HostIP string `json:"hostIp,omitempty"`
 	// SuperPodID is the super pod the server belongs to (Atlas A3), or "".
 	SuperPodID string `json:"superPodId,omitempty"`
 	// ServerIndex is the device plugin's server index, or "".
-	ServerIndex string   `json:"serverIndex,omitempty"`
-	Devices     []Device `json:"devices"`
+	ServerIndex string `json:"serverIndex,omitempty"`
+	// Devices are the pod's NPUs.
+	Devices []Device `json:"devices"`
 }
 
 // parser turns one annotation value into PodData. Implementations are immutable.

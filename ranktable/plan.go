@@ -37,12 +37,15 @@ const (
 // Owner is the object that owns the pods and the ranktable ConfigMaps: any kind.
 type Owner struct {
 	metav1.ObjectMeta
+	// GVK is the owner's kind, for the ConfigMaps' owner references.
 	GVK schema.GroupVersionKind
 }
 
 // Input is everything Plan looks at. Plan does not change it.
 type Input struct {
-	Owner    Owner
+	// Owner owns the pods and the ConfigMaps; its annotations may override the level.
+	Owner Owner
+	// Template is the loaded ranktable template and pod parser.
 	Template *Template
 	// Pods are the owner's pods; pods of another controller, of another namespace and
 	// pods being deleted are ignored.
@@ -53,12 +56,15 @@ type Input struct {
 	// has pods expects exactly the pods it has. Groups listed with no pods yet are
 	// planned too (their ConfigMaps are created empty).
 	Expected map[GroupKey]int
+	// Grouping names the labels that place pods in groups (zero value: kthena's).
 	Grouping Grouping
-	Order    Order
+	// Order is how servers are ordered before ranks are assigned.
+	Order Order
 	// Now is the current time; Timeout (0: none) is how long a group may wait for its
 	// pods' annotations, counted from the later of its ConfigMap's and its newest pod's
 	// creation.
-	Now     time.Time
+	Now time.Time
+	// Timeout: see Now.
 	Timeout time.Duration
 	// Timestamp is handed to templates as .Timestamp (empty by default).
 	Timestamp string
@@ -85,8 +91,11 @@ const (
 // ActionNone it is the existing object from Input.ConfigMaps itself (not a copy: do not
 // modify it); for ActionCreate a new object.
 type DesiredConfigMap struct {
-	Group     GroupKey
-	Action    Action
+	// Group is the group the ConfigMap holds the table of.
+	Group GroupKey
+	// Action is what to do: create, update, or nothing.
+	Action Action
+	// ConfigMap is the object to create or update (see above).
 	ConfigMap *corev1.ConfigMap
 }
 
@@ -102,9 +111,12 @@ const (
 
 // GroupStatus reports one group.
 type GroupStatus struct {
-	Group         GroupKey
+	// Group identifies the group.
+	Group GroupKey
+	// ConfigMapName is the group's ranktable ConfigMap.
 	ConfigMapName string
-	Phase         Phase
+	// Phase is Waiting, Completed or Failed.
+	Phase Phase
 	// Pods and Expected count the group's pods.
 	Pods, Expected int
 	// Missing lists pods (namespace/name) without the annotation.
@@ -115,20 +127,29 @@ type GroupStatus struct {
 
 // Event is an event a reconciler records on Object ("namespace/name" of Kind).
 type Event struct {
-	Type    string // corev1.EventTypeNormal or corev1.EventTypeWarning
-	Reason  string
-	Kind    string
-	Object  string
+	// Type is corev1.EventTypeNormal or corev1.EventTypeWarning.
+	Type string
+	// Reason is the design's reason, e.g. RanktableGenerated.
+	Reason string
+	// Kind is the kind of Object: the owner's kind, ConfigMap or Pod.
+	Kind string
+	// Object is the object's namespace/name.
+	Object string
+	// Message is a human-readable description.
 	Message string
 }
 
 // Result is Plan's result. Every slice is sorted by group key (natural order), events in
 // group order then pod order.
 type Result struct {
-	Level      Level
+	// Level is the level planned at: the owner's annotation, else the template's.
+	Level Level
+	// ConfigMaps are the ranktable ConfigMaps to create or update, one per group.
 	ConfigMaps []DesiredConfigMap
-	Groups     []GroupStatus
-	Events     []Event
+	// Groups report each group's phase.
+	Groups []GroupStatus
+	// Events are the events to record.
+	Events []Event
 	// RequeueAfter is when to look again (0: only on change): the poll interval while
 	// any group waits, shortened to the earliest timeout.
 	RequeueAfter time.Duration

@@ -90,12 +90,19 @@ func ParseLevel(s string) (Level, error) {
 // immutable and safe for concurrent use.
 type Template struct {
 	// Name is namespace/name of the ranktable template ConfigMap.
-	Name           string
-	Engine         Engine
-	Level          Level
-	ParserName     string
-	MountPath      string
-	Filename       string
+	Name string
+	// Engine is the inference engine (key inference-engine).
+	Engine Engine
+	// Level is role or group (key ranktable-level).
+	Level Level
+	// ParserName is the pod parser: a ConfigMap name or a builtin: parser (key
+	// pod-parser-template).
+	ParserName string
+	// MountPath is where the table is mounted in the containers (key mount-path).
+	MountPath string
+	// Filename is the table's file and ConfigMap data key (key filename).
+	Filename string
+	// AnnotationName is the pod annotation the parser reads (key annotation-name).
 	AnnotationName string
 	// Text is the ranktable template source.
 	Text string
