@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	gomodulesjsonpatch "gomodules.xyz/jsonpatch/v2"
+	jsonpatch "gopkg.in/evanphx/json-patch.v4"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -118,5 +119,28 @@ func BenchmarkDiffJSON(b *testing.B) {
 // turn before into after, so the comparison is between equivalent results.
 func TestBenchmarkPatchesAgree(t *testing.T) {
 	before, after := injectedPair(&testing.B{}, 10)
-	applyDiff(t, before, after)
+	applyDiff(t, before, after) // ours: Diff + Patch, applied and compared
+
+	// The baseline's: the same steps as BenchmarkDiffJSON, applied the same way.
+	bj, _ := json.Marshal(before)
+	aj, _ := json.Marshal(after)
+	ops, err := gomodulesjsonpatch.CreatePatch(bj, aj)
+	if err != nil || len(ops) == 0 {
+		t.Fatalf("baseline: %d operations, %v", len(ops), err)
+	}
+	patch, err := json.Marshal(ops)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := jsonpatch.DecodePatch(patch)
+	if err != nil {
+		t.Fatalf("baseline patch does not decode: %v", err)
+	}
+	got, err := p.Apply(bj)
+	if err != nil {
+		t.Fatalf("baseline patch does not apply: %v", err)
+	}
+	if !jsonpatch.Equal(got, aj) {
+		t.Fatalf("the baseline's patch does not turn before into after")
+	}
 }

@@ -154,3 +154,117 @@ func ExampleAddFinalizerPatch() {
 	// {"metadata":{"finalizers":["kplan.dev/cleanup"],"resourceVersion":"7"}}
 	// true
 }
+
+// Annotations and labels are recorded like everything else an injector sets: a
+// re-invocation with a new value replaces its own value, but never a user's.
+func ExampleInjector_EnsureAnnotation() {
+	in := webhookpatch.Injector{Name: "ranktable"}
+	pod := newPod()
+	changed, err := in.EnsureAnnotation(pod, "kthena.io/ranktable-level", "role")
+	fmt.Println(changed, err, pod.Annotations["kthena.io/ranktable-level"])
+	changed, err = in.EnsureAnnotation(pod, "kthena.io/ranktable-level", "group")
+	fmt.Println(changed, err, pod.Annotations["kthena.io/ranktable-level"])
+	pod.Annotations["example.com/owner"] = "team-a"
+	_, err = in.EnsureAnnotation(pod, "example.com/owner", "team-b")
+	fmt.Println(errors.Is(err, webhookpatch.ErrConflict))
+	// Output:
+	// true <nil> role
+	// true <nil> group
+	// true
+}
+
+func ExampleInjector_EnsureLabel() {
+	in := webhookpatch.Injector{Name: "configmapset-demo"}
+	pod := newPod()
+	changed, err := in.EnsureLabel(pod, "configmapset.kplan.dev/updateOrder", "1")
+	fmt.Println(changed, err, pod.Labels)
+	_, err = in.EnsureLabel(pod, "app", "not a valid value!")
+	fmt.Println(err)
+	// Output:
+	// true <nil> map[configmapset.kplan.dev/updateOrder:1]
+	// pod default/qwen-0: metadata.labels[app]: value "not a valid value!": a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyValue',  or 'my_value',  or '12345', regex used for validation is '(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?')
+}
+
+// EnsureEnv sets a variable in the selected containers; a user's own value for it is a
+// conflict, and then no container is changed.
+func ExampleInjector_EnsureEnv() {
+	in := webhookpatch.Injector{Name: "ranktable"}
+	pod := newPod()
+	pod.Spec.Containers = append(pod.Spec.Containers, corev1.Container{Name: "metrics", Image: "exporter:1"})
+	env := corev1.EnvVar{Name: "RANKTABLEFILE", Value: "/etc/ascend/ranktable/ranktable.json"}
+	changed, err := in.EnsureEnv(pod, env, webhookpatch.ContainerSelector{Exclude: []string{"metrics"}})
+	fmt.Println(changed, err, len(pod.Spec.Containers[0].Env), len(pod.Spec.Containers[1].Env))
+	// Output: true <nil> 1 0
+}
+
+// EnsureContainer appends an app container; with the same content again it changes
+// nothing.
+func ExampleInjector_EnsureContainer() {
+	in := webhookpatch.Injector{Name: "metrics"}
+	pod := newPod()
+	exporter := corev1.Container{Name: "npu-exporter", Image: "npu-exporter:v6"}
+	first, _ := in.EnsureContainer(pod, exporter)
+	again, _ := in.EnsureContainer(pod, exporter)
+	fmt.Println(first, again, pod.Spec.Containers[1].Name)
+	// Output: true false npu-exporter
+}
+
+// Strip removes exactly what one injector recorded, leaving the user's containers and
+// other injectors' items; injecting again gives the same pod as the first time.
+func ExampleInjector_Strip() {
+	in := webhookpatch.Injector{Name: "ranktable"}
+	pod := newPod()
+	vol := corev1.Volume{Name: "ranktable", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}
+	_, _ = in.EnsureVolume(pod, vol)
+	_, _ = in.EnsureInitContainer(pod, corev1.Container{Name: "wait-ranktable", Image: "busybox"})
+	injected := pod.DeepCopy()
+
+	changed, err := in.Strip(pod)
+	fmt.Println(changed, err, len(pod.Spec.Volumes), len(pod.Spec.InitContainers), pod.Annotations == nil)
+	_, _ = in.EnsureVolume(pod, vol)
+	_, _ = in.EnsureInitContainer(pod, corev1.Container{Name: "wait-ranktable", Image: "busybox"})
+	ops, _ := webhookpatch.Diff(injected, pod)
+	fmt.Println(len(ops))
+	// Output:
+	// true <nil> 0 0 true
+	// 0
+}
+
+// A serving runtime's pod spec with a user's override, merged like KServe does.
+func ExampleMergePodSpec() {
+	runtime := corev1.PodSpec{Containers: []corev1.Container{{Name: "engine", Image: "vllm-ascend:v0.9",
+		Args: []string{"--port=8000"}, Env: []corev1.EnvVar{{Name: "ASCEND_VISIBLE_DEVICES", Value: "0-7"}}}}}
+	user := corev1.PodSpec{Containers: []corev1.Container{{Name: "engine",
+		Args: []string{"--max-model-len=8192"}, Env: []corev1.EnvVar{{Name: "VLLM_LOGGING_LEVEL", Value: "DEBUG"}}}}}
+	merged, err := webhookpatch.MergePodSpec(runtime, user, webhookpatch.MergePolicy{})
+	c := merged.Containers[0]
+	fmt.Println(c.Image, c.Args, len(c.Env), err)
+	// Output: vllm-ascend:v0.9 [--port=8000 --max-model-len=8192] 2 <nil>
+}
+
+// AddFinalizer and RemoveFinalizer change an object in memory and report whether they
+// did; the *Patch forms return a merge patch instead.
+func ExampleAddFinalizer() {
+	obj := &metav1.ObjectMeta{Name: "qwen"}
+	fmt.Println(webhookpatch.AddFinalizer(obj, "kplan.dev/cleanup"), webhookpatch.AddFinalizer(obj, "kplan.dev/cleanup"), obj.Finalizers)
+	fmt.Println(webhookpatch.RemoveFinalizer(obj, "kplan.dev/cleanup"), obj.Finalizers == nil)
+	// Output:
+	// true false [kplan.dev/cleanup]
+	// true true
+}
+
+func ExampleRemoveFinalizerPatch() {
+	obj := &metav1.ObjectMeta{Name: "qwen", ResourceVersion: "8", Finalizers: []string{"kplan.dev/cleanup"}}
+	patch, _ := webhookpatch.RemoveFinalizerPatch(obj, "kplan.dev/cleanup")
+	fmt.Println(string(patch))
+	// Output: {"metadata":{"finalizers":null,"resourceVersion":"8"}}
+}
+
+// Annotation keys hold "/", which a JSON pointer must escape.
+func ExampleEscapePointerToken() {
+	fmt.Println("/metadata/annotations/" + webhookpatch.EscapePointerToken("kthena.io/ranktable-template"))
+	fmt.Println(webhookpatch.EscapePointerToken("a~b"))
+	// Output:
+	// /metadata/annotations/kthena.io~1ranktable-template
+	// a~0b
+}

@@ -2,9 +2,13 @@ package webhookpatch
 
 import (
 	"encoding/json"
+	"fmt"
 	"slices"
+	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/validation"
 )
 
 // AddFinalizer adds name to obj's finalizers in place and reports whether it changed
@@ -35,7 +39,8 @@ func RemoveFinalizer(obj metav1.Object, name string) bool {
 }
 
 // AddFinalizerPatch returns the JSON merge patch (RFC 7386) that adds name to obj's
-// finalizers, or nil when obj already has it. obj is not changed.
+// finalizers, or nil when obj already has it. obj is not changed. A name the API
+// server would reject (not a qualified name, e.g. "example.com/cleanup") is an error.
 //
 // A merge patch replaces lists whole, so the patch carries the full new list. When
 // obj has a resourceVersion the patch carries it too: the API server then rejects the
@@ -44,6 +49,9 @@ func RemoveFinalizer(obj metav1.Object, name string) bool {
 func AddFinalizerPatch(obj metav1.Object, name string) ([]byte, error) {
 	if slices.Contains(obj.GetFinalizers(), name) {
 		return nil, nil
+	}
+	if errs := validation.IsQualifiedName(name); len(errs) > 0 {
+		return nil, fmt.Errorf("%s %s: finalizer %q: %s", kindOf(obj), obj.GetName(), name, strings.Join(errs, "; "))
 	}
 	return finalizerPatch(obj, append(slices.Clone(obj.GetFinalizers()), name))
 }
@@ -57,6 +65,16 @@ func RemoveFinalizerPatch(obj metav1.Object, name string) ([]byte, error) {
 		return nil, nil
 	}
 	return finalizerPatch(obj, slices.DeleteFunc(slices.Clone(obj.GetFinalizers()), func(f string) bool { return f == name }))
+}
+
+// kindOf names obj's kind for errors ("object" when it does not carry one).
+func kindOf(obj metav1.Object) string {
+	if t, ok := obj.(interface{ GetObjectKind() schema.ObjectKind }); ok {
+		if k := t.GetObjectKind().GroupVersionKind().Kind; k != "" {
+			return k
+		}
+	}
+	return "object"
 }
 
 func finalizerPatch(obj metav1.Object, finalizers []string) ([]byte, error) {

@@ -22,6 +22,7 @@ const (
 
 // MergePolicy configures [MergeContainer] and [MergePodSpec].
 type MergePolicy struct {
+	// Args says how the user's args combine with the runtime's (default ArgsAppend).
 	Args ArgsPolicy
 }
 

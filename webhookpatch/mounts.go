@@ -19,8 +19,11 @@ import (
 //
 // Containers are changed in pod order: init containers first, then app containers.
 type ContainerSelector struct {
-	Names       []string
-	Exclude     []string
+	// Names are the containers to select; empty selects every app container.
+	Names []string
+	// Exclude are containers never selected.
+	Exclude []string
+	// IncludeInit adds the init containers when Names is empty.
 	IncludeInit bool
 }
 

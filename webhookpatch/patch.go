@@ -11,8 +11,12 @@ import (
 // Operation is one RFC 6902 JSON patch operation. Value holds the JSON value for "add"
 // and "replace" (it may be the JSON literal null) and is empty for "remove".
 type Operation struct {
-	Op    string
-	Path  string
+	// Op is "add", "replace" or "remove" (the operations Diff emits).
+	Op string
+	// Path is the JSON pointer (RFC 6901) of the location, tokens escaped with
+	// [EscapePointerToken].
+	Path string
+	// Value is the JSON value; empty for "remove".
 	Value json.RawMessage
 }
 

@@ -190,3 +190,34 @@ func TestStripRestoresThePod(t *testing.T) {
 func containsAny(s string, subs ...string) bool {
 	return slices.ContainsFunc(subs, func(sub string) bool { return strings.Contains(s, sub) })
 }
+
+// Strip then re-inject: a webhook re-invoked on an injected pod may strip its own items
+// and inject them again; the pod must come out byte for byte as the first injection
+// left it (same JSON, so the patch is empty).
+func TestStripThenReinjectIsByteIdentical(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		pod := genPod(t)
+		in := Injector{Name: "ranktable"}
+		var steps []primitive
+		for i, n := 0, rapid.IntRange(1, 6).Draw(t, "steps"); i < n; i++ {
+			if p := genPrimitiveBy(t, "p", in.Name); !strings.HasPrefix(p.desc, "strip") {
+				steps = append(steps, p)
+			}
+		}
+		inject := func() {
+			for _, p := range steps {
+				_, _ = p.apply(pod)
+			}
+		}
+		inject()
+		first, _ := json.Marshal(pod)
+		if _, err := in.Strip(pod); err != nil {
+			t.Fatalf("Strip: %v", err)
+		}
+		inject()
+		again, _ := json.Marshal(pod)
+		if string(first) != string(again) {
+			t.Fatalf("re-injection after strip differs\nfirst: %s\nagain: %s", first, again)
+		}
+	})
+}
