@@ -228,3 +228,76 @@ func ExampleConfigMapName() {
 	// qwen-3-decode-1-ranktable
 	// qwen-3-ranktable
 }
+
+// Library templates load by name, with the parser they name; no ConfigMaps needed.
+func ExampleLoadLibraryTemplate() {
+	t, err := ranktable.LoadLibraryTemplate("ascend-ranktable-template-vllm-group", ranktable.LoadOptions{})
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println(t.Engine, t.Level, t.ParserName, t.MountPath+"/"+t.Filename)
+	_, err = ranktable.LoadLibraryTemplate("no-such-template", ranktable.LoadOptions{})
+	fmt.Println(err != nil)
+	// Output:
+	// vllm-ascend group ascend-pod-ranktable-parser-standard /etc/ascend/ranktable/ranktable.json
+	// true
+}
+
+// LibraryConfigMap returns a copy to create in the templates namespace.
+func ExampleLibraryConfigMap() {
+	cm, ok := ranktable.LibraryConfigMap("ascend-ranktable-template-mindie-role")
+	fmt.Println(ok, cm.Name, cm.Data["inference-engine"], cm.Data["pod-parser-template"])
+	// Output: true ascend-ranktable-template-mindie-role mindie ascend-pod-ranktable-parser-standard
+}
+
+// A pod's group key: its serving group, and at role level its role replica.
+func ExampleKeyOf() {
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "qwen-0-prefill-1-0", Labels: map[string]string{
+		ranktable.LabelGroupName: "qwen-0", ranktable.LabelRole: "prefill", ranktable.LabelRoleID: "prefill-1"}}}
+	fmt.Println(ranktable.KeyOf(pod, ranktable.LevelGroup, ranktable.Grouping{}))
+	fmt.Println(ranktable.KeyOf(pod, ranktable.LevelRole, ranktable.Grouping{}))
+	// Output:
+	// qwen-0
+	// qwen-0/prefill-1
+}
+
+func ExampleParseLevel() {
+	for _, s := range []string{"role", "group", "node"} {
+		l, err := ranktable.ParseLevel(s)
+		fmt.Println(l, err != nil)
+	}
+	// Output:
+	// role false
+	// group false
+	//  true
+}
+
+// What a parser template prints, decoded; unknown keys are errors, so a typo does not
+// silently drop a device.
+func ExampleDecodeParserOutput() {
+	d, err := ranktable.DecodeParserOutput([]byte("podName: qwen-0\nserverId: 192.168.1.9\ndevices:\n- deviceId: \"0\"\n  deviceIp: 10.0.0.1\n"))
+	fmt.Println(d.PodName, d.ServerID, d.Devices[0].ID, d.Devices[0].IP, err)
+	_, err = ranktable.DecodeParserOutput([]byte("podName: qwen-0\nsevrerId: 192.168.1.9\n"))
+	fmt.Println(err != nil)
+	// Output:
+	// qwen-0 192.168.1.9 0 10.0.0.1 <nil>
+	// true
+}
+
+// The wait container holds the engine until the table file exists and is not empty.
+func ExampleWaitContainer() {
+	t, _ := ranktable.LoadLibraryTemplate("ascend-ranktable-template-mindie-role", ranktable.LoadOptions{})
+	c := ranktable.WaitContainer(ranktable.InjectOptions{ConfigMapName: "qwen-prefill-ranktable", Template: t})
+	fmt.Println(c.Name, c.Image, c.VolumeMounts[0].MountPath, c.VolumeMounts[0].ReadOnly)
+	// Output: wait-ranktable busybox:1.36 /etc/ascend/ranktable true
+}
+
+// Render runs the template on a built table.
+func ExampleTemplate_Render() {
+	t, _ := ranktable.LoadLibraryTemplate("ascend-ranktable-template-mindie-simple", ranktable.LoadOptions{})
+	table, _ := ranktable.Build([]ranktable.Member{{Pod: "default/qwen-0", RankIndex: -1, Data: ranktable.PodData{
+		ServerID: "192.168.1.9", Devices: []ranktable.Device{{ID: "0", IP: "10.0.0.1"}, {ID: "1", IP: "10.0.0.2"}}}}}, ranktable.BuildOptions{})
+	out, err := t.Render(table, ranktable.RenderOptions{})
+	fmt.Println(strings.Count(string(out), `"rank_id"`), err)
+	// Output: 2 <nil>
+}
