@@ -80,13 +80,28 @@ func (t *taker) fill(order []int32, need int) {
 }
 
 // roundRobin takes one unit per root per turn, rotating over each root's candidates.
+// A designated VF counts as its root's unit for one turn, so a root that already has
+// one does not take a unit another root needs.
 func (t *taker) roundRobin(byRoot [][]int32, need int) {
 	next := make([]int, len(byRoot))
+	credit := make([]int, len(byRoot))
+	for _, d := range t.p.desig {
+		for r, cs := range byRoot {
+			if slices.Contains(cs, d.c) {
+				credit[r]++
+			}
+		}
+	}
 	for progress := true; progress && !t.done(need); {
 		progress = false
 		for r, cs := range byRoot {
 			if t.done(need) {
 				break
+			}
+			if credit[r] > 0 {
+				credit[r]--
+				progress = true
+				continue
 			}
 			for k := range cs {
 				ci := cs[(next[r]+k)%len(cs)]
