@@ -2,6 +2,7 @@ package rdma
 
 import (
 	"cmp"
+	"errors"
 	"fmt"
 	"slices"
 
@@ -17,8 +18,29 @@ import (
 // out, e.g.
 //
 //	node n1: rdma: need 2 VFs matching {rdma-type=storage}, 1 free (PF 0000:3b:00.0: 0 of 8 free)
+//
+// Every error wraps exactly one of ErrInsufficient (the request would fit were the
+// devices in used free) and ErrUnsatisfiable (it would not fit even on an idle node,
+// or the arguments are invalid). Telling them apart costs a second allocation
+// attempt against an idle node, made only when the first one fails.
 func Allocate(inv *Inventory, used Used, req Request) (Allocation, error) {
-	p, err := newPlanner(inv, &used, &req)
+	if inv == nil {
+		return Allocation{}, unsatisfiable(errors.New("rdma: allocate: nil inventory"))
+	}
+	a, err := allocate(inv, &used, &req)
+	if err == nil {
+		return a, nil
+	}
+	if !used.IsEmpty() {
+		if _, idle := allocate(inv, &Used{}, &req); idle == nil {
+			return Allocation{}, &classified{ErrInsufficient, err}
+		}
+	}
+	return Allocation{}, unsatisfiable(err)
+}
+
+func allocate(inv *Inventory, used *Used, req *Request) (Allocation, error) {
+	p, err := newPlanner(inv, used, req)
 	if err != nil {
 		return Allocation{}, err
 	}

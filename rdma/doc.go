@@ -17,7 +17,8 @@
 //   - [EncodeAllocated] / [DecodeAllocated]: the scheduling.koordinator.sh/device-allocated
 //     annotation. [DecodeAllocateHints], [DecodeJointAllocate] and [RequestFromPod] turn
 //     a pod's hint annotations and resources into a Request.
-//   - [UsedByPods], [Fits], [Score]: scheduler-plugin Filter and Score helpers.
+//   - [UsedByPods], [AllocationFromPod], [Fits], [Score]: scheduler-plugin helpers
+//     (see Scheduler plugins below); [NodeFromDevice] reads the Device object.
 //   - [DeviceIDs], [DeviceIDsFromPod], [PCIDeviceEnv]: what the CNI side (Multus
 //     deviceID, PCIDEVICE_<RESOURCE>) passes into the container.
 //   - [DRADevices]: the same inventory as DRA (resource.k8s.io/v1) devices for a
@@ -90,8 +91,8 @@
 //     [Request].OneVFPerPF is set. Plain VF requests prefer PFs already shared.
 //   - The inventory type is the indexed [Inventory], not the raw Device object, so it is
 //     validated and indexed once per node, not per pod. Likewise keep each node's
-//     [Used] (from [UsedByPods], updated with [Used.Add] as pods are bound) between
-//     scheduling cycles: decoding every pod's annotation is about nine tenths of a
+//     [Used] (from [UsedByPods], updated with [Used.Add] and [Used.Remove] as pods are
+//     reserved, unreserved and deleted) between scheduling cycles: decoding every pod's annotation is about nine tenths of a
 //     Filter, about 0.2 ms per node of 8 pods, 1 s per pod over 5000 nodes uncached
 //     (BENCHMARKS.md), while [Fits] on a cached Used is about 20 µs.
 //   - A gpu list already in the device-allocated annotation (a GPU plugin's, with its
@@ -111,10 +112,41 @@
 // topology maps onto DRA (resource.k8s.io) device attributes: pcieID is
 // resource.kubernetes.io/pcieRoot, so SamePCIe is DRA's matchAttribute on pcieRoot and
 // RailLabel is distinctAttribute on the rail attribute; selectors correspond to CEL
-// selectors on the device labels. [DRADevices] writes exactly these attributes
-// (standard pcieRoot and pciBusID, plus NUMA node, parent PF and labels under
-// rdma.kplan.dev), leaving unknown NUMA nodes and roots out rather than writing 0. DRA takes the first full solution; Allocate likewise
-// takes the first group in key order, but orders devices inside it by the rules above.
+// selectors on the device labels. [DRADevices] writes exactly these attributes (the
+// standard resource.kubernetes.io pcieRoot, numaNode and pciBusID, plus kind, parent PF,
+// minor and labels under rdma.kplan.dev), leaving unknown NUMA nodes and roots out
+// rather than writing 0. DRA takes the first full solution; Allocate likewise takes the
+// first group in key order, but orders devices inside it by the rules above.
+//
+// # Scheduler plugins
+//
+// A kube-scheduler plugin uses the package per extension point as follows.
+//
+//   - Device objects: watch koordinator's Device ([DeviceGroup], [DeviceVersion],
+//     [DeviceResource]) and build each node's [Inventory] once per object version with
+//     [NodeFromDevice] and [NewInventory]. An inventory error makes the node
+//     unschedulable for RDMA pods (UnschedulableAndUnresolvable) until the object
+//     changes.
+//   - PreFilter: [RequestFromPod] once per pod; skip the pod when the [Request]
+//     [Request.IsZero] (return Skip). A decoding error or a failing [Request.Validate]
+//     means the pod fits no node: UnschedulableAndUnresolvable.
+//   - State: keep one [Used] per node across cycles. Build it from the node's pods'
+//     annotations with [UsedByPods] (at start-up, and after a restart, so nothing is
+//     handed out twice); then Reserve calls [Used.Add] with the pod's [Allocation],
+//     Unreserve and pod deletion call [Used.Remove] with the same Allocation (or, when
+//     only the pod is at hand, with [AllocationFromPod]). Used counts holders, so
+//     releasing one pod never frees a device another pod also holds (GPU shares).
+//     A Used copied by assignment shares its state: give snapshots a [Used.Clone].
+//   - Filter: [Fits]. Every error it (and [Allocate], [Score]) returns wraps exactly
+//     one sentinel, tested with errors.Is:
+//     [ErrInsufficient] (the devices exist but are held now) maps to
+//     framework.Unschedulable, so the pod is retried when pods go and preemption may
+//     help; [ErrUnsatisfiable] (not even an idle node would fit it) maps to
+//     framework.UnschedulableAndUnresolvable. The error's text is the reason to show
+//     in the status and in events.
+//   - Score: [Score], 0..[MaxScore].
+//   - Reserve: [Allocate] (the same result Filter saw for the same Used), then
+//     [Used.Add]. PreBind: [EncodeAllocated] into [AnnotationDeviceAllocated].
 //
 // # Example
 //

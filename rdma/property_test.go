@@ -314,9 +314,7 @@ func TestAllocationSequences(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if !reflect.DeepEqual(fromPods.PFs(), used.PFs()) || !reflect.DeepEqual(fromPods.VFs(), used.VFs()) ||
-			!reflect.DeepEqual(fromPods.GPUs(), used.GPUs()) || !reflect.DeepEqual(fromPods.ExclusiveRoots(), used.ExclusiveRoots()) ||
-			!reflect.DeepEqual(fromPods.ExclusivePFs(), used.ExclusivePFs()) {
+		if !sameUsed(fromPods, used) {
 			t.Fatalf("pods give %+v, Add gave %+v", fromPods, used)
 		}
 	})
