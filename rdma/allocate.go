@@ -105,7 +105,7 @@ func newPlanner(inv *Inventory, used *Used, req *Request) (*planner, error) {
 		switch {
 		case len(req.DesignatedVFs) > 0 || req.VFSelector != nil:
 			p.kind = VFs
-		case req.Count == 0 && !req.All:
+		case req.Count == 0 && !req.All && !(req.NICPerGPURoot && req.joint()):
 			p.kind = WholePF // no NICs asked (e.g. GPUs only): the kind does not matter
 		case inv.mode == ModeVF:
 			p.kind = VFs
@@ -300,7 +300,11 @@ func (p *planner) want() int {
 	if p.req.All {
 		return -1
 	}
-	return max(p.req.Count, len(p.desig))
+	n := max(p.req.Count, len(p.desig))
+	if p.req.NICPerGPURoot && p.req.joint() {
+		n = max(n, 1) // as koordinator: a joint pod gets at least one NIC
+	}
+	return n
 }
 
 func (p *planner) run() (Allocation, error) {

@@ -44,21 +44,25 @@
 //     node 0. Groups are tried in key order; the first that holds the request wins (as in
 //     DRA, no scoring across groups).
 //  3. GPUs (joint requests). With SamePCIe required (or preferred), the GPU PCIe roots
-//     are chosen first: the smallest set S of roots, earliest in root order, such that
-//     every root in S has a free GPU and a free NIC unit, |S| <= GPUs, |S| <= NICs, and S
-//     holds enough of both. The search is an exact dynamic programme over (root, roots
-//     chosen, GPUs still needed) that keeps the most NIC units reachable, in
-//     O(roots x min(GPUs, NICs) x GPUs) time; no exponential search, so it does not give
-//     up on large nodes. Each root in S gets its
-//     lowest-minor GPU, the rest fill up in root order. When no such S exists, SamePCIe
-//     fails with the per-root counts; Preferred instead takes GPUs from roots with NICs
-//     first, then roots with more free GPUs, unknown roots last.
+//     are chosen first: the smallest set S of roots such that every root in S has a
+//     free GPU and a free NIC unit, |S| <= GPUs, |S| <= NICs (unless NICPerGPURoot or
+//     All, where the NIC count follows the roots), and S holds enough of both, the
+//     earliest in root order among sets of that size. The search is an exact
+//     dynamic programme over (root, roots chosen, GPUs still needed) that keeps the
+//     most NIC units reachable, in O(roots x min(GPUs, NICs) x GPUs) time; no
+//     exponential search, so it does not give up on large nodes. Each root in S gets
+//     its lowest-minor GPU, the rest fill up the roots in that order. When no such S
+//     exists, SamePCIe fails with the per-root counts; Preferred instead takes GPUs
+//     from roots with NICs first, then roots with more free GPUs, unknown roots last.
 //  4. NICs. Without GPUs: candidates in order of score (for VFs, PFs already shared
 //     first, so whole PFs stay free), then PCIe root, then BDF; each gives its units in
 //     BDF order (one when OneVFPerPF or RailLabel is set). With GPUs: round-robin across
 //     the GPUs' roots (one unit per root per turn, rotating over the root's PFs); with
 //     SamePCIe that is all, and every GPU root must get a NIC; otherwise PFs on the GPUs'
-//     known NUMA nodes follow, then the rest, each by root then BDF.
+//     known NUMA nodes follow, then the rest, each by root then BDF. With
+//     NICPerGPURoot (what RequestFromPod asks for koordinator's joint pods) the count
+//     is one unit per GPU root, or Count if more: koordinator's 2/2/3/4 NICs for
+//     3/4/6/8 GPUs on two-GPU roots.
 //
 // Failures name the node and what ran out: the count needed, the selectors, how many
 // are free, and the PFs that ran out (or all when none did), e.g.
@@ -88,7 +92,15 @@
 //   - The design counts capacity as VFs or PFs; upstream as PFs x 100. Both are offered,
 //     named, chosen by the caller.
 //   - Upstream takes one VF per PF; here VFs fill a PF before the next unless
-//     [Request].OneVFPerPF is set. Plain VF requests prefer PFs already shared.
+//     [Request].OneVFPerPF is set (as [RequestFromPod] does under [PercentModel]).
+//     Plain VF requests prefer PFs already shared.
+//   - Upstream lets several pods share a PF without VFs by percent (koordinator.sh/rdma
+//     below 100 each); here a PF allocated without VFs is held by one pod.
+//   - Koordinator's tests run as data: testdata/koordinator holds the cases of its
+//     allocator tests (v1.8.0) with the devices it expects; kplan gives the same
+//     devices in all but three, each recorded there with the reason (an impossible
+//     fixture, a node mode kplan does not have, and a pod kplan places where
+//     koordinator gives up).
 //   - The inventory type is the indexed [Inventory], not the raw Device object, so it is
 //     validated and indexed once per node, not per pod. Likewise keep each node's
 //     [Used] (from [UsedByPods], updated with [Used.Add] and [Used.Remove] as pods are

@@ -36,8 +36,11 @@ const maxDRAIDLength = 32
 // "". Label keys with a prefix ("a.b/c") are left out; other keys become identifiers
 // (characters other than letters, digits and '_' turn into '_'; at most 32; when two
 // keys map to one identifier the PF's label, then the first key in order, wins).
-// Devices come in order: GPUs by minor, then each PF followed by its VFs, by BDF.
+// A nil inventory has no devices. Devices come in order: GPUs by minor, then each PF followed by its VFs, by BDF.
 func DRADevices(inv *Inventory) []resourcev1.Device {
+	if inv == nil {
+		return nil
+	}
 	var out []resourcev1.Device
 	for i := range inv.gpus {
 		g := &inv.gpus[i]

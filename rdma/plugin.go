@@ -169,6 +169,9 @@ type ScoreOptions struct {
 // counting units (VFs or PFs, as allocated) on healthy PFs; a PF held whole counts all
 // its VFs.
 func Score(inv *Inventory, used Used, req Request, opts ScoreOptions) (int64, error) {
+	if inv == nil {
+		return 0, unsatisfiable(errors.New("rdma: score: nil inventory"))
+	}
 	if opts.TopologyWeight < 0 || opts.TopologyWeight > 100 {
 		return 0, fmt.Errorf("rdma: topology weight %d is outside 0..100", opts.TopologyWeight)
 	}

@@ -94,6 +94,7 @@ func genRequest(t *rapid.T, n Node) Request {
 		GPUs:       rapid.SampledFrom([]int{0, 0, 1, 2}).Draw(t, "reqGPUs"),
 		Joint:      rapid.SampledFrom([]Joint{"", JointPreferred, JointSamePCIe}).Draw(t, "joint"),
 	}
+	r.NICPerGPURoot = r.GPUs > 0 && rapid.IntRange(0, 2).Draw(t, "perRoot") == 0
 	if rapid.IntRange(0, 2).Draw(t, "hasSel") == 0 {
 		r.Selector = sel("t", rapid.SampledFrom([]string{"a", "b"}).Draw(t, "selT"))
 	}

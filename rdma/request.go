@@ -105,6 +105,14 @@ type Request struct {
 	// Joint is the NIC-to-GPU policy when GPUs or WithGPUs is set; empty means
 	// JointPreferred.
 	Joint Joint
+	// NICPerGPURoot sizes the NIC count of a joint request (GPUs or WithGPUs) from the
+	// GPUs allocated, as koordinator does: one NIC unit per PCIe root the GPUs sit on,
+	// or Count if that is more. With JointSamePCIe every GPU root gets one and the GPUs
+	// may span as many roots as they need (Count does not limit them). With
+	// JointPreferred a GPU root without a free NIC is made up by a NIC elsewhere (same
+	// NUMA node first) when there is one, and only Count units (at least one) are
+	// required. Ignored with All or without GPUs. RequestFromPod sets it for koordinator's joint pods.
+	NICPerGPURoot bool
 }
 
 func (r *Request) joint() bool { return r.GPUs > 0 || len(r.WithGPUs) > 0 }
