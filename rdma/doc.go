@@ -46,8 +46,10 @@
 //  3. GPUs (joint requests). With SamePCIe required (or preferred), the GPU PCIe roots
 //     are chosen first: the smallest set S of roots such that every root in S has a
 //     free GPU and a free NIC unit, |S| <= GPUs, |S| <= NICs (unless NICPerGPURoot or
-//     All, where the NIC count follows the roots), and S holds enough of both, the
-//     earliest in root order among sets of that size. The search is an exact
+//     All, where the NIC count follows the roots), and S holds enough of both. Among
+//     sets of that size it takes the best fit: the first in the order of fewest free
+//     GPUs, then root, so partly used roots are filled before whole ones are broken
+//     into (as koordinator prefers non-empty topology scopes). The search is an exact
 //     dynamic programme over (root, roots chosen, GPUs still needed) that keeps the
 //     most NIC units reachable, in O(roots x min(GPUs, NICs) x GPUs) time; no
 //     exponential search, so it does not give up on large nodes. Each root in S gets

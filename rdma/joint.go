@@ -188,6 +188,9 @@ func chooseRoots(stats []rootStat, G, N int, all bool) ([]int, bool) {
 			}
 		}
 	}
+	// Best fit: roots with fewer free GPUs come first, so among sets of the same size
+	// the one taking partly used roots wins and whole roots stay whole.
+	slices.SortStableFunc(rs, func(a, b int) int { return cmp.Compare(len(stats[a].gpus), len(stats[b].gpus)) })
 	for _, s := range stats {
 		if s.mandatory && (len(s.gpus) == 0 || s.nics == 0) {
 			return nil, false

@@ -325,3 +325,42 @@ func TestNilArgumentsAreErrors(t *testing.T) {
 		}()
 	}
 }
+
+// Two PCIe roots with two GPUs and a NIC each; one GPU of the second root is taken. A
+// one- or two-GPU pod must not break into a whole root when a partly used one (or one
+// it fills exactly) holds it.
+func TestPreferredJointAllocationDoesNotFragmentRoots(t *testing.T) {
+	inv := mustInv(t, "n1",
+		gpuDev(0, "pci0000:17", 0), gpuDev(1, "pci0000:17", 0), gpuDev(2, "pci0000:3a", 0), gpuDev(3, "pci0000:3a", 0),
+		gpuDev(4, "pci0000:5d", 1), gpuDev(5, "pci0000:5d", 1), gpuDev(6, "pci0000:5d", 1), gpuDev(7, "pci0000:5d", 1),
+		nic(0, "0000:18:00.0", "pci0000:17", 0, nil, vfRange(0, 0x18, 2)...),
+		nic(1, "0000:3b:00.0", "pci0000:3a", 0, nil, vfRange(0, 0x3b, 2)...),
+		nic(2, "0000:5e:00.0", "pci0000:5d", 1, nil, vfRange(0, 0x5e, 2)...))
+	var used Used
+	used.HoldGPU(3)
+	for _, tc := range []struct {
+		gpus  int
+		joint Joint
+		want  string
+	}{
+		{1, JointPreferred, "[2]"}, // root pci0000:3a is partly used already
+		{1, JointSamePCIe, "[2]"},
+		{2, JointPreferred, "[0 1]"}, // fills pci0000:17 exactly, leaves the 4-GPU root whole
+		{2, JointSamePCIe, "[0 1]"},
+		{3, JointPreferred, "[4 5 6]"},
+	} {
+		for _, perRoot := range []bool{false, true} {
+			a, err := Allocate(inv, used, Request{Count: 1, GPUs: tc.gpus, Joint: tc.joint, NICPerGPURoot: perRoot})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []int32
+			for _, g := range a.GPUs {
+				got = append(got, g.Minor)
+			}
+			if fmt.Sprint(got) != tc.want {
+				t.Errorf("%d GPUs %s (per root %v): got %v, want %s", tc.gpus, tc.joint, perRoot, got, tc.want)
+			}
+		}
+	}
+}
