@@ -17,7 +17,9 @@ import (
 //
 // A Used copied by assignment shares its state with the original: changing one
 // changes the other. Use Clone for an independent copy (e.g. to try a pod on a
-// snapshot). Allocate, Fits and Score take Used by value and never change it.
+// snapshot). Allocate, Fits and Score take Used by value and never change it, so any
+// number of them may read one Used at once; Add, Remove and the Hold methods need the
+// caller's lock when other goroutines use the same Used.
 type Used struct {
 	pfs  map[BDF]int
 	vfs  map[BDF]int
