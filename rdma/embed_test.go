@@ -91,6 +91,9 @@ func TestAllocateErrorsSayWhetherFreeingDevicesHelps(t *testing.T) {
 			if _, serr := Score(tc.inv, tc.used, tc.req, ScoreOptions{}); !errors.Is(serr, tc.want) {
 				t.Fatalf("Score gives %v, want %v", serr, tc.want)
 			}
+			if _, serr := Score(twoRootNode(t), Used{}, Request{Count: 1}, ScoreOptions{TopologyWeight: 101}); errorKind(t, serr) != ErrUnsatisfiable {
+				t.Fatalf("Score with a bad weight: %v", serr)
+			}
 		})
 	}
 }

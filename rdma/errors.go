@@ -6,8 +6,8 @@ import (
 	"strings"
 )
 
-// Every error Allocate, Fits and Score return for a request wraps exactly one of these
-// (test with errors.Is); the error's text says what ran out or what is wrong.
+// Every error Allocate, Fits and Score return wraps exactly one of these (test with
+// errors.Is); the error's text says what ran out or what is wrong.
 var (
 	// ErrInsufficient: the node has the devices the request needs, but not enough of
 	// them are free now. Releasing other pods' devices would let it fit. A scheduler

@@ -173,7 +173,7 @@ func Score(inv *Inventory, used Used, req Request, opts ScoreOptions) (int64, er
 		return 0, unsatisfiable(errors.New("rdma: score: nil inventory"))
 	}
 	if opts.TopologyWeight < 0 || opts.TopologyWeight > 100 {
-		return 0, fmt.Errorf("rdma: topology weight %d is outside 0..100", opts.TopologyWeight)
+		return 0, unsatisfiable(fmt.Errorf("rdma: topology weight %d is outside 0..100", opts.TopologyWeight))
 	}
 	a, err := Allocate(inv, used, req)
 	if err != nil {
