@@ -213,7 +213,7 @@ func TestPlanRejectsBadInput(t *testing.T) {
 		{"negative replicas are rejected", one, with(func(s *rollout.Strategy) { s.Replicas = -1 }), "strategy: replicas"},
 		{"an unknown version order is rejected", one, with(func(s *rollout.Strategy) { s.VersionOrder = 9 }), "strategy: versionOrder"},
 		{"a repeated history entry is rejected", one, with(func(s *rollout.Strategy) { s.History = []string{"1-a", "1-a"} }), "strategy: history[1]"},
-		{"a fractional percent is rejected", one, with(func(s *rollout.Strategy) { s.MaxUnavailable = ptr(intstr.FromString("2.5%")) }), "strategy: maxUnavailable"},
+		{"a percent with an exponent is rejected", one, with(func(s *rollout.Strategy) { s.MaxUnavailable = ptr(intstr.FromString("2e1%")) }), "strategy: maxUnavailable"},
 		{"explicit zero budgets are rejected", one, with(func(s *rollout.Strategy) {
 			s.MaxUnavailable, s.MaxSurge = ptr(intstr.FromInt32(0)), ptr(intstr.FromInt32(0))
 		}), "both are 0"},
