@@ -91,7 +91,9 @@ type Strategy struct {
 	MaxSurge *intstr.IntOrString
 	// LatestRatio (a partition) is how many replicas should run TargetRevision; nil
 	// means all. Percents round up. Lowering it moves replicas back to the previous
-	// revision.
+	// revision (the newest other revision a replica runs, else the newest other
+	// History entry); when no other revision is known, every replica runs
+	// TargetRevision whatever the ratio.
 	LatestRatio *intstr.IntOrString
 	// VersionOrder picks which old version is cut first; LessFirst by default.
 	VersionOrder VersionOrder
