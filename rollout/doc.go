@@ -98,10 +98,11 @@
 //
 // Lockstep ([PlanLockstep]) moves roles r with final target counts F_r and steps
 // s_r through S = max_r ceil(F_r / s_r) steps: at step k role r runs
-// T_r(k) = floor(k F_r / S) target replicas; the next step starts when every role
-// has T_r(k) available, and each role is planned by Plan with LatestRatio
-// T_r(k+1), so old+new <= n_r + surge_r per role and no role drains its old
-// replicas before the last step.
+// T_r(k) = ceil(k F_r / S) target replicas (LeaderWorkerSet's rule, so a small
+// role beside a large one advances from the first step); the next step starts
+// when every role has T_r(k) available, and each role is planned by Plan with
+// LatestRatio T_r(k+1), so old+new <= n_r + surge_r per role. Replicas a role
+// lacks (fresh deploy, scale-up) are created at the target at once, up to F_r.
 //
 // # Invariants
 //
