@@ -71,7 +71,7 @@
 // TargetRatio_i = min_j AvailableRatio_ij. The latest version's window advances
 // by one step, StepRatio = u / n (s / n when u is 0):
 //
-//	g   = min(L, min_j latestAvailable_j + step)
+//	g   = min(L, min_j latestAvailable_j + step)   (g = L once no latest_j < L)
 //	t_j = max(latest_j, g)   while moving forward (latest_j <= L)
 //	t_j = L                  when the ratio was lowered (latest_j > L): the window
 //	                         slides backward and target replicas return to stable

@@ -26,13 +26,19 @@ func (p *planner) run() {
 
 // window is group mode's latest count for this step: the latest version's
 // availability TargetRatio_n = min over columns of its available replicas, plus one
-// step, capped at the requested count.
+// step, capped at the requested count. Once no column is below the requested
+// count (the ratio was lowered, or the rollout is done), it is the requested
+// count: every column is planned toward it.
 func (p *planner) window() int {
-	t := -1
+	t, below := -1, false
 	for k := range p.pools {
 		if a := p.pools[k].latestAvail; t < 0 || a < t {
 			t = a
 		}
+		below = below || p.pools[k].latest < p.latest
+	}
+	if !below {
+		return p.latest
 	}
 	return min(p.latest, max(t, 0)+p.b.Step())
 }
