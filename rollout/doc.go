@@ -56,6 +56,17 @@
 //     replicas at the revision moved to; step 1 deletes old ones once they are
 //     available.
 //
+// Group mode adds whole rows. A row serves only when all its columns run one
+// revision, so version i has W_i = min_j count_ij whole rows ([Step].Rows, with
+// the available ones). When L < n old replicas stay, and with three or more
+// revisions columns can hold different old ones (A = {3-c, 1-a}, B = {3-c, 2-b}:
+// the second row serves nothing). Once a column's target count is L, replicas
+// of an old version beyond W_i in that column (not the stable revision) move in
+// place to the stable revision, within the budget step 3 left (3b); if the floor
+// blocks them, replicas are created at the stable revision (surge) and step 1
+// then deletes the replicas beyond their rows, never the stable replicas the
+// rows need. Step.Complete requires every row whole (Σ_i W_i = n).
+//
 // Candidate order: least healthy (failed, not ready, ready but not available,
 // available), then (group mode) replicas whose version has more available replicas
 // in this column than in its weakest column (cutting those does not lower the
@@ -119,7 +130,11 @@
 //   - Progress: with no failures and replicas becoming available one reconcile
 //     after they are updated or created, a rollout (group mode included) reports
 //     Complete within ceil(n / step) + 2 reconciles, step = [Budget.Step], from
-//     any starting state; the property test checks this bound and finds it tight.
+//     any starting state, plus 2 in group mode when L < n (making the old rows
+//     whole may take a surge and a deletion); the property test checks this
+//     bound and finds it tight.
+//   - Group mode: a Complete step has whole rows: every version has as many
+//     replicas in each column.
 //   - Rollback: setting TargetRevision back, or lowering LatestRatio, converges the
 //     same way.
 //   - Recovery: a failed replica is never released before its replacement is

@@ -176,12 +176,18 @@ func TestPlanLockstepAlwaysCompletes(t *testing.T) {
 					t.Fatalf("reconcile %d: role %d asks for %d at the target, below its share %d at step %d of %d",
 						reconcile, i, rs.Latest, share, step.Index, step.Steps)
 				}
-				if s.Strategy.LatestRatio == nil {
-					for _, c := range rs.Create {
-						if c.Revision != s.Strategy.TargetRevision {
-							t.Fatalf("reconcile %d: role %d creates %d at %s, not the update revision %s",
-								reconcile, i, c.Count, c.Revision, s.Strategy.TargetRevision)
+				// Replicas a role lacks are created on the update revision, up to
+				// its final count (per column in group mode).
+				for c, lack := range lacking(s.Replicas, s.Strategy) {
+					created := 0
+					for _, cr := range rs.Create {
+						if cr.Column == c && cr.Revision == s.Strategy.TargetRevision {
+							created += cr.Count
 						}
+					}
+					if created < lack {
+						t.Fatalf("reconcile %d: role %d column %q creates %d on the update revision %s, want at least %d: %v",
+							reconcile, i, c, created, s.Strategy.TargetRevision, lack, rs.Create)
 					}
 				}
 				s.Apply(rs)
@@ -265,4 +271,32 @@ func TestPlanLockstepSmallRoleAdvancesAtTheFirstStep(t *testing.T) {
 			}
 		})
 	}
+}
+
+// lacking returns, per column ("" outside group mode), how many replicas a role
+// lacks that its final count at the target still needs: min(missing, F - have).
+func lacking(rs []rollout.Replica, s rollout.Strategy) map[string]int {
+	final, _ := rollout.ResolveRatio(s.LatestRatio, s.Replicas)
+	total, have := map[string]int{}, map[string]int{}
+	for _, c := range s.Columns {
+		total[c] = 0
+	}
+	if s.Mode != rollout.Group {
+		total[""] = 0
+	}
+	for _, r := range rollouttest.Counted(rs) {
+		c := ""
+		if s.Mode == rollout.Group {
+			c = r.Column
+		}
+		total[c]++
+		if r.Revision == s.TargetRevision {
+			have[c]++
+		}
+	}
+	out := map[string]int{}
+	for c, n := range total {
+		out[c] = max(0, min(s.Replicas-n, final-have[c]))
+	}
+	return out
 }
