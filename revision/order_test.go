@@ -1,6 +1,7 @@
 package revision
 
 import (
+	"strings"
 	"testing"
 
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -28,6 +29,20 @@ func TestResolvePartition(t *testing.T) {
 		{"100% keeps every pod", pct("100%"), 4, 4},
 		{"0% keeps none", pct("0%"), 4, 0},
 		{"no pods keep none", pct("50%"), 0, 0},
+		// OpenKruise's own cases (pkg/util/tools_test.go): 99% of 9 = 8.91 -> 9 -> 8.
+		{"99% of 9 keeps 8", pct("99%"), 9, 8},
+		{"99% of 99 keeps 98", pct("99%"), 99, 98},
+		{"1% of 10 keeps 1", pct("1%"), 10, 1},
+		// Fractional percents, as OpenKruise takes them.
+		// 99.99% of 10 = 9.999 -> 10 = every pod, below 100% -> 9.
+		{"a fractional percent below 100 keeps one pod less than every pod", pct("99.99%"), 10, 9},
+		// 0.01% of 10 = 0.001 -> 1.
+		{"a tiny fractional percent keeps one pod", pct("0.01%"), 10, 1},
+		// 12.5% of 8 = 1 exactly.
+		{"an exact fractional percent keeps its exact count", pct("12.5%"), 8, 1},
+		// 1.1% of 3000 = 33 exactly (float64 gives 33.000000000000004 -> 34).
+		{"a fractional percent is computed exactly", pct("1.1%"), 3000, 33},
+		{"100.0% keeps every pod", pct("100.0%"), 4, 4},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -40,11 +55,13 @@ func TestResolvePartition(t *testing.T) {
 			}
 		})
 	}
-	t.Run("a malformed percent is an error", func(t *testing.T) {
-		if _, err := ResolvePartition(pct("1.5%"), 3); err == nil {
-			t.Error("no error")
-		}
-	})
+	for _, bad := range []string{"1.5", "1e1%", "-1.5%", ".5%", "NaN%"} {
+		t.Run("a malformed percent "+bad+" is an error", func(t *testing.T) {
+			if _, err := ResolvePartition(pct(bad), 3); err == nil {
+				t.Error("no error")
+			}
+		})
+	}
 }
 
 func TestResolveMaxUnavailable(t *testing.T) {
@@ -113,5 +130,42 @@ func TestBucketOrder(t *testing.T) {
 		if got[i] != want[i] {
 			t.Fatalf("reverse: got %v, want %v", got, want)
 		}
+	}
+}
+
+// Validate takes the fractional percents ResolvePartition and
+// ResolveMaxUnavailable resolve, and still bounds them to 0%..100% (1%..100% for
+// maxUnavailable, where any percent above 0% counts).
+func TestValidateTakesFractionalPercents(t *testing.T) {
+	tests := []struct {
+		name           string
+		partition      string
+		maxUnavailable string
+		wantErr        string // "" when valid
+	}{
+		{"a fractional partition is valid", "99.99%", "", ""},
+		{"a tiny fractional partition is valid", "0.01%", "", ""},
+		{"a fractional maxUnavailable below 1% is valid", "", "0.5%", ""},
+		{"a fractional partition above 100% is invalid", "100.5%", "", "partition"},
+		{"a fractional maxUnavailable of zero is invalid", "", "0.0%", "maxUnavailable"},
+		{"a percent with an exponent is invalid", "1e1%", "", "partition"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := newSet(data("a"))
+			if tt.partition != "" {
+				v := intstr.FromString(tt.partition)
+				s.Spec.UpdateStrategy.Partition = &v
+			}
+			if tt.maxUnavailable != "" {
+				v := intstr.FromString(tt.maxUnavailable)
+				s.Spec.UpdateStrategy.MaxUnavailable = &v
+			}
+			errs := Validate(s)
+			if got := errs.ToAggregate(); (got == nil) != (tt.wantErr == "") ||
+				(got != nil && !strings.Contains(got.Error(), tt.wantErr)) {
+				t.Fatalf("Validate: %v, want an error about %q", got, tt.wantErr)
+			}
+		})
 	}
 }

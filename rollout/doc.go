@@ -25,13 +25,22 @@
 // # Algorithm
 //
 // Budgets ([ResolveBudget]): with n = Strategy.Replicas (rows per column in group
-// mode), u = maxUnavailable rounded down, s = maxSurge rounded up, a non-zero
-// percent never resolving to 0, explicit 0/0 rejected, and u = 1 when both are 0.
-// The requested latest count is L = LatestRatio of n rounded up (nil = n).
+// mode), u = maxUnavailable rounded down and capped at n (Deployment's rule),
+// s = maxSurge rounded up, a non-zero percent never resolving to 0, explicit 0/0
+// rejected, and u = 1 when both are 0. The requested latest count is
+// L = LatestRatio of n rounded up (nil = n). Percents may be fractional ("12.5%",
+// "99.99%", as OpenKruise's partitions) and are computed exactly, where
+// OpenKruise's float64 arithmetic can round one too high (1.1% of 3000 is 33,
+// not 34).
 // Revisions are ordered by Strategy.History, else by the integer generation before
 // "-" ([CompareRevisions]). The stable revision (where replicas held back by
 // LatestRatio run) is the newest non-target revision a replica runs, else the
-// newest History entry other than the target.
+// newest History entry other than the target. When there is none (every replica
+// runs the target and History names no other revision: a workload held at a
+// partition, or created with one), nothing can be held back: L = n, Plan creates
+// missing replicas on the target and moves none, as a StatefulSet whose current
+// and update revisions are equal does. With History naming an older revision,
+// lowering LatestRatio still rolls replicas back to it.
 //
 // One pool of replicas (all replicas; one column in group mode) toward t target
 // replicas, with floor = n - u available replicas:
@@ -51,6 +60,17 @@
 //     replicas at the revision moved to; step 1 deletes old ones once they are
 //     available.
 //
+// Group mode adds whole rows. A row serves only when all its columns run one
+// revision, so version i has W_i = min_j count_ij whole rows ([Step].Rows, with
+// the available ones). When L < n old replicas stay, and with three or more
+// revisions columns can hold different old ones (A = {3-c, 1-a}, B = {3-c, 2-b}:
+// the second row serves nothing). Once a column's target count is L, replicas
+// of an old version beyond W_i in that column (not the stable revision) move in
+// place to the stable revision, within the budget step 3 left (3b); if the floor
+// blocks them, replicas are created at the stable revision (surge) and step 1
+// then deletes the replicas beyond their rows, never the stable replicas the
+// rows need. Step.Complete requires every row whole (Σ_i W_i = n).
+//
 // Candidate order: least healthy (failed, not ready, ready but not available,
 // available), then (group mode) replicas whose version has more available replicas
 // in this column than in its weakest column (cutting those does not lower the
@@ -66,7 +86,7 @@
 // TargetRatio_i = min_j AvailableRatio_ij. The latest version's window advances
 // by one step, StepRatio = u / n (s / n when u is 0):
 //
-//	g   = min(L, min_j latestAvailable_j + step)
+//	g   = min(L, min_j latestAvailable_j + step)   (g = L once no latest_j < L)
 //	t_j = max(latest_j, g)   while moving forward (latest_j <= L)
 //	t_j = L                  when the ratio was lowered (latest_j > L): the window
 //	                         slides backward and target replicas return to stable
@@ -93,10 +113,11 @@
 //
 // Lockstep ([PlanLockstep]) moves roles r with final target counts F_r and steps
 // s_r through S = max_r ceil(F_r / s_r) steps: at step k role r runs
-// T_r(k) = floor(k F_r / S) target replicas; the next step starts when every role
-// has T_r(k) available, and each role is planned by Plan with LatestRatio
-// T_r(k+1), so old+new <= n_r + surge_r per role and no role drains its old
-// replicas before the last step.
+// T_r(k) = ceil(k F_r / S) target replicas (LeaderWorkerSet's rule, so a small
+// role beside a large one advances from the first step); the next step starts
+// when every role has T_r(k) available, and each role is planned by Plan with
+// LatestRatio T_r(k+1), so old+new <= n_r + surge_r per role. Replicas a role
+// lacks (fresh deploy, scale-up) are created at the target at once, up to F_r.
 //
 // # Invariants
 //
@@ -113,7 +134,11 @@
 //   - Progress: with no failures and replicas becoming available one reconcile
 //     after they are updated or created, a rollout (group mode included) reports
 //     Complete within ceil(n / step) + 2 reconciles, step = [Budget.Step], from
-//     any starting state; the property test checks this bound and finds it tight.
+//     any starting state, plus 2 in group mode when L < n (making the old rows
+//     whole may take a surge and a deletion); the property test checks this
+//     bound and finds it tight.
+//   - Group mode: a Complete step has whole rows: every version has as many
+//     replicas in each column.
 //   - Rollback: setting TargetRevision back, or lowering LatestRatio, converges the
 //     same way.
 //   - Recovery: a failed replica is never released before its replacement is

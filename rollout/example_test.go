@@ -129,6 +129,41 @@ func ExamplePlan_group() {
 	// window: 2
 }
 
+// A row serves only when all its columns run one revision. Here the second row
+// mixes 1-a (column a) and 2-b (column b): Step.Rows shows no whole row for
+// either, the plan is not complete, and a's 1-a moves to 2-b, the revision the
+// replicas LatestRatio holds back run.
+func ExamplePlan_groupRows() {
+	replicas := []rollout.Replica{
+		{Name: "a-0", Column: "a", Revision: "3-c", State: ready},
+		{Name: "a-1", Column: "a", Revision: "1-a", State: ready},
+		{Name: "b-0", Column: "b", Revision: "3-c", State: ready},
+		{Name: "b-1", Column: "b", Revision: "2-b", State: ready},
+	}
+	step, err := rollout.Plan(replicas, rollout.Strategy{
+		Mode:           rollout.Group,
+		TargetRevision: "3-c",
+		Replicas:       2,
+		LatestRatio:    ptr(intstr.FromInt32(1)),
+		History:        []string{"1-a", "2-b", "3-c"},
+		MaxUnavailable: ptr(intstr.FromInt32(1)),
+		MaxSurge:       ptr(intstr.FromInt32(0)),
+	})
+	if err != nil {
+		panic(err)
+	}
+	for _, r := range step.Rows {
+		fmt.Printf("%s: %d whole rows, %d available\n", r.Revision, r.Rows, r.AvailableRows)
+	}
+	show(step)
+	// Output:
+	// 1-a: 0 whole rows, 0 available
+	// 2-b: 0 whole rows, 0 available
+	// 3-c: 1 whole rows, 1 available
+	// update a-1 1-a -> 2-b
+	// complete: false
+}
+
 // Lowering LatestRatio rolls back: with 50% of 4 = 2 wanted at the target and 4
 // there, two go back to the previous revision, one at a time (maxUnavailable 1).
 func ExamplePlan_rollback() {
@@ -230,8 +265,9 @@ func ExamplePlanRecover_gangLost() {
 }
 
 // Prefill (4 replicas) and decode (2) advance together: S = max(4/1, 2/1) = 4
-// steps; at step 1 prefill should run floor(1*4/4) = 1 new replica and decode
-// floor(1*2/4) = 0, so decode keeps its old replicas until prefill catches up.
+// steps; at step 1 prefill should run ceil(1*4/4) = 1 new replica and decode
+// ceil(1*2/4) = 1, so both roles run the new revision from the first step; decode
+// then waits at 1 until step 3 (ceil(3*2/4) = 2).
 func ExamplePlanLockstep() {
 	role := func(name string, n int) rollout.Role {
 		var rs []rollout.Replica
@@ -254,7 +290,7 @@ func ExamplePlanLockstep() {
 	// Output:
 	// step 1 of 4
 	// prefill: latest 1, updates 1
-	// decode: latest 0, updates 0
+	// decode: latest 1, updates 1
 }
 
 // FromPods groups kthena pods into gangs by their group-name label.

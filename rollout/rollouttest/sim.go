@@ -2,6 +2,7 @@ package rollouttest
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 
 	"pgregory.net/rapid"
@@ -161,9 +162,10 @@ func (s *Simulator) Run(limit int) (int, error) {
 }
 
 // Converged reports whether the replicas match what the strategy asks for: per
-// pool, Replicas replicas, the requested count at the target, all available.
+// pool, Replicas replicas, the requested count at the target (see [Check]), all
+// available.
 func Converged(replicas []rollout.Replica, strategy rollout.Strategy) error {
-	want, err := rollout.ResolveRatio(strategy.LatestRatio, strategy.Replicas)
+	want, err := requested(Counted(replicas), strategy)
 	if err != nil {
 		return err
 	}
@@ -192,6 +194,40 @@ func Converged(replicas []rollout.Replica, strategy rollout.Strategy) error {
 		if ps.total != strategy.Replicas || ps.avail != ps.total || ps.latest != want {
 			return fmt.Errorf("column %q: %d replicas (%d available, %d at %s), want %d with %d at target",
 				c, ps.total, ps.avail, ps.latest, strategy.TargetRevision, strategy.Replicas, want)
+		}
+	}
+	if strategy.Mode == rollout.Group {
+		return WholeRows(replicas, strategy)
+	}
+	return nil
+}
+
+// WholeRows reports whether every row of a group is whole: for every revision,
+// each column (Strategy.Columns and those the counted replicas name) runs as
+// many replicas of it as every other column.
+func WholeRows(replicas []rollout.Replica, strategy rollout.Strategy) error {
+	byCol := map[string]map[string]int{}
+	for _, c := range strategy.Columns {
+		byCol[c] = map[string]int{}
+	}
+	revs := map[string]bool{}
+	for _, r := range Counted(replicas) {
+		if byCol[r.Column] == nil {
+			byCol[r.Column] = map[string]int{}
+		}
+		byCol[r.Column][r.Revision]++
+		revs[r.Revision] = true
+	}
+	cols := make([]string, 0, len(byCol))
+	for c := range byCol {
+		cols = append(cols, c)
+	}
+	slices.Sort(cols)
+	for _, rev := range slices.Sorted(maps.Keys(revs)) {
+		for _, c := range cols[1:] {
+			if a, b := byCol[cols[0]][rev], byCol[c][rev]; a != b {
+				return fmt.Errorf("revision %s: %d replicas in column %q but %d in %q: some rows mix revisions", rev, a, cols[0], b, c)
+			}
 		}
 	}
 	return nil
