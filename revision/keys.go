@@ -192,10 +192,10 @@ func FormatTimestamp(t time.Time) string {
 // Unix epoch and the end of the year 9999.
 func checkNow(now time.Time) error {
 	if now.IsZero() {
-		return fmt.Errorf("Now: required (the zero time would be written as a timestamp no reconcile accepts)")
+		return fmt.Errorf("the time Now is required (the zero time would be written as a timestamp no reconcile accepts)")
 	}
 	if now.Before(time.Unix(0, 0)) || !now.Before(maxNow) {
-		return fmt.Errorf("Now: %s is outside 1970-01-01 to 9999-12-31, the times a timestamp can hold", now.UTC().Format(time.RFC3339Nano))
+		return fmt.Errorf("the time Now, %s, is outside 1970-01-01 to 9999-12-31, the times a timestamp can hold", now.UTC().Format(time.RFC3339Nano))
 	}
 	return nil
 }

@@ -30,17 +30,17 @@ func TestZeroNowIsRejected(t *testing.T) {
 		{"after the year 9999", time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC)},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if _, err := Plan(Input{Set: set, Pods: []*corev1.Pod{revPod("p", "", "", true)}, Now: tc.now}); err == nil || !strings.Contains(err.Error(), "configmapset ns/cms1: Now: ") {
+			if _, err := Plan(Input{Set: set, Pods: []*corev1.Pod{revPod("p", "", "", true)}, Now: tc.now}); err == nil || !strings.Contains(err.Error(), "configmapset ns/cms1: the time Now") {
 				t.Errorf("Plan: err = %v, want one naming Now", err)
 			}
 			in := injectInput(set, "v1.30.0")
 			in.Now = tc.now
-			if _, err := Inject(podfixture.Pod("ns", "p", podfixture.Labels("app", "sample"), podfixture.Containers("main")), in); err == nil || !strings.Contains(err.Error(), "Now: ") {
+			if _, err := Inject(podfixture.Pod("ns", "p", podfixture.Labels("app", "sample"), podfixture.Containers("main")), in); err == nil || !strings.Contains(err.Error(), ": the time Now") {
 				t.Errorf("Inject: err = %v, want one naming Now", err)
 			}
 			pod := revPod("p", "abc", "", true)
 			pod.Status.InitContainerStatuses = []corev1.ContainerStatus{{Name: ReloadSidecarName(set.Name), State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: metav1.NewTime(t0.Add(time.Hour))}}}}
-			if _, ok, err := MarkCurrent(pod, set, tc.now); ok || err == nil || !strings.Contains(err.Error(), "pod ns/p: Now: ") {
+			if _, ok, err := MarkCurrent(pod, set, tc.now); ok || err == nil || !strings.Contains(err.Error(), "pod ns/p: the time Now") {
 				t.Errorf("MarkCurrent: ok %v, err = %v, want one naming Now", ok, err)
 			}
 		})

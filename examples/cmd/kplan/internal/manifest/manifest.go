@@ -118,11 +118,11 @@ func parse(source string, data []byte, b *budget) ([]Object, error) {
 		if blank(raw) {
 			return nil
 		}
-		if n := countNodes(raw); n > b.nodes {
+		n := countNodes(raw)
+		if n > b.nodes {
 			return fmt.Errorf("%s: document %d: about %d YAML nodes, more than the %d left of the limit of %d for all inputs together", source, doc, n, b.nodes, MaxNodes)
-		} else {
-			b.nodes -= n
 		}
+		b.nodes -= n
 		js, err := yaml.YAMLToJSON(raw)
 		if err != nil {
 			return fmt.Errorf("%s: document %d: not valid YAML: %s", source, doc, OneLine(strings.TrimPrefix(err.Error(), "error converting YAML to JSON: ")))
