@@ -92,7 +92,12 @@
 //     were unavailable already). Cold pods are never changed.
 //   - Live revisions are never trimmed; the hub round-trips through Encode and
 //     DecodeHub; a hub over [MaxHubBytes] or pod annotations over 256 KiB are errors,
-//     never truncated.
+//     never truncated. File names that are not valid ConfigMap keys (such as
+//     "../etc/passwd") are errors wherever a hub is read, built or handed to the
+//     sidecar ([DecodeHub], [Hub.Add], [Hub.Encode], [Hub.Files]), so no name leaves
+//     the sidecar's data directory.
+//   - Every output is a valid next input: the zero time, or a time outside 1970 to
+//     9999, as the reconcile time is an error, as it could not be written back.
 //   - Every key produced is a valid qualified name for every valid set name.
 //   - Tested by a rapid state machine (pods created through Inject, reconciles
 //     through Plan, restarts through Restarts and MarkCurrent, with random data,

@@ -1,6 +1,7 @@
 package revision
 
 import (
+	"path"
 	"reflect"
 	"strconv"
 	"strings"
@@ -25,6 +26,7 @@ func FuzzDecodeHub(f *testing.F) {
 		`[{"name":"a","data":{"k":"v","k":"w"}}] []`,
 		`[{"NAME":"a","Data":{"x":"\u00e9\ufffd"}}]`,
 		`[{"name":"a b","data":{}}]`,
+		`[{"name":"a","data":{"../etc/passwd":"x"}}]`, `[{"name":"a","data":{"..":"x",".":"y"}}]`,
 	} {
 		f.Add(s)
 	}
@@ -53,8 +55,15 @@ func FuzzDecodeHub(f *testing.F) {
 			t.Fatalf("encoding is not stable: %q then %q", enc, enc2)
 		}
 		for _, r := range h.Revisions {
-			if _, err := h.Files(r.Name); err != nil {
+			files, err := h.Files(r.Name)
+			if err != nil {
 				t.Fatal(err)
+			}
+			// Every file name stays inside the sidecar's data directory.
+			for k := range files {
+				if p := path.Join(SidecarDataPath, k); path.Dir(p) != SidecarDataPath || len(validation.IsConfigMapKey(k)) > 0 {
+					t.Fatalf("file name %q leaves the data directory: %s", k, p)
+				}
 			}
 		}
 	})

@@ -1,6 +1,7 @@
 package revision
 
 import (
+	"fmt"
 	"maps"
 
 	"github.com/kplan-dev/kplan/internal/canonhash"
@@ -46,13 +47,17 @@ type AddResult struct {
 // Add makes data the newest revision. Data equal to a revision already in the hub
 // moves that revision to newest under its existing name (whatever collision count it
 // was hashed with). Otherwise the data is hashed with collisionCount; while the name
-// is taken by different data the count is bumped and the data rehashed. The receiver
+// is taken by different data the count is bumped and the data rehashed. A file name
+// that is not a valid ConfigMap key is an error. The receiver
 // and data are not changed.
 func (h Hub) Add(data map[string]string, collisionCount int32) (AddResult, error) {
 	return h.add(data, collisionCount, RevisionHash)
 }
 
 func (h Hub) add(data map[string]string, collisionCount int32, hash hashFunc) (AddResult, error) {
+	if err := checkFileNames(data); err != nil {
+		return AddResult{}, fmt.Errorf("data%w", err)
+	}
 	if collisionCount < 0 {
 		collisionCount = 0
 	}

@@ -57,17 +57,23 @@ func (h Hub) Index(name string) int {
 }
 
 // Files returns a copy of the files of the named revision, as the reload sidecar
-// writes them. A revision the hub does not hold is an error.
+// writes them. A revision the hub does not hold is an error. So is a file name that
+// is not a valid ConfigMap key (such as "../etc/passwd", which a hand-edited hub could
+// hold): every name Files returns can be joined to the sidecar's data directory
+// without leaving it.
 //
 // The sidecar reads the hub from a ConfigMap volume, which the kubelet refreshes
 // only every sync period (about a minute), while Plan adds a revision to the hub and
-// asks pods for it in the same reconcile. A sidecar that gets this error for its
-// wanted revision should therefore re-read the file until the revision appears
+// asks pods for it in the same reconcile. A sidecar whose wanted revision is not in
+// the hub should therefore re-read the file until the revision appears
 // rather than exit (exiting would put it in CrashLoopBackOff).
 func (h Hub) Files(name string) (map[string]string, error) {
 	i := h.Index(name)
 	if i < 0 {
 		return nil, fmt.Errorf("revision %q is not in the hub (it holds %d revisions)", name, len(h.Revisions))
+	}
+	if err := checkFileNames(h.Revisions[i].Data); err != nil {
+		return nil, fmt.Errorf("revision %q: %w", name, err)
 	}
 	out := make(map[string]string, len(h.Revisions[i].Data))
 	for k, v := range h.Revisions[i].Data {
@@ -108,11 +114,17 @@ func (h Hub) Trim(limit int, live func(name string) bool) (Hub, []string) {
 }
 
 // Encode returns the hub's stored form: a JSON list of {"name","data"} objects, oldest
-// first, with data keys sorted. The same hub always encodes to the same bytes.
+// first, with data keys sorted. The same hub always encodes to the same bytes. A file
+// name that is not a valid ConfigMap key is an error, as DecodeHub would reject it.
 func (h Hub) Encode() (string, error) {
 	revs := h.Revisions
 	if revs == nil {
 		revs = []Revision{}
+	}
+	for i := range revs {
+		if err := checkFileNames(revs[i].Data); err != nil {
+			return "", fmt.Errorf("revision [%d] %q: %w", i, revs[i].Name, err)
+		}
 	}
 	for i := range revs {
 		if revs[i].Data == nil {
@@ -138,7 +150,8 @@ func (h Hub) Encode() (string, error) {
 
 // DecodeHub reads a hub from its ConfigMap. A nil ConfigMap is an empty hub. Missing
 // or corrupt content (not a JSON list, unknown fields, a revision without a valid
-// name or data, a name twice) is an error naming the ConfigMap and the field.
+// name or data, a name twice, a file name that is not a valid ConfigMap key such as
+// "../etc/passwd") is an error naming the ConfigMap and the field.
 func DecodeHub(cm *corev1.ConfigMap) (Hub, error) {
 	if cm == nil {
 		return Hub{}, nil
@@ -184,6 +197,9 @@ func decodeRevisions(raw string) (Hub, error) {
 		case r.Data == nil:
 			return Hub{}, fmt.Errorf("[%d].data: missing", i)
 		}
+		if err := checkFileNames(r.Data); err != nil {
+			return Hub{}, fmt.Errorf("[%d].data%w", i, err)
+		}
 		if j, dup := seen[*r.Name]; dup {
 			return Hub{}, fmt.Errorf("[%d].name: %q already at [%d]", i, *r.Name, j)
 		}
@@ -224,6 +240,25 @@ func (h Hub) HubConfigMap(namespace, setName string, base *corev1.ConfigMap) (*c
 	cm.Namespace, cm.Name = namespace, name
 	cm.Data = map[string]string{HubDataKey: enc}
 	return cm, nil
+}
+
+// checkFileNames returns an error when a key of data cannot be a file of a revision:
+// every key must be a valid ConfigMap data key (letters, digits, '-', '_' and '.', at
+// most 253 characters, not "." or "..", not starting with ".."), so it never holds a
+// path separator and a reload sidecar that joins it to its data directory stays
+// inside it. The error names the smallest bad key, so it does not depend on map
+// order, as `["key"]: reason`.
+func checkFileNames(data map[string]string) error {
+	bad, found := "", false
+	for k := range data {
+		if (!found || k < bad) && len(validation.IsConfigMapKey(k)) > 0 {
+			bad, found = k, true
+		}
+	}
+	if !found {
+		return nil
+	}
+	return fmt.Errorf("[%q]: not a valid file name: %s", bad, strings.Join(validation.IsConfigMapKey(bad), "; "))
 }
 
 // names lists the revision names, oldest first.

@@ -1,7 +1,10 @@
 package revision
 
 import (
+	"encoding/json"
+	"fmt"
 	"maps"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -129,7 +132,7 @@ func TestHubRoundTrip(t *testing.T) {
 		var h Hub
 		n := rapid.IntRange(0, 6).Draw(t, "n")
 		for i := 0; i < n; i++ {
-			d := rapid.MapOf(rapid.StringMatching(`[a-z.]{1,5}`), rapid.String()).Draw(t, "data")
+			d := rapid.MapOf(rapid.StringMatching(`[a-z][a-z.]{0,4}`), rapid.String()).Draw(t, "data")
 			r, err := h.Add(d, 0)
 			if err != nil {
 				t.Fatal(err)
@@ -189,6 +192,64 @@ func TestHubWithoutDataRoundTrips(t *testing.T) {
 		}
 		if h.Revisions[0].Data != nil || h.Revisions[2].Data != nil {
 			t.Error("Encode changed the hub")
+		}
+	})
+}
+
+// A file name in the hub becomes a path in the reload sidecar's data directory. A
+// name that is not a valid ConfigMap key, above all one that climbs out of the
+// directory, is rejected wherever a hub is read, built, written or handed out.
+func TestHubKeysThatAreNotFileNamesAreRejected(t *testing.T) {
+	bad := []string{"../etc/passwd", "..", ".", "..data", "a/b", "/abs", `a\b`, "", strings.Repeat("a", 254)}
+	for _, key := range bad {
+		t.Run(fmt.Sprintf("%.20q", key), func(t *testing.T) {
+			files := map[string]string{"ok.yaml": "x", key: "pwned"}
+			raw, err := json.Marshal([]map[string]any{{"name": "abc", "data": files}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "cms1-hub"}, Data: map[string]string{HubDataKey: string(raw)}}
+			if _, err := DecodeHub(cm); err == nil || !strings.Contains(err.Error(), "data.revisions: [0].data["+strconv.Quote(key)+"]: not a valid file name") {
+				t.Errorf("DecodeHub: err = %v", err)
+			}
+			if _, err := Plan(Input{Set: newSet(data("a")), Hub: cm, Now: now}); err == nil || !strings.Contains(err.Error(), "not a valid file name") {
+				t.Errorf("Plan with the hub: err = %v", err)
+			}
+			if _, err := (Hub{}).Add(files, 0); err == nil || !strings.Contains(err.Error(), "data["+strconv.Quote(key)+"]: not a valid file name") {
+				t.Errorf("Add: err = %v", err)
+			}
+			h := Hub{Revisions: []Revision{{Name: "abc", Data: files}}}
+			if got, err := h.Files("abc"); err == nil || got != nil {
+				t.Errorf("Files = %v, %v; want an error", got, err)
+			}
+			if _, err := h.Encode(); err == nil {
+				t.Error("Encode: no error")
+			}
+			if _, err := h.HubConfigMap("ns", "cms1", nil); err == nil {
+				t.Error("HubConfigMap: no error")
+			}
+			set := newSet(files)
+			if errs := Validate(set); len(errs) == 0 {
+				t.Error("Validate: no error")
+			}
+		})
+	}
+	t.Run("valid names pass everywhere", func(t *testing.T) {
+		files := map[string]string{"a.yaml": "1", ".hidden": "2", "a..b": "3", "x-_.Y9": "4", strings.Repeat("a", 253): "5"}
+		r, err := (Hub{}).Add(files, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cm, err := r.Hub.HubConfigMap("ns", "cms1", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		back, err := DecodeHub(cm)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, err := back.Files(r.Name); err != nil || !maps.Equal(got, files) {
+			t.Errorf("Files = %v, %v", got, err)
 		}
 	})
 }

@@ -76,7 +76,8 @@ type InjectInput struct {
 	KubeVersion string
 	// Sidecar configures the reload sidecar.
 	Sidecar SidecarOptions
-	// Now is written as the wanted revision's timestamp.
+	// Now is written as the wanted revision's timestamp. Required: the zero time and
+	// times outside 1970 to 9999 are errors.
 	Now time.Time
 }
 
@@ -111,6 +112,9 @@ func Inject(pod *corev1.Pod, in InjectInput) (InjectResult, error) {
 		return InjectResult{}, nil
 	}
 	who := fmt.Sprintf("pod %s/%s: configmapset %s", pod.Namespace, pod.Name, set.Name)
+	if err := checkNow(in.Now); err != nil {
+		return InjectResult{}, fmt.Errorf("%s: %w", who, err)
+	}
 	if errs := Validate(set); len(errs) > 0 {
 		return InjectResult{}, fmt.Errorf("%s: %w", who, errs.ToAggregate())
 	}

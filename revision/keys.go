@@ -186,6 +186,23 @@ func FormatTimestamp(t time.Time) string {
 	return strconv.FormatInt(t.UnixMilli(), 10)
 }
 
+// checkNow returns an error unless now can be written both as an annotation
+// timestamp (milliseconds since the Unix epoch, which ParseTimestamp reads back) and
+// as a status time (RFC 3339, years 0000 to 9999): it must be set and lie between the
+// Unix epoch and the end of the year 9999.
+func checkNow(now time.Time) error {
+	if now.IsZero() {
+		return fmt.Errorf("the time Now is required (the zero time would be written as a timestamp no reconcile accepts)")
+	}
+	if now.Before(time.Unix(0, 0)) || !now.Before(maxNow) {
+		return fmt.Errorf("the time Now, %s, is outside 1970-01-01 to 9999-12-31, the times a timestamp can hold", now.UTC().Format(time.RFC3339Nano))
+	}
+	return nil
+}
+
+// maxNow is the first time checkNow rejects as too late.
+var maxNow = time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC)
+
 // ParseTimestamp reads milliseconds since the Unix epoch: decimal digits only, at most
 // 18 of them.
 func ParseTimestamp(s string) (time.Time, error) {

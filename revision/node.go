@@ -36,8 +36,14 @@ func Restarts(pod *corev1.Pod, set *ConfigMapSet) ([]string, error) {
 // ready, and every container that must restart (the reload sidecar, and with
 // restartInjectedContainers the injected containers) runs and started after the wanted
 // revision's timestamp. ok is false when the pod is not there yet or already current.
+// A zero now, or one outside 1970 to 9999, is an error.
 func MarkCurrent(pod *corev1.Pod, set *ConfigMapSet, now time.Time) (patch PodPatch, ok bool, err error) {
 	need, pending, err := restartState(pod, set)
+	if err == nil {
+		if err = checkNow(now); err != nil {
+			err = fmt.Errorf("revision.MarkCurrent: pod %s/%s: %w", pod.Namespace, pod.Name, err)
+		}
+	}
 	if err != nil || len(need) > 0 || pending || !podReady(pod) {
 		return PodPatch{}, false, err
 	}

@@ -21,7 +21,8 @@ type Input struct {
 	Hub *corev1.ConfigMap
 	// Pods are the pods the selector matches, in any order.
 	Pods []*corev1.Pod
-	// Now is the reconcile time, written into timestamps.
+	// Now is the reconcile time, written into timestamps. Required: the zero time and
+	// times outside 1970 to 9999 are errors.
 	Now time.Time
 }
 
@@ -97,14 +98,17 @@ type revState struct {
 // pods (with a deletion timestamp) are ignored; cold pods (created before
 // status.lastContainersTimestamp) and pods without the set's reload sidecar are
 // counted but never changed, and listed in [Result.Cold]. Bad input (an invalid spec, a corrupt
-// hub, an unparsable pod annotation, a pod listed twice) is an error naming the object
-// and field; a hub or pod annotations that would exceed their size limits are errors.
+// hub, an unparsable pod annotation, a pod listed twice, a zero Now) is an error naming
+// the object and field; a hub or pod annotations that would exceed their size limits are errors.
 func Plan(in Input) (Result, error) {
 	set := in.Set
 	if set == nil {
 		return Result{}, fmt.Errorf("revision.Plan: input has no ConfigMapSet")
 	}
 	who := "configmapset " + set.Namespace + "/" + set.Name
+	if err := checkNow(in.Now); err != nil {
+		return Result{}, fmt.Errorf("revision.Plan: %s: %w", who, err)
+	}
 	if errs := Validate(set); len(errs) > 0 {
 		return Result{}, fmt.Errorf("%s: %w", who, errs.ToAggregate())
 	}

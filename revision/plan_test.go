@@ -309,7 +309,9 @@ func TestPlanErrors(t *testing.T) {
 	})
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := Plan(tt.in)
+			in := tt.in
+			in.Now = now
+			_, err := Plan(in)
 			if err == nil || !strings.Contains(err.Error(), tt.want) {
 				t.Errorf("err = %v, want it to contain %q", err, tt.want)
 			}

@@ -9,7 +9,11 @@
 // (reinvocationPolicy IfNeeded) and pods are re-created from templates, so:
 //
 //   - every Ensure primitive is idempotent: a second call changes nothing and
-//     [Diff] then returns no operations;
+//     [Diff] then returns no operations, also on the pod as the API server stored it
+//     (strings that are not valid UTF-8 are written as the API server keeps them, with
+//     U+FFFD for every bad byte);
+//   - names the API server would reject are errors, never injected: env var names
+//     follow the rule of Kubernetes 1.34 and later (printable ASCII without '=');
 //   - what an injector injected is recorded in one annotation, [RecordAnnotation]
 //     (names plus content hashes, no timestamps), so an injector can update its own
 //     objects, tell them apart from the user's, and [Injector.Strip] them;

@@ -3,6 +3,7 @@ package webhookpatch
 import (
 	"encoding/json"
 	"fmt"
+	"reflect"
 	"slices"
 	"strings"
 
@@ -13,8 +14,11 @@ import (
 
 // AddFinalizer adds name to obj's finalizers in place and reports whether it changed
 // anything. Calling it again changes nothing. Existing finalizers keep their order;
-// the new one is appended.
+// the new one is appended. A nil obj has nothing to change: the result is false.
 func AddFinalizer(obj metav1.Object, name string) bool {
+	if isNil(obj) {
+		return false
+	}
 	fs := obj.GetFinalizers()
 	if slices.Contains(fs, name) {
 		return false
@@ -24,8 +28,12 @@ func AddFinalizer(obj metav1.Object, name string) bool {
 }
 
 // RemoveFinalizer removes every occurrence of name from obj's finalizers in place and
-// reports whether it changed anything. An emptied list becomes nil.
+// reports whether it changed anything. An emptied list becomes nil. A nil obj has
+// nothing to change: the result is false.
 func RemoveFinalizer(obj metav1.Object, name string) bool {
+	if isNil(obj) {
+		return false
+	}
 	fs := obj.GetFinalizers()
 	if !slices.Contains(fs, name) {
 		return false
@@ -39,14 +47,18 @@ func RemoveFinalizer(obj metav1.Object, name string) bool {
 }
 
 // AddFinalizerPatch returns the JSON merge patch (RFC 7386) that adds name to obj's
-// finalizers, or nil when obj already has it. obj is not changed. A name the API
-// server would reject (not a qualified name, e.g. "example.com/cleanup") is an error.
+// finalizers, or nil when obj already has it. obj is not changed. A nil obj, or a
+// name the API server would reject (not a qualified name, e.g. "example.com/cleanup"),
+// is an error.
 //
 // A merge patch replaces lists whole, so the patch carries the full new list. When
 // obj has a resourceVersion the patch carries it too: the API server then rejects the
 // patch with a conflict if someone changed the finalizers since obj was read, instead
 // of silently dropping their change.
 func AddFinalizerPatch(obj metav1.Object, name string) ([]byte, error) {
+	if isNil(obj) {
+		return nil, fmt.Errorf("webhookpatch: adding finalizer %q: nil object", name)
+	}
 	if slices.Contains(obj.GetFinalizers(), name) {
 		return nil, nil
 	}
@@ -59,12 +71,25 @@ func AddFinalizerPatch(obj metav1.Object, name string) ([]byte, error) {
 // RemoveFinalizerPatch returns the JSON merge patch that removes name from obj's
 // finalizers, or nil when obj does not have it. obj is not changed. Removing the last
 // finalizer writes null, which deletes the field. See [AddFinalizerPatch] for the
-// resourceVersion.
+// resourceVersion. A nil obj is an error.
 func RemoveFinalizerPatch(obj metav1.Object, name string) ([]byte, error) {
+	if isNil(obj) {
+		return nil, fmt.Errorf("webhookpatch: removing finalizer %q: nil object", name)
+	}
 	if !slices.Contains(obj.GetFinalizers(), name) {
 		return nil, nil
 	}
 	return finalizerPatch(obj, slices.DeleteFunc(slices.Clone(obj.GetFinalizers()), func(f string) bool { return f == name }))
+}
+
+// isNil reports whether obj is nil or a nil pointer in an interface (a typed nil such
+// as (*corev1.Pod)(nil), whose methods would panic).
+func isNil(obj metav1.Object) bool {
+	if obj == nil {
+		return true
+	}
+	v := reflect.ValueOf(obj)
+	return v.Kind() == reflect.Pointer && v.IsNil()
 }
 
 // kindOf names obj's kind for errors ("object" when it does not carry one).

@@ -13,7 +13,7 @@ import (
 // FuzzEnsureAnnotation: any key and value either fail cleanly or give a pod that
 // passes Validate, is idempotent, and diffs to a patch that applies.
 func FuzzEnsureAnnotation(f *testing.F) {
-	for _, s := range [][2]string{{"app", "v"}, {"example.com/role", "x"}, {"a/b/c", ""}, {"~/", "~"}, {RecordAnnotation, "{}"}, {"", ""}} {
+	for _, s := range [][2]string{{"app", "v"}, {"example.com/role", "x"}, {"a/b/c", ""}, {"~/", "~"}, {RecordAnnotation, "{}"}, {"", ""}, {"example.com/note", "bad\xff\xe2\x82"}} {
 		f.Add(s[0], s[1], false)
 		f.Add(s[0], s[1], true)
 	}
@@ -37,13 +37,19 @@ func FuzzEnsureAnnotation(f *testing.F) {
 			t.Fatalf("not idempotent: %v %v", changed, err)
 		}
 		applyDiff(t, before, after)
+		// Re-invoked on the pod the API server stored, it changes nothing.
+		stored := storeThroughAPIServer(t, before, after)
+		again := stored.DeepCopy()
+		if changed, err := ensure(again, key, value); changed || err != nil || !equalJSON(stored, again) {
+			t.Fatalf("not idempotent on the stored pod: %v %v", changed, err)
+		}
 	})
 }
 
 // FuzzEnsureVolumeMount: any mountPath either fails cleanly or mounts idempotently
 // with an applicable patch; a second path equal to the first never duplicates it.
 func FuzzEnsureVolumeMount(f *testing.F) {
-	for _, s := range []string{"/etc/ascend/ranktable", "", "/a~b/c", "relative", "/x/../y", "/etc/cfg"} {
+	for _, s := range []string{"/etc/ascend/ranktable", "", "/a~b/c", "relative", "/x/../y", "/etc/cfg", "/etc/\xff\xe2\x82"} {
 		f.Add(s, "/etc/cfg")
 	}
 	f.Fuzz(func(t *testing.T, path, userPath string) {
@@ -63,6 +69,10 @@ func FuzzEnsureVolumeMount(f *testing.F) {
 		}
 		if changed, err := rankTable.EnsureVolumeMount(after, m, ContainerSelector{}); changed || err != nil {
 			t.Fatalf("not idempotent: %v %v", changed, err)
+		}
+		stored := storeThroughAPIServer(t, before, after)
+		if changed, err := rankTable.EnsureVolumeMount(stored.DeepCopy(), m, ContainerSelector{}); changed || err != nil {
+			t.Fatalf("not idempotent on the stored pod: %v %v", changed, err)
 		}
 		if userPath != "" {
 			if errs := Validate(after); len(errs) > 0 {

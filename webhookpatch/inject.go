@@ -86,7 +86,8 @@ func (in Injector) EnsureVolume(pod *corev1.Pod, v corev1.Volume) (bool, error) 
 // EnsureInitContainer makes the pod have init container c, appended after the
 // existing init containers. Container names are unique across init and app
 // containers: a same-named container anywhere that differs and was not injected by
-// this injector is a conflict.
+// this injector is a conflict. An env var name or envFrom prefix the API server
+// rejects is an error (see [Injector.EnsureEnv] for the rule).
 func (in Injector) EnsureInitContainer(pod *corev1.Pod, c corev1.Container) (bool, error) {
 	return in.ensureContainer(pod, c, true, false)
 }
@@ -134,6 +135,9 @@ func (in Injector) ensureContainer(pod *corev1.Pod, c corev1.Container, init, fi
 	}
 	if errs := validation.IsDNS1123Label(c.Name); len(errs) > 0 {
 		return false, fmt.Errorf("%s: container name %q: %s", podRef(pod), c.Name, errs[0])
+	}
+	if err := checkContainerEnv(pod, &c); err != nil {
+		return false, err
 	}
 	kind, field, list := "container/", "spec.containers", &pod.Spec.Containers
 	otherKind, other := "initContainer/", &pod.Spec.InitContainers

@@ -10,9 +10,11 @@ import (
 
 // EnsureAnnotation makes the pod carry annotation key=value. An existing different
 // value that this injector did not set is a conflict. The key must be a qualified
-// name and must not be [RecordAnnotation].
+// name and must not be [RecordAnnotation]. A value that is not valid UTF-8 is set as
+// the API server stores it, with U+FFFD for every invalid byte, so calling
+// EnsureAnnotation again on the stored pod changes nothing.
 func (in Injector) EnsureAnnotation(pod *corev1.Pod, key, value string) (bool, error) {
-	return in.ensureMeta(pod, "annotation", key, value)
+	return in.ensureMeta(pod, "annotation", key, storedString(value))
 }
 
 // EnsureLabel makes the pod carry label key=value. An existing different value that
@@ -45,7 +47,7 @@ func (in Injector) ensureMeta(pod *corev1.Pod, kind, key, value string) (bool, e
 	old, exists := (*m)[key]
 	switch {
 	case !exists:
-	case old == value:
+	case storedString(old) == value:
 		if !rec.owns(in.Name, item) || rec.hash(in.Name, item) == hash {
 			return false, nil
 		}

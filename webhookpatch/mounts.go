@@ -4,8 +4,10 @@ import (
 	"fmt"
 	"reflect"
 	"slices"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
 )
 
 // ContainerSelector picks the containers that [Injector.EnsureVolumeMount] and
@@ -60,12 +62,15 @@ func (s ContainerSelector) targets(pod *corev1.Pod) ([]target, error) {
 // EnsureVolumeMount makes every selected container mount m. The volume must exist in
 // the pod. A mount at the same mountPath that differs (another volume, subPath or
 // readOnly) and was not injected by this injector is a conflict. Either every selected
-// container is changed or none is.
+// container is changed or none is. A mountPath that is not valid UTF-8 is used as the
+// API server stores it (U+FFFD for every invalid byte), so the mount is found again on
+// the stored pod.
 func (in Injector) EnsureVolumeMount(pod *corev1.Pod, m corev1.VolumeMount, sel ContainerSelector) (bool, error) {
 	rec, err := in.check(pod)
 	if err != nil {
 		return false, err
 	}
+	m.MountPath = storedString(m.MountPath)
 	if m.MountPath == "" {
 		return false, fmt.Errorf("%s: volume mount %q: empty mountPath", podRef(pod), m.Name)
 	}
@@ -74,7 +79,7 @@ func (in Injector) EnsureVolumeMount(pod *corev1.Pod, m corev1.VolumeMount, sel 
 	}
 	return in.ensureInContainers(pod, rec, sel, "mount", m.MountPath, contentHash(m),
 		func(c *corev1.Container) int {
-			return slices.IndexFunc(c.VolumeMounts, func(x corev1.VolumeMount) bool { return x.MountPath == m.MountPath })
+			return slices.IndexFunc(c.VolumeMounts, func(x corev1.VolumeMount) bool { return storedString(x.MountPath) == m.MountPath })
 		},
 		func(c *corev1.Container, i int) bool { return reflect.DeepEqual(c.VolumeMounts[i], m) },
 		func(c *corev1.Container, i int) {
@@ -91,14 +96,18 @@ func (in Injector) EnsureVolumeMount(pod *corev1.Pod, m corev1.VolumeMount, sel 
 
 // EnsureEnv makes every selected container have env var e. A same-named variable that
 // differs and was not injected by this injector is a conflict. Either every selected
-// container is changed or none is.
+// container is changed or none is. A name the API server rejects is an error: it must
+// be printable ASCII without '=', the rule of Kubernetes 1.34 and later (relaxed
+// environment variable names; API servers before 1.32, or with the
+// RelaxedEnvironmentVariableValidation feature gate off, accept only C-identifier-like
+// names such as MY_VAR, my.var and my-var).
 func (in Injector) EnsureEnv(pod *corev1.Pod, e corev1.EnvVar, sel ContainerSelector) (bool, error) {
 	rec, err := in.check(pod)
 	if err != nil {
 		return false, err
 	}
-	if e.Name == "" {
-		return false, fmt.Errorf("%s: env var: empty name", podRef(pod))
+	if msgs := envNameErrors(e.Name); len(msgs) > 0 {
+		return false, fmt.Errorf("%s: env var %q: %s", podRef(pod), e.Name, strings.Join(msgs, "; "))
 	}
 	e = *e.DeepCopy()
 	return in.ensureInContainers(pod, rec, sel, "env", e.Name, contentHash(e),
@@ -116,6 +125,27 @@ func (in Injector) EnsureEnv(pod *corev1.Pod, e corev1.EnvVar, sel ContainerSele
 		func(c *corev1.Container, i int) string {
 			return fmt.Sprintf("env var %s is already set differently", e.Name)
 		})
+}
+
+// envNameErrors says why name cannot be an environment variable name (or an envFrom
+// prefix), as the API server of Kubernetes 1.34 and later judges it: it must be
+// non-empty printable ASCII without '='.
+func envNameErrors(name string) []string { return validation.IsRelaxedEnvVarName(name) }
+
+// checkContainerEnv returns an error naming the first env var name or envFrom prefix
+// of c that the API server rejects (see envNameErrors).
+func checkContainerEnv(pod *corev1.Pod, c *corev1.Container) error {
+	for i, e := range c.Env {
+		if msgs := envNameErrors(e.Name); len(msgs) > 0 {
+			return fmt.Errorf("%s: container %q: env[%d].name %q: %s", podRef(pod), c.Name, i, e.Name, strings.Join(msgs, "; "))
+		}
+	}
+	for i, e := range c.EnvFrom {
+		if msgs := envNameErrors(e.Prefix); e.Prefix != "" && len(msgs) > 0 {
+			return fmt.Errorf("%s: container %q: envFrom[%d].prefix %q: %s", podRef(pod), c.Name, i, e.Prefix, strings.Join(msgs, "; "))
+		}
+	}
+	return nil
 }
 
 // ensureInContainers is the shared two-phase walk of EnsureVolumeMount and EnsureEnv:

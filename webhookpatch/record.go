@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
+	"unicode/utf8"
 
 	corev1 "k8s.io/api/core/v1"
 
@@ -138,6 +140,26 @@ func contentHash(v any) string {
 		panic(err) // k8s API types always marshal
 	}
 	return canonhash.New().Bytes(b).Hex(16)
+}
+
+// storedString returns s as the API server stores it: a JSON encoder turns every byte
+// that is not valid UTF-8 into U+FFFD. Values the primitives compare with the stored
+// pod go through it, so a webhook re-invoked on the stored pod finds what it wrote.
+func storedString(s string) string {
+	if utf8.ValidString(s) {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); {
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && size == 1 {
+			b.WriteRune(utf8.RuneError)
+		} else {
+			b.WriteString(s[i : i+size])
+		}
+		i += size
+	}
+	return b.String()
 }
 
 func podRef(pod *corev1.Pod) string {

@@ -19,6 +19,8 @@ const TotalAnnotationSizeLimit = apivalidation.TotalAnnotationSizeLimitB
 // break:
 //
 //   - container names (init and app together) are unique DNS-1123 labels;
+//   - env var names and envFrom prefixes are printable ASCII without '=' (the rule of
+//     Kubernetes 1.34 and later, see [Injector.EnsureEnv]);
 //   - volume names are unique DNS-1123 labels;
 //   - every volume mount names an existing volume and has a mountPath, unique within
 //     its container;
@@ -61,6 +63,19 @@ func Validate(pod *corev1.Pod) field.ErrorList {
 				errs = append(errs, field.Duplicate(p.Child("name"), c.Name))
 			}
 			names[c.Name] = true
+			for j, e := range c.Env {
+				for _, msg := range envNameErrors(e.Name) {
+					errs = append(errs, field.Invalid(p.Child("env").Index(j).Child("name"), e.Name, msg))
+				}
+			}
+			for j, e := range c.EnvFrom {
+				if e.Prefix == "" {
+					continue
+				}
+				for _, msg := range envNameErrors(e.Prefix) {
+					errs = append(errs, field.Invalid(p.Child("envFrom").Index(j).Child("prefix"), e.Prefix, msg))
+				}
+			}
 			paths := map[string]bool{}
 			for j, m := range c.VolumeMounts {
 				mp := p.Child("volumeMounts").Index(j)

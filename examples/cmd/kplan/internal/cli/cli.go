@@ -205,10 +205,11 @@ Commands:
 	for _, c := range commands {
 		fmt.Fprintf(&b, "  %-10s %s\n", c.name, c.summary)
 	}
-	b.WriteString(`
+	fmt.Fprintf(&b, `
 Run "kplan COMMAND --help" for a command's flags. Exit codes: 0 plan printed,
 1 bad input (one line on stderr naming the file and object), 2 bad usage.
-`)
+All -f inputs together may hold at most %d MiB, %d objects and %d YAML nodes.
+`, manifest.MaxBytes>>20, manifest.MaxObjects, manifest.MaxNodes)
 	return b.String()
 }
 
@@ -233,8 +234,9 @@ func commandNames() string {
 	return strings.Join(names, ", ")
 }
 
-// oneLine makes sure an error is printed on one line.
-func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
+// oneLine makes sure an error is printed on one line, with every unprintable
+// character (a terminal escape sequence in a label value, say) escaped.
+func oneLine(s string) string { return manifest.OneLine(s) }
 
 // defaultNamespace is the namespace of objects that name none, as kubectl's default
 // context does.

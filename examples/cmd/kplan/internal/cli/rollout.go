@@ -3,6 +3,7 @@ package cli
 import (
 	"flag"
 	"fmt"
+	"math"
 	"strings"
 	"text/tabwriter"
 
@@ -224,6 +225,9 @@ func rolloutStrategy(o *options) (rollout.Strategy, rollout.PodOptions, error) {
 	}
 	if o.replicas < 0 || o.gangSize < 0 || o.minReadySeconds < 0 || o.maxSteps < 1 {
 		return s, opts, usagef("--replicas, --gang-size and --min-ready-seconds must not be negative, --max-steps must be positive")
+	}
+	if o.minReadySeconds > math.MaxInt32 {
+		return s, opts, usagef("--min-ready-seconds %d: more than %d", o.minReadySeconds, math.MaxInt32)
 	}
 	s.TargetRevision, s.Replicas = o.target, o.replicas
 	var err error

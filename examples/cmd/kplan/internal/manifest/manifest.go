@@ -1,7 +1,6 @@
 package manifest
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/json"
 	"errors"
@@ -15,15 +14,29 @@ import (
 	"strings"
 	"unicode"
 
-	k8syaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/yaml"
 )
 
-// MaxBytes is the largest input accepted from one file (or stdin).
-const MaxBytes = 64 << 20
+// Limits on the input of one Read (every file and stdin together) or one Parse. They
+// are checked before the memory is allocated: the bytes before a file is read, the
+// nodes of a document before it is decoded, the items of a List before they are
+// split into objects. A YAML document takes hundreds of bytes of memory per node
+// while it is decoded, so MaxNodes, not MaxBytes, bounds the memory of hostile input.
+const (
+	// MaxBytes is the most bytes read from all inputs together.
+	MaxBytes = 64 << 20
+	// MaxObjects is the most objects read from all inputs together.
+	MaxObjects = 100000
+	// MaxNodes is the most YAML or JSON nodes of all inputs together, as counted by
+	// their indicators ("key: ", "- ", ',', '[' and '{'): about 5000 pods as
+	// "kubectl get -o yaml" prints them.
+	MaxNodes = 2000000
+)
 
-// MaxObjects is the most objects accepted from one file.
-const MaxObjects = 100000
+// budget is what is left of the limits while inputs are read.
+type budget struct{ bytes, objects, nodes int }
+
+func fullBudget() *budget { return &budget{MaxBytes, MaxObjects, MaxNodes} }
 
 // Object is one Kubernetes object read from a manifest.
 type Object struct {
@@ -88,55 +101,139 @@ func (o *Object) Decode(v any) error {
 var kindRE = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9]*$`)
 
 // Parse reads every object of one manifest. source names it in errors.
-// Empty documents (only comments or whitespace) are skipped. Lists ("kind: List" or
-// any kind ending in "List" with items) are expanded into their items.
+// Empty documents (only comments or whitespace) are skipped but keep their number.
+// Lists ("kind: List" or any kind ending in "List" with items) are expanded into
+// their items. The limits (MaxBytes, MaxObjects, MaxNodes) apply to data.
 func Parse(source string, data []byte) ([]Object, error) {
-	if len(data) > MaxBytes {
-		return nil, fmt.Errorf("%s: %d bytes is more than the limit of %d", source, len(data), MaxBytes)
+	return parse(source, data, fullBudget())
+}
+
+func parse(source string, data []byte, b *budget) ([]Object, error) {
+	if len(data) > b.bytes {
+		return nil, fmt.Errorf("%s: more than the %d bytes left of the limit of %d for all inputs together", source, b.bytes, MaxBytes)
 	}
-	r := k8syaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(data)))
+	b.bytes -= len(data)
 	var objs []Object
-	for doc := 1; ; doc++ {
-		raw, err := r.Read()
-		if err == io.EOF {
-			break
+	err := documents(source, data, func(doc int, raw []byte) error {
+		if blank(raw) {
+			return nil
 		}
-		if err != nil {
-			return nil, fmt.Errorf("%s: document %d: %s", source, doc, oneLine(err.Error()))
+		n := countNodes(raw)
+		if n > b.nodes {
+			return fmt.Errorf("%s: document %d: about %d YAML nodes, more than the %d left of the limit of %d for all inputs together", source, doc, n, b.nodes, MaxNodes)
 		}
+		b.nodes -= n
 		js, err := yaml.YAMLToJSON(raw)
 		if err != nil {
-			return nil, fmt.Errorf("%s: document %d: not valid YAML: %s", source, doc, oneLine(strings.TrimPrefix(err.Error(), "error converting YAML to JSON: ")))
+			return fmt.Errorf("%s: document %d: not valid YAML: %s", source, doc, OneLine(strings.TrimPrefix(err.Error(), "error converting YAML to JSON: ")))
 		}
 		js = bytes.TrimSpace(js)
 		if len(js) == 0 || string(js) == "null" {
-			continue
+			return nil
 		}
 		o := Object{Source: source, Doc: doc}
-		items, err := header(&o, js, true)
+		items, err := header(&o, js, true, b.objects)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		if items == nil {
+			if b.objects == 0 {
+				return fmt.Errorf("%s: more than %d objects in all inputs together", o.Where(), MaxObjects)
+			}
+			b.objects--
 			objs = append(objs, o)
 		}
+		b.objects -= len(items)
 		for i, item := range items {
 			it := Object{Source: source, Doc: doc, Item: i + 1}
-			if _, err := header(&it, item, false); err != nil {
-				return nil, err
+			if _, err := header(&it, item, false, 0); err != nil {
+				return err
 			}
 			objs = append(objs, it)
 		}
-		if len(objs) > MaxObjects {
-			return nil, fmt.Errorf("%s: more than %d objects", source, MaxObjects)
-		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	return objs, nil
 }
 
+// documents calls yield with every document of a YAML stream and its 1-based number,
+// counted as YAML counts them: text before the first "---" line is a document only
+// when it holds more than comments, directives and blank lines, and every "---" line
+// starts the next document, so an empty document between two "---" lines keeps its
+// number. A "---" line may carry a comment but no content.
+func documents(source string, data []byte, yield func(doc int, raw []byte) error) error {
+	doc, start, separated := 0, 0, false
+	emit := func(end int) error {
+		chunk := data[start:end]
+		if !separated && blank(chunk) {
+			return nil // comments before the first "---" are no document
+		}
+		doc++
+		return yield(doc, chunk)
+	}
+	for i := 0; i < len(data); {
+		end, next := len(data), len(data)
+		if nl := bytes.IndexByte(data[i:], '\n'); nl >= 0 {
+			end, next = i+nl, i+nl+1
+		}
+		if rest, ok := bytes.CutPrefix(data[i:end], []byte("---")); ok && (len(rest) == 0 || rest[0] == ' ' || rest[0] == '\t' || rest[0] == '\r') {
+			if err := emit(i); err != nil {
+				return err
+			}
+			separated = true
+			if t := bytes.TrimSpace(rest); len(t) > 0 && t[0] != '#' {
+				return fmt.Errorf("%s: document %d: content after the --- separator is not supported: %s", source, doc+1, quote(string(t)))
+			}
+			start = next
+		}
+		i = next
+	}
+	return emit(len(data))
+}
+
+// blank reports whether chunk holds only blank lines, comments and directives.
+func blank(chunk []byte) bool {
+	for len(chunk) > 0 {
+		line := chunk
+		if i := bytes.IndexByte(chunk, '\n'); i >= 0 {
+			line, chunk = chunk[:i], chunk[i+1:]
+		} else {
+			chunk = nil
+		}
+		if t := bytes.TrimSpace(line); len(t) > 0 && t[0] != '#' && t[0] != '%' {
+			return false
+		}
+	}
+	return true
+}
+
+// countNodes counts the node indicators of a YAML or JSON document without
+// allocating: "key: " or "key:" at a line end (a mapping entry), "- " or "-" at a line
+// end (a sequence entry), ',', '[' and '{'; plus one for the document. It also counts
+// indicators inside quoted and block strings, so it errs on the high side.
+func countNodes(raw []byte) int {
+	n := 1
+	for i, c := range raw {
+		switch c {
+		case ',', '[', '{':
+			n++
+		case ':', '-':
+			if i+1 == len(raw) || raw[i+1] == ' ' || raw[i+1] == '\n' || raw[i+1] == '\t' || raw[i+1] == '\r' {
+				n++
+			}
+		}
+	}
+	return n
+}
+
 // header fills o's identity from js and returns a list's items (nil, and an error, for
 // a list when lists are not allowed).
-func header(o *Object, js []byte, allowList bool) ([]json.RawMessage, error) {
+//
+// maxItems bounds a list's items: more is an error before they are split.
+func header(o *Object, js []byte, allowList bool, maxItems int) ([]json.RawMessage, error) {
 	var fields map[string]json.RawMessage
 	if err := json.Unmarshal(js, &fields); err != nil || fields == nil {
 		return nil, fmt.Errorf("%s: not an object (a Kubernetes manifest is a mapping with apiVersion, kind and metadata)", o.Where())
@@ -161,6 +258,11 @@ func header(o *Object, js []byte, allowList bool) ([]json.RawMessage, error) {
 	if items, ok := fields["items"]; ok && (o.Kind == "List" || strings.HasSuffix(o.Kind, "List")) {
 		if !allowList {
 			return nil, fmt.Errorf("%s: a %s inside a list is not supported", o.Where(), o.Kind)
+		}
+		if n, err := countItems(items); err != nil {
+			return nil, fmt.Errorf("%s: items of the %s is not a list", o.Where(), o.Kind)
+		} else if n > maxItems {
+			return nil, fmt.Errorf("%s: the %s has %d items, more than the %d objects left of the limit of %d for all inputs together", o.Where(), o.Kind, n, maxItems, MaxObjects)
 		}
 		var list []json.RawMessage
 		if err := json.Unmarshal(items, &list); err != nil {
@@ -194,6 +296,27 @@ func header(o *Object, js []byte, allowList bool) ([]json.RawMessage, error) {
 	}
 	o.JSON = js
 	return nil, nil
+}
+
+// countItems counts the elements of a JSON array with a streaming decoder, without
+// keeping them. null counts as an empty list.
+func countItems(js json.RawMessage) (int, error) {
+	if string(js) == "null" {
+		return 0, nil
+	}
+	dec := json.NewDecoder(bytes.NewReader(js))
+	if t, err := dec.Token(); err != nil || t != json.Delim('[') {
+		return 0, errors.New("not a list")
+	}
+	n := 0
+	for dec.More() {
+		var skip json.RawMessage
+		if err := dec.Decode(&skip); err != nil {
+			return 0, err
+		}
+		n++
+	}
+	return n, nil
 }
 
 // stringField reads a string field; absent or null is "".
@@ -244,9 +367,10 @@ func quote(s string) string {
 	return strconv.Quote(s)
 }
 
-// oneLine turns a message from a decoder into one printable line: whitespace runs
-// become one space, invalid UTF-8 and other unprintable characters are escaped.
-func oneLine(s string) string {
+// OneLine turns a message into one printable line for a terminal: whitespace runs
+// become one space; invalid UTF-8 and other unprintable characters (terminal escape
+// sequences among them) are escaped in Go syntax.
+func OneLine(s string) string {
 	var b strings.Builder
 	for _, f := range strings.Fields(strings.ToValidUTF8(s, "\ufffd")) {
 		if b.Len() > 0 {
@@ -297,9 +421,11 @@ func Dedupe(objs []Object, defaultNamespace string) error {
 
 // Read reads every object of the given paths: files, directories (their *.yaml,
 // *.yml and *.json files, in name order, not recursive) or "-" for stdin (at most
-// once). Duplicate objects are an error.
+// once). The limits (MaxBytes, MaxObjects, MaxNodes) apply to all of them together,
+// and no file is read past what is left of MaxBytes.
 func Read(fsys FS, paths []string, stdin io.Reader) ([]Object, error) {
 	var all []Object
+	b := fullBudget()
 	usedStdin := false
 	for _, p := range paths {
 		if p == "-" {
@@ -307,11 +433,11 @@ func Read(fsys FS, paths []string, stdin io.Reader) ([]Object, error) {
 				return nil, fmt.Errorf("stdin (-f -) given twice")
 			}
 			usedStdin = true
-			data, err := io.ReadAll(io.LimitReader(stdin, MaxBytes+1))
+			data, err := io.ReadAll(io.LimitReader(stdin, int64(b.bytes)+1))
 			if err != nil {
 				return nil, fmt.Errorf("stdin: %v", err)
 			}
-			objs, err := Parse("stdin", data)
+			objs, err := parse("stdin", data, b)
 			if err != nil {
 				return nil, err
 			}
@@ -323,11 +449,11 @@ func Read(fsys FS, paths []string, stdin io.Reader) ([]Object, error) {
 			return nil, err
 		}
 		for _, f := range files {
-			data, err := fsys.ReadFile(f)
+			data, err := fsys.ReadFile(f, b.bytes)
 			if err != nil {
 				return nil, err
 			}
-			objs, err := Parse(f, data)
+			objs, err := parse(f, data, b)
 			if err != nil {
 				return nil, err
 			}
@@ -341,8 +467,9 @@ func Read(fsys FS, paths []string, stdin io.Reader) ([]Object, error) {
 type FS interface {
 	// Expand returns the files a path names: itself, or a directory's manifests.
 	Expand(path string) ([]string, error)
-	// ReadFile reads at most MaxBytes+1 bytes of a file.
-	ReadFile(path string) ([]byte, error)
+	// ReadFile reads at most limit+1 bytes of a file (one more than allowed, so the
+	// caller sees that the file is too large).
+	ReadFile(path string, limit int) ([]byte, error)
 }
 
 // OSFS is the operating system's file system.
@@ -377,13 +504,13 @@ func (OSFS) Expand(path string) ([]string, error) {
 }
 
 // ReadFile implements FS.
-func (OSFS) ReadFile(path string) ([]byte, error) {
+func (OSFS) ReadFile(path string, limit int) ([]byte, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, errors.New(pathErr(path, err))
 	}
 	defer f.Close()
-	data, err := io.ReadAll(io.LimitReader(f, MaxBytes+1))
+	data, err := io.ReadAll(io.LimitReader(f, int64(limit)+1))
 	if err != nil {
 		return nil, errors.New(pathErr(path, err))
 	}

@@ -170,7 +170,7 @@ func TestRead(t *testing.T) {
 		})
 	}
 	big := bytes.Repeat([]byte("#"), MaxBytes+1)
-	if _, err := Read(OSFS{}, []string{"-"}, bytes.NewReader(big)); err == nil || !strings.Contains(err.Error(), "more than the limit") {
+	if _, err := Read(OSFS{}, []string{"-"}, bytes.NewReader(big)); err == nil || !strings.Contains(err.Error(), "bytes left of the limit of") {
 		t.Errorf("oversized stdin: %v", err)
 	}
 }
@@ -189,6 +189,7 @@ func FuzzParseManifests(f *testing.F) {
 		"apiVersion: v1\nkind: List\nitems:\n- 3\n- [a]\n- {kind: List, apiVersion: v1, items: []}\n",
 		"a: [b\n", "- a\n", "null\n", "--- # c\n...\n", "\xff\xfe", "kind: &a Pod\napiVersion: *a\n",
 		"apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c, namespace: d}\ndata: {k: \"line1\\nline2\"}\n",
+		"# c\n---\n---\r\n" + pod + "--- \xff\n", "---abc\n---\t# c\n%YAML 1.2\n",
 	} {
 		f.Add([]byte(seed))
 	}
