@@ -4,6 +4,7 @@ go 1.25.0
 
 require (
 	github.com/Masterminds/sprig/v3 v3.3.0
+	github.com/google/go-cmp v0.7.0
 	gomodules.xyz/jsonpatch/v2 v2.5.0
 	gopkg.in/evanphx/json-patch.v4 v4.12.0
 	k8s.io/api v0.34.13

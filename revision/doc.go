@@ -38,7 +38,9 @@
 //  1. Validate the set; decode the hub; add spec.data (create, or move an equal old
 //     revision to newest): that is the update revision U.
 //  2. Cold start: when the hash of spec.containers differs from
-//     status.lastContainersHash, status.lastContainersTimestamp becomes now. Pods
+//     status.lastContainersHash, status.lastContainersTimestamp becomes now, rounded
+//     up to a whole second (the API server stores whole seconds, so a pod created in
+//     that second stays cold across reconciles). Pods
 //     created before it are cold: never changed (they lack the new mounts). Pods
 //     without the set's reload sidecar (not injected: the webhook failed open or
 //     injection was paused) are cold too, and count against maxUnavailable only

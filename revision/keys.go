@@ -194,14 +194,15 @@ func checkNow(now time.Time) error {
 	if now.IsZero() {
 		return fmt.Errorf("the time Now is required (the zero time would be written as a timestamp no reconcile accepts)")
 	}
-	if now.Before(time.Unix(0, 0)) || !now.Before(maxNow) {
-		return fmt.Errorf("the time Now, %s, is outside 1970-01-01 to 9999-12-31, the times a timestamp can hold", now.UTC().Format(time.RFC3339Nano))
+	if now.Before(time.Unix(0, 0)) || now.After(maxNow) {
+		return fmt.Errorf("the time Now, %s, is outside 1970-01-01T00:00:00Z to 9999-12-31T23:59:59Z, the times a timestamp can hold", now.UTC().Format(time.RFC3339Nano))
 	}
 	return nil
 }
 
-// maxNow is the first time checkNow rejects as too late.
-var maxNow = time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC)
+// maxNow is the last time checkNow accepts: the last whole second a status time can
+// hold, so that Now rounded up to a second (as lastContainersTimestamp is) still fits.
+var maxNow = time.Date(9999, 12, 31, 23, 59, 59, 0, time.UTC)
 
 // ParseTimestamp reads milliseconds since the Unix epoch: decimal digits only, at most
 // 18 of them.

@@ -235,17 +235,29 @@ func coldStart(set *ConfigMapSet, now time.Time) (*metav1.Time, string, bool) {
 	st := set.Status
 	switch {
 	case st.LastContainersHash == "":
-		ts := metav1.NewTime(now)
+		ts := metav1.NewTime(ceilSecond(now))
 		if !set.CreationTimestamp.IsZero() {
 			ts = set.CreationTimestamp
 		}
 		return &ts, hash, false
 	case st.LastContainersHash != hash || st.LastContainersTimestamp == nil:
-		ts := metav1.NewTime(now)
+		ts := metav1.NewTime(ceilSecond(now))
 		return &ts, hash, st.LastContainersHash != hash
 	default:
 		return st.LastContainersTimestamp.DeepCopy(), hash, false
 	}
+}
+
+// ceilSecond rounds t up to a whole second. The API server stores status
+// timestamps in whole seconds, so a sub-second lastContainersTimestamp would read
+// back earlier than Plan wrote it and a pod created in that second would turn from
+// cold to warm between two reconciles. Rounding up keeps such a pod cold in both:
+// created in the second the containers changed, it may lack the new mounts.
+func ceilSecond(t time.Time) time.Time {
+	if s := t.Truncate(time.Second); !s.Equal(t) {
+		return s.Add(time.Second)
+	}
+	return t
 }
 
 // readPods reads every non-terminating pod's state, ordered by namespace and name.
