@@ -55,9 +55,10 @@
 // available), then (group mode) replicas whose version has more available replicas
 // in this column than in its weakest column (cutting those does not lower the
 // version's serving capacity), then old version per [VersionOrder] (LessFirst:
-// the version with the least availability, min over columns; LatestFirst:
-// second-newest; OldFirst: oldest), then [CompareReplicas]: priority, deletion
-// cost, name in natural order.
+// the version with the least availability, min over columns, and on ties the
+// newest, that is the second-newest revision overall; LatestFirst: second-newest;
+// OldFirst: oldest), then [CompareReplicas]: priority, deletion cost, name in
+// natural order.
 //
 // Rolling mode plans one pool with t = L. Gang mode is rolling mode over gangs: a
 // gang's state is its worst member's ([Replica.Effective]), and an [Update] lists

@@ -459,6 +459,9 @@ func (p *planner) rank() {
 			if c := cmp.Compare(minAvail[a], minAvail[b]); c != 0 {
 				return c
 			}
+			// Equally available: the newest old version (the second-newest
+			// overall in a forward rollout) first, as kube-sharding does.
+			return cmp.Compare(b, a)
 		}
 		return cmp.Compare(a, b)
 	})

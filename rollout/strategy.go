@@ -40,8 +40,9 @@ func (m Mode) String() string {
 type VersionOrder int
 
 const (
-	// LessFirst cuts the least available old version first (kube-sharding's default),
-	// older first on ties.
+	// LessFirst cuts the least available old version first (kube-sharding's default);
+	// among equally available old versions the newest goes first (the
+	// second-newest revision overall when rolling forward).
 	LessFirst VersionOrder = iota
 	// LatestFirst cuts the second-newest version first.
 	LatestFirst
