@@ -82,13 +82,16 @@
 //
 //	start a replacement R for F   if F has none and inFlight < MaxParallel and
 //	                              started(now-Window, now] < MaxPerWindow
-//	swap R in (F.SwappedAt = now) if R is serving: a gang's R has as many members
-//	                              as F, every one present, ready and healthy
+//	swap R in (F.SwappedAt = now) if R is serving and F is still failed: a
+//	                              gang's R has as many members as F, every one
+//	                              present, ready and healthy
+//	cancel R                      if R failed, or F is no longer failed
 //	release F                     when now - F.SwappedAt >= ReleaseDelay
 //
 // A gang is always replaced whole: its replacement lists every member, and a
-// gang is swapped only once all of them serve. Under DeleteThenCreate F is
-// released when R starts; NoRecover only reports. Plan counts F in place of R
+// gang is swapped only once all of them serve. A replica that is not failed is
+// never swapped out. Under DeleteThenCreate F is released when R starts;
+// NoRecover only reports, and freezes recovery another strategy started. Plan counts F in place of R
 // until the swap and touches neither, so recovery never spends the rolling
 // budget.
 //
