@@ -93,7 +93,9 @@ func State() *rapid.Generator[rollout.State] {
 
 // ScenarioOf generates a scenario for mode within limits: a strategy and replicas
 // that run any of [Revisions] (mostly older ones), in any state, sometimes more or
-// fewer than desired, with priorities and deletion costs.
+// fewer than desired, with priorities and deletion costs. In gang mode about one
+// member in ten is missing (its UnreadySince is zero: when it went missing is
+// unknown, so recovery timeouts never count it; set it to test them).
 func ScenarioOf(mode rollout.Mode, lim Limits) *rapid.Generator[Scenario] {
 	return rapid.Custom(func(t *rapid.T) Scenario {
 		s := Strategy(mode, lim.MaxReplicas).Draw(t, "strategy")
@@ -125,7 +127,8 @@ func ScenarioOf(mode rollout.Mode, lim Limits) *rapid.Generator[Scenario] {
 				if mode == rollout.Gang {
 					for m := range sc.GangSize {
 						r.Members = append(r.Members, rollout.Member{
-							Name: fmt.Sprintf("%s-%d", r.Name, m), State: State().Draw(t, "member")})
+							Name: fmt.Sprintf("%s-%d", r.Name, m), State: State().Draw(t, "member"),
+							Missing: rapid.IntRange(0, 9).Draw(t, "missing") == 0})
 					}
 				} else {
 					r.State = State().Draw(t, "state")

@@ -30,6 +30,8 @@ var NoFaults = Faults{Recovers: 100}
 // cluster would: an updated replica runs its new revision and is unavailable
 // until the next Settle, a created one appears unavailable, a deleted one
 // disappears. Settle then lets replicas become available, and injects failures.
+// A gang member that is missing is recreated at the next Settle, as a gang
+// controller would, and then settles like any pending member.
 type Simulator struct {
 	// Strategy is planned with by Reconcile.
 	Strategy rollout.Strategy
@@ -100,10 +102,11 @@ func (s *Simulator) Apply(step rollout.Step) {
 }
 
 // Settle moves time forward by one reconcile: every replica that is not
-// available becomes available, except that, with the configured rates drawn from
-// t, a pending replica may fail, an available one may become unready, and a
-// failed one stays failed unless it recovers. Rates of 100 need no t; with a nil
-// t, lower rates inject nothing.
+// available becomes available (a missing gang member is recreated first), except
+// that, with the configured rates drawn from t, a pending replica (a recreated
+// member included) may fail or stay pending, an available one may become
+// unready, and a failed one stays failed unless it recovers. Rates of 100 need no
+// t; with a nil t, lower rates inject nothing.
 func (s *Simulator) Settle(t *rapid.T) {
 	roll := func(label string, pct int) bool {
 		return pct >= 100 || (t != nil && pct > 0 && rapid.IntRange(0, 99).Draw(t, label) < pct)
@@ -135,7 +138,13 @@ func (s *Simulator) Settle(t *rapid.T) {
 			continue
 		}
 		for j := range r.Members {
-			settle(&r.Members[j].State, "member")
+			m := &r.Members[j]
+			if m.Missing {
+				// The gang controller recreates the member's pod.
+				m.Missing = false
+				m.State = rollout.State{Healthy: true}
+			}
+			settle(&m.State, "member")
 		}
 	}
 }
@@ -195,4 +204,19 @@ func Converged(replicas []rollout.Replica, strategy rollout.Strategy) error {
 		}
 	}
 	return nil
+}
+
+// ProgressBound is how many reconciles [rollout.Plan] documents for completing a
+// rollout in a world without faults, where every replica becomes available one
+// Settle after it is updated, created or recreated: ceil(n / step) + 2, with n =
+// Strategy.Replicas and step = [rollout.Budget.Step] (at least 1): one reconcile
+// per batch, one that finds the last batch available, one that reports Complete.
+// It is 0 when the strategy's budgets do not resolve.
+func ProgressBound(s rollout.Strategy) int {
+	b, err := rollout.ResolveBudget(s.MaxUnavailable, s.MaxSurge, s.Replicas)
+	if err != nil {
+		return 0
+	}
+	step := max(b.Step(), 1)
+	return (s.Replicas+step-1)/step + 2
 }
