@@ -46,8 +46,9 @@
 //     non-terminating cold pods in [Result.Cold], in name order, each with a
 //     [ColdReason] ([ColdNotInjected] wins over
 //     [ColdCreatedBeforeContainersChange]) and a message.
-//  3. Partition: kept = partition resolved against n ([ResolvePartition]: percent
-//     rounds up; below 100% with n > 1 at least one pod updates; clamped to [0, n]).
+//  3. Partition: kept = partition resolved against n ([ResolvePartition]: percent,
+//     fractional allowed, rounds up; below 100% with n > 1 at least one pod
+//     updates; clamped to [0, n]).
 //     Pods to update: want = n - kept.
 //  4. If fewer than want pods have wanted revision U, warm pods are picked in this
 //     priority order (the implementation section's order):

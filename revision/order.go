@@ -8,17 +8,21 @@ import (
 	"github.com/kplan-dev/kplan/internal/budget"
 )
 
-// ResolvePartition returns how many of pods are kept on old revisions (Kruise's
-// rule): nil is 0; an integer is itself; a percent rounds up, and when it is below
-// 100% with more than one pod and rounds to every pod, one pod less, so at least one
-// pod updates. The result is clamped to [0, pods].
+// ResolvePartition returns how many of pods are kept on old revisions, by
+// OpenKruise's rule (CalculatePartitionReplicas): nil is 0; an integer is itself;
+// a percent, which may be fractional ("99.99%", "0.01%", "12.5%"), keeps
+// ceil(p * pods / 100) pods, and when it is below 100% with more than one pod and
+// that is every pod, one pod less, so at least one pod updates. The result is
+// clamped to [0, pods]. Unlike OpenKruise, the product is computed exactly
+// rather than in float64 (which makes 1.1% of 3000 pods 34 instead of 33), and
+// "below 100%" is by value ("100.0%" keeps every pod).
 func ResolvePartition(p *intstr.IntOrString, pods int) (int, error) {
 	kept, err := budget.Resolve(p, pods, budget.Rule{Rounding: budget.RoundUp})
 	if err != nil {
 		return 0, fmt.Errorf("partition: %w", err)
 	}
 	if p != nil && p.Type == intstr.String && pods > 1 && kept >= pods {
-		if pct, _ := budget.ParsePercent(p.StrVal); pct < 100 {
+		if pct, _ := budget.Parse(p.StrVal); pct.Cmp(100) < 0 {
 			kept = pods - 1
 		}
 	}

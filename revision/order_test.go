@@ -28,6 +28,20 @@ func TestResolvePartition(t *testing.T) {
 		{"100% keeps every pod", pct("100%"), 4, 4},
 		{"0% keeps none", pct("0%"), 4, 0},
 		{"no pods keep none", pct("50%"), 0, 0},
+		// OpenKruise's own cases (pkg/util/tools_test.go): 99% of 9 = 8.91 -> 9 -> 8.
+		{"99% of 9 keeps 8", pct("99%"), 9, 8},
+		{"99% of 99 keeps 98", pct("99%"), 99, 98},
+		{"1% of 10 keeps 1", pct("1%"), 10, 1},
+		// Fractional percents, as OpenKruise takes them.
+		// 99.99% of 10 = 9.999 -> 10 = every pod, below 100% -> 9.
+		{"a fractional percent below 100 keeps one pod less than every pod", pct("99.99%"), 10, 9},
+		// 0.01% of 10 = 0.001 -> 1.
+		{"a tiny fractional percent keeps one pod", pct("0.01%"), 10, 1},
+		// 12.5% of 8 = 1 exactly.
+		{"an exact fractional percent keeps its exact count", pct("12.5%"), 8, 1},
+		// 1.1% of 3000 = 33 exactly (float64 gives 33.000000000000004 -> 34).
+		{"a fractional percent is computed exactly", pct("1.1%"), 3000, 33},
+		{"100.0% keeps every pod", pct("100.0%"), 4, 4},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -40,11 +54,13 @@ func TestResolvePartition(t *testing.T) {
 			}
 		})
 	}
-	t.Run("a malformed percent is an error", func(t *testing.T) {
-		if _, err := ResolvePartition(pct("1.5%"), 3); err == nil {
-			t.Error("no error")
-		}
-	})
+	for _, bad := range []string{"1.5", "1e1%", "-1.5%", ".5%", "NaN%"} {
+		t.Run("a malformed percent "+bad+" is an error", func(t *testing.T) {
+			if _, err := ResolvePartition(pct(bad), 3); err == nil {
+				t.Error("no error")
+			}
+		})
+	}
 }
 
 func TestResolveMaxUnavailable(t *testing.T) {

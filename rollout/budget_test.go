@@ -33,11 +33,20 @@ func TestResolveBudget(t *testing.T) {
 		{"both rounding to zero on zero replicas sets unavailable to one", ptr(s("25%")), ptr(s("25%")), 0, rollout.Budget{MaxUnavailable: 1, MaxSurge: 0}, false},
 		// 100% of 3 = 3 exactly.
 		{"a hundred percent is everything", ptr(s("100%")), ptr(s("100%")), 3, rollout.Budget{MaxUnavailable: 3, MaxSurge: 3}, false},
-		// Integers are not rounded and not clamped.
-		{"integers resolve to themselves", ptr(i(5)), ptr(i(7)), 3, rollout.Budget{MaxUnavailable: 5, MaxSurge: 7}, false},
+		// Integers are not rounded; maxUnavailable is capped at the replicas
+		// (Deployment's rule), maxSurge is not.
+		{"integers resolve to themselves below the replica count", ptr(i(2)), ptr(i(7)), 3, rollout.Budget{MaxUnavailable: 2, MaxSurge: 7}, false},
+		{"max unavailable above the replica count is capped at it", ptr(i(5)), ptr(i(0)), 3, rollout.Budget{MaxUnavailable: 3, MaxSurge: 0}, false},
+		// 150% of 4 = 6, capped at 4.
+		{"max unavailable above a hundred percent is capped at the replica count", ptr(s("150%")), ptr(i(1)), 4, rollout.Budget{MaxUnavailable: 4, MaxSurge: 1}, false},
+		// 12.5% of 8 = 1 exactly for both.
+		{"a fractional percent resolves exactly", ptr(s("12.5%")), ptr(s("12.5%")), 8, rollout.Budget{MaxUnavailable: 1, MaxSurge: 1}, false},
+		// 0.5% of 10 = 0.05: unavailable 0 -> at least 1; surge up to 1.
+		{"a small fractional percent is at least one", ptr(s("0.5%")), ptr(s("0.5%")), 10, rollout.Budget{MaxUnavailable: 1, MaxSurge: 1}, false},
+		{"a fractional zero percent and zero is rejected", ptr(s("0.0%")), ptr(i(0)), 3, rollout.Budget{}, true},
 		{"explicit zero and zero is rejected", ptr(i(0)), ptr(i(0)), 3, rollout.Budget{}, true},
 		{"explicit zero percent and zero is rejected", ptr(s("0%")), ptr(i(0)), 3, rollout.Budget{}, true},
-		{"a fractional percent is rejected", ptr(s("12.5%")), nil, 3, rollout.Budget{}, true},
+		{"a percent with an exponent is rejected", ptr(s("1e1%")), nil, 3, rollout.Budget{}, true},
 		{"a negative integer is rejected", ptr(i(-1)), nil, 3, rollout.Budget{}, true},
 		{"a bare number string is rejected", nil, ptr(s("25")), 3, rollout.Budget{}, true},
 	}
@@ -71,6 +80,11 @@ func TestResolveRatio(t *testing.T) {
 		// 150% of 4 = 6, clamped to 4.
 		{"more than a hundred percent is clamped to the total", ptr(s("150%")), 4, 4},
 		{"an integer above the total is clamped", ptr(intstr.FromInt32(9)), 4, 4},
+		// 99.99% of 10 = 9.999 rounds up to 10; 0.01% of 10 = 0.001 rounds up to 1.
+		{"a fractional percent just below a hundred rounds up", ptr(s("99.99%")), 10, 10},
+		{"a tiny fractional percent moves at least one", ptr(s("0.01%")), 10, 1},
+		// 12.5% of 8 = 1 exactly.
+		{"a fractional percent that is exact is not rounded", ptr(s("12.5%")), 8, 1},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -31,7 +31,12 @@
 // Revisions are ordered by Strategy.History, else by the integer generation before
 // "-" ([CompareRevisions]). The stable revision (where replicas held back by
 // LatestRatio run) is the newest non-target revision a replica runs, else the
-// newest History entry other than the target.
+// newest History entry other than the target. When there is none (every replica
+// runs the target and History names no other revision: a workload held at a
+// partition, or created with one), nothing can be held back: L = n, Plan creates
+// missing replicas on the target and moves none, as a StatefulSet whose current
+// and update revisions are equal does. With History naming an older revision,
+// lowering LatestRatio still rolls replicas back to it.
 //
 // One pool of replicas (all replicas; one column in group mode) toward t target
 // replicas, with floor = n - u available replicas:

@@ -128,11 +128,16 @@ func Plan(replicas []Replica, strategy Strategy) (Step, error) {
 		}
 		return Step{}, err
 	}
+	if p.stable < 0 {
+		// No older revision is known (every replica runs the target and History
+		// names none older): there is nothing to hold replicas back on, so all of
+		// them run the target, as in a StatefulSet whose current and update
+		// revisions are the same.
+		p.latest = p.n
+	}
 	p.step.Budget = p.b
 	p.rank()
-	if err := p.run(); err != nil {
-		return Step{}, err
-	}
+	p.run()
 	p.fillUpdates()
 	return p.step, nil
 }

@@ -213,13 +213,11 @@ func TestPlanRejectsBadInput(t *testing.T) {
 		{"negative replicas are rejected", one, with(func(s *rollout.Strategy) { s.Replicas = -1 }), "strategy: replicas"},
 		{"an unknown version order is rejected", one, with(func(s *rollout.Strategy) { s.VersionOrder = 9 }), "strategy: versionOrder"},
 		{"a repeated history entry is rejected", one, with(func(s *rollout.Strategy) { s.History = []string{"1-a", "1-a"} }), "strategy: history[1]"},
-		{"a fractional percent is rejected", one, with(func(s *rollout.Strategy) { s.MaxUnavailable = ptr(intstr.FromString("2.5%")) }), "strategy: maxUnavailable"},
+		{"a percent with an exponent is rejected", one, with(func(s *rollout.Strategy) { s.MaxUnavailable = ptr(intstr.FromString("2e1%")) }), "strategy: maxUnavailable"},
 		{"explicit zero budgets are rejected", one, with(func(s *rollout.Strategy) {
 			s.MaxUnavailable, s.MaxSurge = ptr(intstr.FromInt32(0)), ptr(intstr.FromInt32(0))
 		}), "both are 0"},
 		{"a malformed ratio is rejected", one, with(func(s *rollout.Strategy) { s.LatestRatio = ptr(intstr.FromString("half")) }), "strategy: latestRatio"},
-		{"a ratio with nowhere to roll back to is rejected", []rollout.Replica{{Name: "r-0", Revision: "2-b", State: ready}},
-			with(func(s *rollout.Strategy) { s.LatestRatio = ptr(intstr.FromInt32(0)) }), "none is known"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

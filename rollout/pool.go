@@ -1,12 +1,9 @@
 package rollout
 
-import (
-	"fmt"
-	"slices"
-)
+import "slices"
 
 // run picks each pool's target count and plans every pool.
-func (p *planner) run() error {
+func (p *planner) run() {
 	latest := p.latest
 	if p.s.Mode == Group {
 		latest = p.window()
@@ -21,15 +18,10 @@ func (p *planner) run() error {
 			// the window.
 			t = max(pl.latest, latest)
 		}
-		done, err := p.planPool(pl, t)
-		if err != nil {
-			return err
-		}
-		complete = complete && done
+		complete = p.planPool(pl, t) && complete
 	}
 	p.explain()
 	p.step.Complete = complete && p.step.Empty() && latest == p.latest
-	return nil
 }
 
 // window is group mode's latest count for this step: the latest version's
@@ -47,7 +39,7 @@ func (p *planner) window() int {
 
 // planPool plans one pool toward t replicas at the target revision and n-t at the
 // stable one. It reports whether the pool is already complete.
-func (p *planner) planPool(pl *pool, t int) (bool, error) {
+func (p *planner) planPool(pl *pool, t int) bool {
 	n := p.n
 	total := len(pl.units)
 	avail := pl.avail
@@ -92,9 +84,6 @@ func (p *planner) planPool(pl *pool, t int) (bool, error) {
 	// (creating does not cost availability, so the group window does not apply).
 	if missing := n - total; missing > 0 {
 		cNew := min(missing, max(0, p.latest-newCnt))
-		if missing > cNew && p.stable < 0 {
-			return false, p.noStable(n - t)
-		}
 		p.create(p.target, pl.column, cNew)
 		p.create(p.stable, pl.column, missing-cNew)
 		newCnt += cNew
@@ -111,9 +100,6 @@ func (p *planner) planPool(pl *pool, t int) (bool, error) {
 	if !forward {
 		need = newCnt - t
 		to = p.stable
-		if need > 0 && to < 0 {
-			return false, p.noStable(n - t)
-		}
 	}
 	for i := range pl.units {
 		u := &pl.units[i]
@@ -155,7 +141,7 @@ func (p *planner) planPool(pl *pool, t int) (bool, error) {
 			complete = false
 		}
 	}
-	return complete, nil
+	return complete
 }
 
 func (p *planner) create(rev int32, column string, count int) {
@@ -283,9 +269,4 @@ func (p *planner) reason(u *unit, w *waits) string {
 		return ReasonNotAvailable
 	}
 	return ""
-}
-
-func (p *planner) noStable(keep int) error {
-	return fmt.Errorf("strategy: latestRatio: %d replicas should run a revision older than %q, but none is known (set History)",
-		keep, p.s.TargetRevision)
 }

@@ -84,14 +84,17 @@ type Strategy struct {
 	// the replicas name. Optional.
 	Columns []string
 	// MaxUnavailable is how many replicas (per column in group mode) may be
-	// unavailable because of the rollout; nil means 25%. Percents round down.
+	// unavailable because of the rollout; nil means 25%. Percents round down and
+	// the result is capped at Replicas.
 	MaxUnavailable *intstr.IntOrString
 	// MaxSurge is how many replicas above Replicas may exist during the rollout; nil
 	// means 25%. Percents round up.
 	MaxSurge *intstr.IntOrString
 	// LatestRatio (a partition) is how many replicas should run TargetRevision; nil
 	// means all. Percents round up. Lowering it moves replicas back to the previous
-	// revision.
+	// revision (the newest other revision a replica runs, else the newest other
+	// History entry); when no other revision is known, every replica runs
+	// TargetRevision whatever the ratio.
 	LatestRatio *intstr.IntOrString
 	// VersionOrder picks which old version is cut first; LessFirst by default.
 	VersionOrder VersionOrder
@@ -126,11 +129,14 @@ var (
 // ResolveBudget turns maxUnavailable and maxSurge into counts out of total.
 //
 //   - nil means the default, 25%.
+//   - Percents may be fractional ("12.5%", "0.5%") and are computed exactly.
 //   - maxSurge percents round up: 25% of 10 = 2.5 -> 3.
 //   - maxUnavailable percents round down: 25% of 10 = 2.5 -> 2.
 //   - A non-zero percent of a non-zero total never resolves to 0: 20% of 3 = 0.6
 //     rounds down to 0 and becomes 1 (a 0 budget stalls the rollout).
 //   - Integers resolve to themselves; negatives and malformed percents are errors.
+//   - maxUnavailable is capped at total, as Kubernetes' Deployment does: 5 of 3
+//     replicas is 3, 150% of 4 is 4. maxSurge is not capped.
 //   - An explicit 0 and 0 (integers or "0%") is an error: nothing could move.
 //   - When both still resolve to 0 (a total of 0), maxUnavailable becomes 1, as in
 //     Kubernetes.
@@ -152,6 +158,7 @@ func ResolveBudget(maxUnavailable, maxSurge *intstr.IntOrString, total int) (Bud
 	if err != nil {
 		return Budget{}, fmt.Errorf("maxSurge: %w", err)
 	}
+	u = min(u, total)
 	if u == 0 && s == 0 {
 		u = 1
 	}
@@ -159,8 +166,9 @@ func ResolveBudget(maxUnavailable, maxSurge *intstr.IntOrString, total int) (Bud
 }
 
 // ResolveRatio returns how many of total replicas should run the target revision
-// for a LatestRatio: nil means total; percents round up (a non-zero percent of a
-// non-zero total is at least 1); the result is clamped to total.
+// for a LatestRatio: nil means total; percents may be fractional ("99.99%") and
+// round up, computed exactly (a non-zero percent of a non-zero total is at least
+// 1); the result is clamped to total.
 func ResolveRatio(ratio *intstr.IntOrString, total int) (int, error) {
 	if ratio == nil {
 		return total, nil
@@ -176,8 +184,8 @@ func isZero(v *intstr.IntOrString) bool {
 	if v.Type == intstr.Int {
 		return v.IntVal == 0
 	}
-	p, err := budget.ParsePercent(v.StrVal)
-	return err == nil && p == 0
+	p, err := budget.Parse(v.StrVal)
+	return err == nil && p.IsZero()
 }
 
 // validate checks the strategy's own fields.

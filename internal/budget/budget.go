@@ -3,10 +3,13 @@
 //
 // Rules:
 //   - An integer resolves to itself; a negative integer is an error.
-//   - A percent must be an integer followed by "%" ("25%"); "12.5%", "%", "-5%" and
-//     "25" given as a string are errors.
-//   - A percent resolves to total*p/100 rounded as the [Rule] says. Integer arithmetic
-//     only: 20% of 3 is 0.6, which is 0 rounded down and 1 rounded up.
+//   - A percent is a non-negative decimal number followed by "%": "25%", "12.5%",
+//     "99.99%", "0.01%" (OpenKruise's partition helper takes fractional percents
+//     too). Signs, exponents, spaces, "%" alone, "25" given as a string, more than
+//     [MaxPercent] and strings longer than [MaxPercentLength] are errors.
+//   - A percent resolves to total*p/100 rounded as the [Rule] says, computed
+//     exactly (no floating point): 12.5% of 8 is exactly 1; 20% of 3 is 0.6, which
+//     is 0 rounded down and 1 rounded up.
 //   - With [Rule.NonZeroPercentAtLeastOne], a percent above 0% of a total above 0 never
 //     resolves to 0 (percent budgets that round to 0 stall rollouts).
 //   - The result is never clamped to total: callers decide whether 150% is meaningful.
@@ -14,6 +17,7 @@ package budget
 
 import (
 	"fmt"
+	"math/big"
 	"strconv"
 	"strings"
 
@@ -47,6 +51,21 @@ type Rule struct {
 	NonZeroPercentAtLeastOne bool
 }
 
+// Limits on a percent string.
+const (
+	// MaxPercent is the largest percent accepted.
+	MaxPercent = 1_000_000
+	// MaxPercentLength is the longest percent string accepted, "%" included.
+	MaxPercentLength = 64
+)
+
+// Percent is a parsed percent, held exactly as a decimal: digits with the
+// decimal point dropped, and how many of them follow the point.
+type Percent struct {
+	digits string // no trailing zeros after the point; "" is zero
+	scale  int    // how many of digits are fractional
+}
+
 // Resolve returns the count v stands for out of total. A nil v resolves to 0.
 // total must not be negative.
 func Resolve(v *intstr.IntOrString, total int, rule Rule) (int, error) {
@@ -62,39 +81,113 @@ func Resolve(v *intstr.IntOrString, total int, rule Rule) (int, error) {
 		}
 		return int(v.IntVal), nil
 	}
-	p, err := ParsePercent(v.StrVal)
+	p, err := Parse(v.StrVal)
 	if err != nil {
 		return 0, err
 	}
-	return ApplyPercent(p, total, rule), nil
+	return p.Of(total, rule), nil
 }
 
-// ParsePercent parses "0%".."N%" into N. It rejects anything that is not a
-// non-negative integer followed by a single "%".
-func ParsePercent(s string) (int, error) {
-	digits, ok := strings.CutSuffix(s, "%")
+// Parse parses a percent such as "25%" or "12.5%".
+func Parse(s string) (Percent, error) {
+	if len(s) > MaxPercentLength {
+		return Percent{}, fmt.Errorf("%q is longer than %d bytes", s[:16]+"...", MaxPercentLength)
+	}
+	num, ok := strings.CutSuffix(s, "%")
 	if !ok {
-		return 0, fmt.Errorf("%q is neither an integer nor a percent like \"25%%\"", s)
+		return Percent{}, fmt.Errorf("%q is neither an integer nor a percent like \"25%%\"", s)
 	}
-	if digits == "" || strings.TrimLeft(digits, "0123456789") != "" {
-		return 0, fmt.Errorf("%q is not a whole non-negative percent", s)
+	whole, frac, dot := strings.Cut(num, ".")
+	if whole == "" || !allDigits(whole) || !allDigits(frac) || (dot && frac == "") {
+		return Percent{}, fmt.Errorf("%q is not a non-negative percent like \"25%%\" or \"12.5%%\"", s)
 	}
-	p, err := strconv.Atoi(digits)
-	if err != nil || p > 1_000_000 {
-		return 0, fmt.Errorf("%q is out of range", s)
+	whole = strings.TrimLeft(whole, "0")
+	frac = strings.TrimRight(frac, "0")
+	if len(whole) > len(strconv.Itoa(MaxPercent)) || (whole != "" && mustAtoi(whole) > MaxPercent) ||
+		(whole != "" && mustAtoi(whole) == MaxPercent && frac != "") {
+		return Percent{}, fmt.Errorf("%q is out of range (at most %d%%)", s, MaxPercent)
 	}
-	return p, nil
+	digits := strings.TrimLeft(whole+frac, "0")
+	return Percent{digits: digits, scale: len(frac)}, nil
 }
 
-// ApplyPercent returns p percent of total under rule, in integer arithmetic.
-func ApplyPercent(p, total int, rule Rule) int {
-	product := p * total
-	n := product / 100
-	if rule.Rounding == RoundUp && product%100 != 0 {
+func allDigits(s string) bool { return strings.TrimLeft(s, "0123456789") == "" }
+
+// mustAtoi converts a string of at most 7 digits.
+func mustAtoi(s string) int {
+	n, _ := strconv.Atoi(s)
+	return n
+}
+
+// IsZero reports whether p is 0%.
+func (p Percent) IsZero() bool { return p.digits == "" }
+
+// Cmp compares p with whole percent w: -1, 0 or +1.
+func (p Percent) Cmp(w int) int {
+	a, b := p.rat()
+	// p = a/b percent; compare a with w*b.
+	return a.Cmp(new(big.Int).Mul(big.NewInt(int64(w)), b))
+}
+
+// Ceil returns p rounded up to a whole percent: range checks against whole bounds
+// stay exact (Ceil() <= 100 iff p <= 100%, Ceil() >= 1 iff p > 0%).
+func (p Percent) Ceil() int {
+	a, b := p.rat()
+	q, r := new(big.Int).QuoRem(a, b, new(big.Int))
+	n := int(q.Int64()) // at most MaxPercent
+	if r.Sign() != 0 {
 		n++
 	}
-	if n == 0 && p > 0 && total > 0 && rule.NonZeroPercentAtLeastOne {
+	return n
+}
+
+// rat returns p as a fraction a/b percent, b a power of ten.
+func (p Percent) rat() (a, b *big.Int) {
+	a = new(big.Int)
+	if p.digits != "" {
+		a.SetString(p.digits, 10)
+	}
+	b = new(big.Int).Exp(big.NewInt(10), big.NewInt(int64(p.scale)), nil)
+	return a, b
+}
+
+// Of returns p percent of total under rule, exactly: total*p/100 rounded as
+// rule says.
+func (p Percent) Of(total int, rule Rule) int {
+	var n int
+	if p.scale == 0 && len(p.digits) <= 7 {
+		// A whole percent (at most MaxPercent): integer arithmetic.
+		w := 0
+		if p.digits != "" {
+			w = mustAtoi(p.digits)
+		}
+		product := w * total
+		n = product / 100
+		if rule.Rounding == RoundUp && product%100 != 0 {
+			n++
+		}
+	} else {
+		a, b := p.rat()
+		a.Mul(a, big.NewInt(int64(total)))
+		b.Mul(b, big.NewInt(100))
+		q, r := a.QuoRem(a, b, new(big.Int))
+		n = int(q.Int64()) // at most total*MaxPercent/100
+		if rule.Rounding == RoundUp && r.Sign() != 0 {
+			n++
+		}
+	}
+	if n == 0 && !p.IsZero() && total > 0 && rule.NonZeroPercentAtLeastOne {
 		n = 1
 	}
 	return n
+}
+
+// ParsePercent parses a percent ("25%", "12.5%") and returns it rounded up to a
+// whole percent (see [Percent.Ceil]), for range checks against whole bounds.
+func ParsePercent(s string) (int, error) {
+	p, err := Parse(s)
+	if err != nil {
+		return 0, err
+	}
+	return p.Ceil(), nil
 }

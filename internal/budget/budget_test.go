@@ -1,6 +1,9 @@
 package budget
 
 import (
+	"fmt"
+	"math/big"
+	"strings"
 	"testing"
 
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -39,6 +42,22 @@ func TestResolve(t *testing.T) {
 		{"150% is not clamped", ptr(pct("150%")), 4, down, 6},
 		// 33% of 10 = 3.3 -> 4 (no odd .31 threshold)
 		{"33% of 10 rounded up is 4", ptr(pct("33%")), 10, up, 4},
+		// 12.5% of 8 = 1 exactly, no rounding either way
+		{"12.5% of 8 rounded up is exactly 1", ptr(pct("12.5%")), 8, up, 1},
+		{"12.5% of 8 rounded down is exactly 1", ptr(pct("12.5%")), 8, down, 1},
+		// 99.99% of 10 = 9.999 -> 10 up, 9 down
+		{"99.99% of 10 rounded up is 10", ptr(pct("99.99%")), 10, up, 10},
+		{"99.99% of 10 rounded down is 9", ptr(pct("99.99%")), 10, down, 9},
+		// 0.01% of 10 = 0.001 -> 1 up, 0 down, 1 when at least one
+		{"0.01% of 10 rounded up is 1", ptr(pct("0.01%")), 10, up, 1},
+		{"0.01% of 10 rounded down is 0", ptr(pct("0.01%")), 10, down, 0},
+		{"0.01% of 10 rounded down at least one is 1", ptr(pct("0.01%")), 10, downAtLeastOne, 1},
+		// 1.1% of 3000 = 33 exactly; OpenKruise's float64 ceil gives 34
+		{"1.1% of 3000 rounded up is exactly 33", ptr(pct("1.1%")), 3000, up, 33},
+		// 0.07% of 10000 = 7 exactly; float64 gives 7.000000000000001 -> 8
+		{"0.07% of 10000 rounded up is exactly 7", ptr(pct("0.07%")), 10000, up, 7},
+		{"trailing zeros do not change a percent", ptr(pct("012.500%")), 8, up, 1},
+		{"0.000% is zero even at least one", ptr(pct("0.000%")), 8, downAtLeastOne, 0},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -60,7 +79,16 @@ func TestResolveRejects(t *testing.T) {
 	}{
 		{"a negative integer", intstr.FromInt32(-1)},
 		{"a percent without %", intstr.FromString("25")},
-		{"a fractional percent", intstr.FromString("12.5%")},
+		{"a percent with an exponent", intstr.FromString("1e1%")},
+		{"a percent with a sign", intstr.FromString("+5%")},
+		{"a percent with a point but no fraction", intstr.FromString("5.%")},
+		{"a percent with no whole part", intstr.FromString(".5%")},
+		{"a percent with two points", intstr.FromString("1.2.3%")},
+		{"infinity", intstr.FromString("Inf%")},
+		{"not a number", intstr.FromString("NaN%")},
+		{"a hexadecimal percent", intstr.FromString("0x10%")},
+		{"a percent just above the limit", intstr.FromString("1000000.5%")},
+		{"a percent string longer than the limit", intstr.FromString("1." + strings.Repeat("1", 70) + "%")},
 		{"a negative percent", intstr.FromString("-5%")},
 		{"a bare percent sign", intstr.FromString("%")},
 		{"two percent signs", intstr.FromString("5%%")},
@@ -79,21 +107,54 @@ func TestResolveRejects(t *testing.T) {
 	}
 }
 
-func TestApplyPercentProperties(t *testing.T) {
+func TestWholePercentOfIsFloorOrCeil(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		p := rapid.IntRange(0, 200).Draw(t, "percent")
 		total := rapid.IntRange(0, 10000).Draw(t, "total")
-		d := ApplyPercent(p, total, Rule{Rounding: RoundDown})
-		u := ApplyPercent(p, total, Rule{Rounding: RoundUp})
+		pc, err := Parse(fmt.Sprintf("%d%%", p))
+		if err != nil {
+			t.Fatal(err)
+		}
+		d := pc.Of(total, Rule{Rounding: RoundDown})
+		u := pc.Of(total, Rule{Rounding: RoundUp})
 		if d*100 > p*total || (d+1)*100 <= p*total {
 			t.Fatalf("down %d is not floor(%d*%d/100)", d, p, total)
 		}
 		if u*100 < p*total || (u-1)*100 >= p*total {
 			t.Fatalf("up %d is not ceil(%d*%d/100)", u, p, total)
 		}
-		one := ApplyPercent(p, total, Rule{NonZeroPercentAtLeastOne: true})
+		one := pc.Of(total, Rule{NonZeroPercentAtLeastOne: true})
 		if p > 0 && total > 0 && one < 1 {
 			t.Fatalf("%d%% of %d resolved to 0 with NonZeroPercentAtLeastOne", p, total)
+		}
+	})
+}
+
+// A fractional percent resolves to the exact floor or ceiling of total*p/100.
+func TestFractionalPercentOfIsExact(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		whole := rapid.IntRange(0, 300).Draw(t, "whole")
+		frac := rapid.StringMatching(`[0-9]{1,12}`).Draw(t, "fraction")
+		total := rapid.IntRange(0, MaxPercent).Draw(t, "total")
+		s := fmt.Sprintf("%d.%s", whole, frac)
+		p, err := Parse(s + "%")
+		if err != nil {
+			t.Fatal(err)
+		}
+		exact, _ := new(big.Rat).SetString(s)
+		exact.Mul(exact, big.NewRat(int64(total), 100))
+		for _, r := range []Rounding{RoundDown, RoundUp} {
+			got := big.NewRat(int64(p.Of(total, Rule{Rounding: r})), 1)
+			lo, hi := new(big.Rat).Sub(got, big.NewRat(1, 1)), new(big.Rat).Add(got, big.NewRat(1, 1))
+			if r == RoundDown && (got.Cmp(exact) > 0 || hi.Cmp(exact) <= 0) {
+				t.Fatalf("%s%% of %d down = %v, exact %v", s, total, got, exact.FloatString(6))
+			}
+			if r == RoundUp && (got.Cmp(exact) < 0 || lo.Cmp(exact) >= 0) {
+				t.Fatalf("%s%% of %d up = %v, exact %v", s, total, got, exact.FloatString(6))
+			}
+		}
+		if c := p.Cmp(whole); (c < 0) || (c == 0) != (strings.Trim(frac, "0") == "") {
+			t.Fatalf("%s%%: Cmp(%d) = %d", s, whole, c)
 		}
 	})
 }

@@ -37,6 +37,27 @@ func Counted(replicas []rollout.Replica) []*rollout.Replica {
 	return out
 }
 
+// requested is how many replicas per pool [rollout.Plan] moves to the target:
+// LatestRatio resolved, or every replica when no other revision is known (no
+// counted replica runs one and History names none).
+func requested(counted []*rollout.Replica, strategy rollout.Strategy) (int, error) {
+	want, err := rollout.ResolveRatio(strategy.LatestRatio, strategy.Replicas)
+	if err != nil {
+		return 0, err
+	}
+	for _, h := range strategy.History {
+		if h != strategy.TargetRevision {
+			return want, nil
+		}
+	}
+	for _, r := range counted {
+		if r.Revision != strategy.TargetRevision {
+			return want, nil
+		}
+	}
+	return strategy.Replicas, nil
+}
+
 type poolStat struct {
 	total, avail, latest, latestAvail int
 }
@@ -52,12 +73,11 @@ type poolStat struct {
 //   - an Update of a gang lists every member;
 //   - group mode, moving forward: no target replica is updated away or deleted, and
 //     the target count never exceeds max(its count before, the requested count).
+//
+// The requested count is LatestRatio resolved, or Replicas when no revision other
+// than the target is known (no counted replica runs one and History names none).
 func Check(before []rollout.Replica, strategy rollout.Strategy, step rollout.Step) error {
 	b, err := rollout.ResolveBudget(strategy.MaxUnavailable, strategy.MaxSurge, strategy.Replicas)
-	if err != nil {
-		return err
-	}
-	want, err := rollout.ResolveRatio(strategy.LatestRatio, strategy.Replicas)
 	if err != nil {
 		return err
 	}
@@ -68,6 +88,10 @@ func Check(before []rollout.Replica, strategy rollout.Strategy, step rollout.Ste
 		return ""
 	}
 	counted := Counted(before)
+	want, err := requested(counted, strategy)
+	if err != nil {
+		return err
+	}
 	byName := map[string]*rollout.Replica{}
 	pre := map[string]*poolStat{}
 	for _, c := range strategy.Columns {

@@ -170,9 +170,10 @@ func (s *Simulator) Run(limit int) (int, error) {
 }
 
 // Converged reports whether the replicas match what the strategy asks for: per
-// pool, Replicas replicas, the requested count at the target, all available.
+// pool, Replicas replicas, the requested count at the target (see [Check]), all
+// available.
 func Converged(replicas []rollout.Replica, strategy rollout.Strategy) error {
-	want, err := rollout.ResolveRatio(strategy.LatestRatio, strategy.Replicas)
+	want, err := requested(Counted(replicas), strategy)
 	if err != nil {
 		return err
 	}
