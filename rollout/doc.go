@@ -80,6 +80,25 @@
 // so Σ_i TargetRatio_i <= 1 holds (each column has n rows) and every column keeps
 // available_j >= n - u.
 //
+// Data releases: a replica may carry the revision of the data it serves (a
+// search index, a model, a LoRA adapter: [Replica].DataRevision) beside its pod
+// revision, and Strategy.TargetDataRevision releases data apart from pods, in
+// place, under the same availability budget, per pool:
+//
+//  1. Pods are planned first, as above. Among candidates of one old version,
+//     replicas whose data is stale go first, and every replica updated for its
+//     pod takes the target data in the same [Update] (DataFrom, DataTo): a
+//     replica under both changes goes down once and counts once.
+//  2. Then data alone (an Update with From == To): stale replicas in the same
+//     order, an unavailable one at no cost, an available one only while
+//     available - 1 >= floor. While the pool still has pod moves pending (held by
+//     the budget or the group window), a replica whose pod will move later waits
+//     to take its data then, so no replica is taken down twice.
+//
+// The floor counts a replica down once whatever changes, so pod and data
+// releases together keep available >= min(available before, n - u). Data moves
+// only in place, so a data release needs u >= 1 (Plan rejects u = 0).
+//
 // Recovery ([PlanRecover]) runs beside Plan, on the same replicas. A replica F
 // is failed when it is Failed or Lost (a gang: any member), or not ready and
 // healthy for StartTimeout, or (a gang) one member has been missing or not ready
@@ -113,8 +132,9 @@
 // checkable in your own tests with rollouttest.Check):
 //
 //   - Availability: after the step's actions, available >= min(available before,
-//     n - u), per column in group mode. Plan never takes availability below the
-//     floor, and never lowers it at all when it already is below.
+//     n - u), per column in group mode, counting a replica whose pod, data or
+//     both change once. Plan never takes availability below the floor, and never
+//     lowers it at all when it already is below.
 //   - Surge: replicas after the step <= max(replicas before, n + s), per column.
 //   - Gangs: an update moves every member of a gang.
 //   - Group mode: the latest version's count never regresses while moving forward
@@ -122,7 +142,8 @@
 //   - Progress: with no failures and replicas becoming available one reconcile
 //     after they are updated or created, a rollout (group mode included) reports
 //     Complete within ceil(n / step) + 2 reconciles, step = [Budget.Step], from
-//     any starting state; the property test checks this bound and finds it tight.
+//     any starting state, with or without a data release under way; the property
+//     test checks this bound and finds it tight.
 //   - Rollback: setting TargetRevision back, or lowering LatestRatio, converges the
 //     same way.
 //   - Recovery: a failed replica is never released before its replacement is
@@ -131,6 +152,11 @@
 //
 // # Differences from the design
 //
+//   - kube-sharding releases pod and data versions of a replica separately
+//     "while maxUnavailable holds". Here one Plan call plans both under one
+//     budget; pods take the budget first and data the rest. Data has no ratio
+//     (every replica gets TargetDataRevision) and moves only in place, never by
+//     surge; replicas Plan creates load the target data.
 //   - kube-sharding rounds percents up from .31; here maxUnavailable rounds down,
 //     maxSurge and LatestRatio round up, and a non-zero percent is at least 1.
 //   - When both budgets are 0 after rounding, kube-sharding sets surge to 1;

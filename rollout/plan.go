@@ -25,6 +25,7 @@ type unit struct {
 	avail        bool
 	partial      bool
 	recovering   bool
+	stale        bool // serves data other than Strategy.TargetDataRevision
 	done         bool // acted on in this step
 }
 
@@ -114,6 +115,9 @@ func Plan(replicas []Replica, strategy Strategy) (Step, error) {
 	if p.b, err = ResolveBudget(strategy.MaxUnavailable, strategy.MaxSurge, p.n); err != nil {
 		return Step{}, fmt.Errorf("strategy: %w", err)
 	}
+	if err := checkData(&strategy, p.b); err != nil {
+		return Step{}, err
+	}
 	if p.latest, err = ResolveRatio(strategy.LatestRatio, p.n); err != nil {
 		return Step{}, fmt.Errorf("strategy: %w", err)
 	}
@@ -139,6 +143,7 @@ func Plan(replicas []Replica, strategy Strategy) (Step, error) {
 	p.rank()
 	p.run()
 	p.fillUpdates()
+	p.fillData()
 	return p.step, nil
 }
 
@@ -346,7 +351,8 @@ func (p *planner) collect(replicas []Replica) error {
 		// A replica being replaced, and a replacement standing in for a replica
 		// already gone, are counted but left to recovery.
 		u := unit{ri: int32(i), rev: lastRank, recovering: replaced[i] || r.ReplacementFor != "",
-			priority: r.Priority, cost: r.DeletionCost}
+			priority: r.Priority, cost: r.DeletionCost,
+			stale: p.s.TargetDataRevision != "" && r.DataRevision != p.s.TargetDataRevision}
 		eff, partial, unnamed := inspectFlags(r)
 		if unnamed >= 0 {
 			return unnamedMember(r, unnamed)
@@ -495,10 +501,15 @@ func (p *planner) rank() {
 			if availBy[k*nrev+int(u.rev)] > minAvail[u.rev] {
 				surplus = 0 // cutting it does not lower its version's serving capacity
 			}
+			fresh := uint64(1)
+			if u.stale {
+				fresh = 0 // its data must change too: one update does both
+			}
 			recs = append(recs, sortRec{
-				// health (2 bits), surplus (1), version position (29), priority
-				// with its sign bit flipped so that unsigned order is signed order.
-				key:  h<<62 | surplus<<61 | uint64(pos[u.rev])<<32 | uint64(uint32(u.priority)^1<<31),
+				// health (2 bits), surplus (1), version position (28), fresh data
+				// (1), priority with its sign bit flipped so that unsigned order is
+				// signed order.
+				key:  h<<62 | surplus<<61 | uint64(pos[u.rev])<<33 | fresh<<32 | uint64(uint32(u.priority)^1<<31),
 				cost: u.cost,
 				name: namePrefix(names[u.name0:u.name1], lcp),
 				idx:  uint32(i),

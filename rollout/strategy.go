@@ -77,6 +77,13 @@ type Strategy struct {
 	// TargetRevision is the revision replicas move to. Setting it back to an older
 	// revision rolls back.
 	TargetRevision string
+	// TargetDataRevision is the data revision every replica should serve (see
+	// Replica.DataRevision); empty leaves data alone. Data moves in place under
+	// the same MaxUnavailable as pod changes: a replica whose pod revision and
+	// data both change is updated once and counted once. It applies to every
+	// replica, whatever LatestRatio; replicas Plan creates are to load it.
+	// Setting it back rolls the data back. It needs a MaxUnavailable of at least 1.
+	TargetDataRevision string
 	// Replicas is the desired count: replicas (rolling), gangs (gang), or rows per
 	// column (group).
 	Replicas int

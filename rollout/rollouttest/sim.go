@@ -27,8 +27,9 @@ type Faults struct {
 var NoFaults = Faults{Recovers: 100}
 
 // Simulator applies rollout steps to replicas, the way a controller and the
-// cluster would: an updated replica runs its new revision and is unavailable
-// until the next Settle, a created one appears unavailable, a deleted one
+// cluster would: an updated replica runs its new revision and data and is
+// unavailable until the next Settle, a created one (serving the strategy's
+// TargetDataRevision) appears unavailable, a deleted one
 // disappears. Settle then lets replicas become available, and injects failures.
 // A gang member that is missing is recreated at the next Settle, as a gang
 // controller would, and then settles like any pending member.
@@ -75,6 +76,9 @@ func (s *Simulator) Apply(step rollout.Step) {
 	for _, u := range step.Update {
 		r := &s.Replicas[idx[u.Replica]]
 		r.Revision = u.To
+		if u.DataTo != "" {
+			r.DataRevision = u.DataTo
+		}
 		r.State = pending
 		for i := range r.Members {
 			r.Members[i].Revision = u.To
@@ -89,7 +93,8 @@ func (s *Simulator) Apply(step rollout.Step) {
 	s.Replicas = slices.DeleteFunc(s.Replicas, func(r rollout.Replica) bool { return gone[r.Name] })
 	for _, c := range step.Create {
 		for range c.Count {
-			r := rollout.Replica{Name: fmt.Sprintf("sim-%d", s.created), Revision: c.Revision, Column: c.Column, State: pending}
+			r := rollout.Replica{Name: fmt.Sprintf("sim-%d", s.created), Revision: c.Revision, Column: c.Column, State: pending,
+				DataRevision: s.Strategy.TargetDataRevision}
 			s.created++
 			if s.Strategy.Mode == rollout.Gang {
 				for m := range s.GangSize {
@@ -171,7 +176,7 @@ func (s *Simulator) Run(limit int) (int, error) {
 
 // Converged reports whether the replicas match what the strategy asks for: per
 // pool, Replicas replicas, the requested count at the target (see [Check]), all
-// available.
+// available, and every replica serving TargetDataRevision when it is set.
 func Converged(replicas []rollout.Replica, strategy rollout.Strategy) error {
 	want, err := requested(Counted(replicas), strategy)
 	if err != nil {
@@ -196,6 +201,9 @@ func Converged(replicas []rollout.Replica, strategy rollout.Strategy) error {
 		}
 		if r.Revision == strategy.TargetRevision {
 			ps.latest++
+		}
+		if d := strategy.TargetDataRevision; d != "" && r.DataRevision != d {
+			return fmt.Errorf("replica %s: serves data %q, want %q", r.Name, r.DataRevision, d)
 		}
 	}
 	for c, ps := range pools {
