@@ -42,6 +42,9 @@ type Simulator struct {
 	GangSize int
 	// Faults is the failure injection rate.
 	Faults Faults
+	// Planner plans each reconcile; nil means [rollout.Plan]. Set it to check a
+	// controller's own planner against the same rules.
+	Planner Planner
 	// Reconciles counts calls to Reconcile.
 	Reconciles int
 	created    int
@@ -52,10 +55,14 @@ func NewSimulator(sc Scenario, faults Faults) *Simulator {
 	return &Simulator{Strategy: sc.Strategy, Replicas: Clone(sc.Replicas), GangSize: max(sc.GangSize, 1), Faults: faults}
 }
 
-// Reconcile plans one step, checks it with [Check], and applies it.
+// Reconcile plans one step with Planner, checks it with [Check], and applies it.
 func (s *Simulator) Reconcile() (rollout.Step, error) {
 	s.Reconciles++
-	step, err := rollout.Plan(s.Replicas, s.Strategy)
+	planner := s.Planner
+	if planner == nil {
+		planner = DefaultPlanner
+	}
+	step, err := planner.Plan(s.Replicas, s.Strategy)
 	if err != nil {
 		return step, err
 	}
