@@ -1,6 +1,7 @@
 package revision
 
 import (
+	"strings"
 	"testing"
 
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -129,5 +130,42 @@ func TestBucketOrder(t *testing.T) {
 		if got[i] != want[i] {
 			t.Fatalf("reverse: got %v, want %v", got, want)
 		}
+	}
+}
+
+// Validate takes the fractional percents ResolvePartition and
+// ResolveMaxUnavailable resolve, and still bounds them to 0%..100% (1%..100% for
+// maxUnavailable, where any percent above 0% counts).
+func TestValidateTakesFractionalPercents(t *testing.T) {
+	tests := []struct {
+		name           string
+		partition      string
+		maxUnavailable string
+		wantErr        string // "" when valid
+	}{
+		{"a fractional partition is valid", "99.99%", "", ""},
+		{"a tiny fractional partition is valid", "0.01%", "", ""},
+		{"a fractional maxUnavailable below 1% is valid", "", "0.5%", ""},
+		{"a fractional partition above 100% is invalid", "100.5%", "", "partition"},
+		{"a fractional maxUnavailable of zero is invalid", "", "0.0%", "maxUnavailable"},
+		{"a percent with an exponent is invalid", "1e1%", "", "partition"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := newSet(data("a"))
+			if tt.partition != "" {
+				v := intstr.FromString(tt.partition)
+				s.Spec.UpdateStrategy.Partition = &v
+			}
+			if tt.maxUnavailable != "" {
+				v := intstr.FromString(tt.maxUnavailable)
+				s.Spec.UpdateStrategy.MaxUnavailable = &v
+			}
+			errs := Validate(s)
+			if got := errs.ToAggregate(); (got == nil) != (tt.wantErr == "") ||
+				(got != nil && !strings.Contains(got.Error(), tt.wantErr)) {
+				t.Fatalf("Validate: %v, want an error about %q", got, tt.wantErr)
+			}
+		})
 	}
 }

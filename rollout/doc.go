@@ -56,6 +56,17 @@
 //     replicas at the revision moved to; step 1 deletes old ones once they are
 //     available.
 //
+// Group mode adds whole rows. A row serves only when all its columns run one
+// revision, so version i has W_i = min_j count_ij whole rows ([Step].Rows, with
+// the available ones). When L < n old replicas stay, and with three or more
+// revisions columns can hold different old ones (A = {3-c, 1-a}, B = {3-c, 2-b}:
+// the second row serves nothing). Once a column's target count is L, replicas
+// of an old version beyond W_i in that column (not the stable revision) move in
+// place to the stable revision, within the budget step 3 left (3b); if the floor
+// blocks them, replicas are created at the stable revision (surge) and step 1
+// then deletes the replicas beyond their rows, never the stable replicas the
+// rows need. Step.Complete requires every row whole (Σ_i W_i = n).
+//
 // Candidate order: least healthy (failed, not ready, ready but not available,
 // available), then (group mode) replicas whose version has more available replicas
 // in this column than in its weakest column (cutting those does not lower the
@@ -72,7 +83,7 @@
 // TargetRatio_i = min_j AvailableRatio_ij. The latest version's window advances
 // by one step, StepRatio = u / n (s / n when u is 0):
 //
-//	g   = min(L, min_j latestAvailable_j + step)
+//	g   = min(L, min_j latestAvailable_j + step)   (g = L once no latest_j < L)
 //	t_j = max(latest_j, g)   while moving forward (latest_j <= L)
 //	t_j = L                  when the ratio was lowered (latest_j > L): the window
 //	                         slides backward and target replicas return to stable
@@ -121,10 +132,11 @@
 //
 // Lockstep ([PlanLockstep]) moves roles r with final target counts F_r and steps
 // s_r through S = max_r ceil(F_r / s_r) steps: at step k role r runs
-// T_r(k) = floor(k F_r / S) target replicas; the next step starts when every role
-// has T_r(k) available, and each role is planned by Plan with LatestRatio
-// T_r(k+1), so old+new <= n_r + surge_r per role and no role drains its old
-// replicas before the last step.
+// T_r(k) = ceil(k F_r / S) target replicas (LeaderWorkerSet's rule, so a small
+// role beside a large one advances from the first step); the next step starts
+// when every role has T_r(k) available, and each role is planned by Plan with
+// LatestRatio T_r(k+1), so old+new <= n_r + surge_r per role. Replicas a role
+// lacks (fresh deploy, scale-up) are created at the target at once, up to F_r.
 //
 // # Invariants
 //
@@ -142,8 +154,11 @@
 //   - Progress: with no failures and replicas becoming available one reconcile
 //     after they are updated or created, a rollout (group mode included) reports
 //     Complete within ceil(n / step) + 2 reconciles, step = [Budget.Step], from
-//     any starting state, with or without a data release under way; the property
-//     test checks this bound and finds it tight.
+//     any starting state, with or without a data release under way, plus 2 in
+//     group mode when L < n (making the old rows whole may take a surge and a
+//     deletion); the property test checks this bound and finds it tight.
+//   - Group mode: a Complete step has whole rows: every version has as many
+//     replicas in each column.
 //   - Rollback: setting TargetRevision back, or lowering LatestRatio, converges the
 //     same way.
 //   - Recovery: a failed replica is never released before its replacement is

@@ -230,8 +230,9 @@ func ExamplePlanRecover_gangLost() {
 }
 
 // Prefill (4 replicas) and decode (2) advance together: S = max(4/1, 2/1) = 4
-// steps; at step 1 prefill should run floor(1*4/4) = 1 new replica and decode
-// floor(1*2/4) = 0, so decode keeps its old replicas until prefill catches up.
+// steps; at step 1 prefill should run ceil(1*4/4) = 1 new replica and decode
+// ceil(1*2/4) = 1, so both roles run the new revision from the first step; decode
+// then waits at 1 until step 3 (ceil(3*2/4) = 2).
 func ExamplePlanLockstep() {
 	role := func(name string, n int) rollout.Role {
 		var rs []rollout.Replica
@@ -254,7 +255,7 @@ func ExamplePlanLockstep() {
 	// Output:
 	// step 1 of 4
 	// prefill: latest 1, updates 1
-	// decode: latest 0, updates 0
+	// decode: latest 1, updates 1
 }
 
 // FromPods groups kthena pods into gangs by their group-name label.

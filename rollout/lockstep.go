@@ -40,24 +40,30 @@ type LockstepStep struct {
 // Each role r has a final count F_r at its target revision (its LatestRatio
 // resolved) and a step s_r ([Budget.Step]). The rollout has
 // S = max_r ceil(F_r / s_r) steps (at least 1); at step k role r should run
-// T_r(k) = floor(k * F_r / S) replicas at the target (F_r at k = S). The roles
-// are at step k when every role has at least T_r(k) available target replicas;
-// this call plans every role toward step k+1 with [Plan] and T_r(k+1) as its
-// LatestRatio (never below what the role already runs, so nothing regresses).
+// T_r(k) = ceil(k * F_r / S) replicas at the target, LeaderWorkerSet's rule
+// (newAtStep(i) = ceil(i * target / totalSteps)): rounding up means every role
+// with F_r > 0 runs a target replica from the first step, and a small role beside
+// a large one advances whenever its share grows instead of waiting for the last
+// step. The roles are at step k when every role has at least T_r(k) available
+// target replicas; this call plans every role toward step k+1 with [Plan] and
+// T_r(k+1) as its LatestRatio (never below what the role already runs, so
+// nothing regresses). In group mode a role's count is its smallest column's.
 //
-// Consequences: one role never runs ahead of another by more than one step; each
-// role's old+new stays within its desired count plus surge ([Plan]'s rule); and
-// since T_r(k) < F_r for k < S, no role drains its old replicas before the last
-// step, when all roles finish together. A role that already runs F_r target
-// replicas (it was ahead before lockstep began) is not held back, and roles that
-// roll back (more target replicas than F_r) are planned on their own.
+// Replicas a role lacks (a fresh deploy, a scale-up) are created at the target
+// revision at once, up to F_r, as StatefulSet, LeaderWorkerSet and OpenKruise do:
+// creating costs no availability, so it is not held to the step.
+//
+// Consequences: one role never runs ahead of another by more than one step,
+// except by replicas it created; each role's old+new stays within its desired
+// count plus surge ([Plan]'s rule). Since T_r(k) rounds up, a role may reach
+// F_r before step S (a role of one replica does at step 1), as in
+// LeaderWorkerSet. A role that already runs F_r target replicas (it was ahead
+// before lockstep began) is not held back, and roles that roll back (more target
+// replicas than F_r) are planned on their own.
 //
 // roles and their replicas are not modified. An error names the role.
 func PlanLockstep(roles []Role) (LockstepStep, error) {
-	type info struct {
-		final, step, have, haveAvail int
-	}
-	infos := make([]info, len(roles))
+	infos := make([]roleCount, len(roles))
 	steps := 1
 	seen := map[string]bool{}
 	for i := range roles {
@@ -69,6 +75,9 @@ func PlanLockstep(roles []Role) (LockstepStep, error) {
 		if err := r.Strategy.validate(); err != nil {
 			return LockstepStep{}, fmt.Errorf("role %s: %w", r.Name, err)
 		}
+		if len(r.Replicas) > MaxReplicas {
+			return LockstepStep{}, fmt.Errorf("role %s: replicas: %d, more than MaxReplicas %d", r.Name, len(r.Replicas), MaxReplicas)
+		}
 		b, err := ResolveBudget(r.Strategy.MaxUnavailable, r.Strategy.MaxSurge, r.Strategy.Replicas)
 		if err != nil {
 			return LockstepStep{}, fmt.Errorf("role %s: strategy: %w", r.Name, err)
@@ -77,17 +86,8 @@ func PlanLockstep(roles []Role) (LockstepStep, error) {
 		if err != nil {
 			return LockstepStep{}, fmt.Errorf("role %s: strategy: %w", r.Name, err)
 		}
-		in := info{final: f, step: max(b.Step(), 1)}
-		for j := range r.Replicas {
-			rep := &r.Replicas[j]
-			if rep.Revision != r.Strategy.TargetRevision || !live(rep) || rep.ReplacementFor != "" {
-				continue
-			}
-			in.have++
-			if counts(rep.Effective()) {
-				in.haveAvail++
-			}
-		}
+		in := countRole(r)
+		in.final, in.step = f, max(b.Step(), 1)
 		infos[i] = in
 		steps = max(steps, (f+in.step-1)/in.step)
 	}
@@ -95,7 +95,7 @@ func PlanLockstep(roles []Role) (LockstepStep, error) {
 		if k >= steps {
 			return f
 		}
-		return k * f / steps
+		return (k*f + steps - 1) / steps
 	}
 	k := steps
 	for _, in := range infos {
@@ -110,9 +110,10 @@ func PlanLockstep(roles []Role) (LockstepStep, error) {
 	for i := range roles {
 		r := &roles[i]
 		s := r.Strategy
-		t := max(at(next, infos[i].final), min(infos[i].have, infos[i].final))
-		if infos[i].have > infos[i].final {
-			t = infos[i].final
+		in := infos[i]
+		t := max(at(next, in.final), min(in.fill, in.final))
+		if in.have > in.final {
+			t = in.final
 		}
 		ratio := intstr.FromInt32(int32(t))
 		s.LatestRatio = &ratio
@@ -120,9 +121,80 @@ func PlanLockstep(roles []Role) (LockstepStep, error) {
 		if err != nil {
 			return LockstepStep{}, fmt.Errorf("role %s: %w", r.Name, err)
 		}
-		st.Complete = st.Complete && t == infos[i].final
+		st.Complete = st.Complete && t == in.final
 		out.Complete = out.Complete && st.Complete
 		out.Roles[i] = RoleStep{Name: r.Name, Step: st}
 	}
 	return out, nil
+}
+
+// roleCount is what PlanLockstep needs to know about one role.
+type roleCount struct {
+	final, step int
+	// have and haveAvail count the role's target replicas and the available
+	// ones (in group mode, its smallest column's).
+	have, haveAvail int
+	// fill is the target count once the replicas the role lacks are created at
+	// the target (in group mode, its largest column's), at least have.
+	fill int
+}
+
+// countRole counts a role's replicas as [Plan] does: terminating and
+// swapped-out replicas and replacements whose failed replica is still there are
+// not counted.
+func countRole(r *Role) roleCount {
+	type col struct{ total, have, haveAvail int }
+	byName := make(map[string]*Replica, len(r.Replicas))
+	for j := range r.Replicas {
+		byName[r.Replicas[j].Name] = &r.Replicas[j]
+	}
+	cols := map[string]*col{}
+	group := r.Strategy.Mode == Group
+	if group {
+		for _, c := range r.Strategy.Columns {
+			cols[c] = &col{}
+		}
+	} else {
+		cols[""] = &col{}
+	}
+	for j := range r.Replicas {
+		rep := &r.Replicas[j]
+		if !live(rep) {
+			continue
+		}
+		if orig, ok := byName[rep.ReplacementFor]; ok && rep.ReplacementFor != "" && live(orig) {
+			continue
+		}
+		key := ""
+		if group {
+			key = rep.Column
+		}
+		c := cols[key]
+		if c == nil {
+			c = &col{}
+			cols[key] = c
+		}
+		c.total++
+		if rep.Revision == r.Strategy.TargetRevision {
+			c.have++
+			if counts(rep.Effective()) {
+				c.haveAvail++
+			}
+		}
+	}
+	out := roleCount{have: -1, haveAvail: -1}
+	for _, c := range cols {
+		if out.have < 0 || c.have < out.have {
+			out.have = c.have
+		}
+		if out.haveAvail < 0 || c.haveAvail < out.haveAvail {
+			out.haveAvail = c.haveAvail
+		}
+		out.fill = max(out.fill, c.have+max(0, r.Strategy.Replicas-c.total))
+	}
+	if out.have < 0 {
+		// Group mode without columns: nothing to plan yet.
+		out.have, out.haveAvail = 0, 0
+	}
+	return out
 }

@@ -5,6 +5,7 @@ import (
 	"reflect"
 	"testing"
 
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"pgregory.net/rapid"
 
 	"github.com/kplan-dev/kplan/rollout"
@@ -55,15 +56,22 @@ func TestPlanLockstepMovesRolesTogether(t *testing.T) {
 				if err := rollouttest.Check(s.Replicas, s.Strategy, rs.Step); err != nil {
 					t.Fatalf("reconcile %d: role %d: %v", reconcile, i, err)
 				}
-				haveBefore, oldBefore := atTarget(s.Replicas, s.Strategy.TargetRevision)
-				s.Apply(rs.Step)
-				_, oldAfter := atTarget(s.Replicas, s.Strategy.TargetRevision)
-				want, _ := rollout.ResolveRatio(s.Strategy.LatestRatio, s.Strategy.Replicas)
-				// A role that already had its final count at the target is exempt: it
-				// was ahead before lockstep began and nothing regresses.
-				if oldAfter == 0 && oldBefore > 0 && haveBefore < want && want == s.Strategy.Replicas && step.Index < step.Steps {
-					t.Fatalf("reconcile %d: role %d drained its old replicas at step %d of %d", reconcile, i, step.Index, step.Steps)
+				haveBefore, _ := atTarget(s.Replicas, s.Strategy.TargetRevision)
+				moved := 0
+				for _, u := range rs.Step.Update {
+					if u.To == s.Strategy.TargetRevision {
+						moved++
+					}
 				}
+				// In-place moves never take a role past its share of the step,
+				// ceil(Index * F / Steps) (it may already be past it).
+				final, _ := rollout.ResolveRatio(s.Strategy.LatestRatio, s.Strategy.Replicas)
+				share := (step.Index*final + step.Steps - 1) / step.Steps
+				if moved > 0 && haveBefore+moved > max(share, haveBefore) {
+					t.Fatalf("reconcile %d: role %d moves %d to the target beside %d, past its share %d at step %d of %d",
+						reconcile, i, moved, haveBefore, share, step.Index, step.Steps)
+				}
+				s.Apply(rs.Step)
 			}
 			for _, s := range sims {
 				s.Settle(nil)
@@ -99,4 +107,196 @@ func TestPlanLockstepIsDeterministicAndDoesNotMutate(t *testing.T) {
 			}
 		}
 	})
+}
+
+// lockstepRoles draws 1-3 roles of any mode: fresh (no replicas), scaled up
+// (more replicas wanted than exist), or mid-rollout, with a small role beside a
+// large one often.
+func lockstepRoles(t *rapid.T) []*rollouttest.Simulator {
+	k := rapid.IntRange(1, 3).Draw(t, "roles")
+	sims := make([]*rollouttest.Simulator, k)
+	for i := range sims {
+		mode := rapid.SampledFrom(modes).Draw(t, "mode")
+		sc := rollouttest.ScenarioOf(mode, rollouttest.Limits{MaxReplicas: 12, MaxColumns: 2}).Draw(t, "role")
+		switch rapid.IntRange(0, 2).Draw(t, "shape") {
+		case 0:
+			sc.Replicas = nil
+		case 1:
+			sc.Strategy.Replicas += rapid.IntRange(1, 6).Draw(t, "scaleUp")
+		}
+		if rapid.Bool().Draw(t, "noHistory") {
+			sc.Strategy.History = nil
+		}
+		sims[i] = rollouttest.NewSimulator(sc, rollouttest.NoFaults)
+	}
+	return sims
+}
+
+func lockstepOf(sims []*rollouttest.Simulator) []rollout.Role {
+	out := make([]rollout.Role, len(sims))
+	for i, s := range sims {
+		out[i] = rollout.Role{Name: fmt.Sprintf("role-%d", i), Replicas: s.Replicas, Strategy: s.Strategy}
+	}
+	return out
+}
+
+// A lockstep rollout of any roles (any mode, fresh, scaled up, a small role beside
+// a large one) completes without failures within 3 reconciles per step plus 3,
+// and every role has reached its final count; replicas a role lacks are created
+// on the update revision.
+func TestPlanLockstepAlwaysCompletes(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		sims := lockstepRoles(t)
+		bound := -1
+		for reconcile := 0; bound < 0 || reconcile < bound; reconcile++ {
+			step, err := rollout.PlanLockstep(lockstepOf(sims))
+			if err != nil {
+				t.Fatalf("reconcile %d: %v", reconcile, err)
+			}
+			if bound < 0 {
+				bound = 3*step.Steps + 3
+			}
+			if step.Complete {
+				for i, s := range sims {
+					if err := rollouttest.Converged(s.Replicas, s.Strategy); err != nil {
+						t.Fatalf("role %d: %v", i, err)
+					}
+				}
+				return
+			}
+			for i, s := range sims {
+				rs := step.Roles[i].Step
+				if err := rollouttest.Check(s.Replicas, s.Strategy, rs); err != nil {
+					t.Fatalf("reconcile %d: role %d: %v", reconcile, i, err)
+				}
+				// Every role asks for its share of the step, rounded up, so a
+				// small role advances beside a large one.
+				final, _ := rollout.ResolveRatio(s.Strategy.LatestRatio, s.Strategy.Replicas)
+				if share := (step.Index*final + step.Steps - 1) / step.Steps; s.Strategy.Mode != rollout.Group && rs.Latest < share {
+					t.Fatalf("reconcile %d: role %d asks for %d at the target, below its share %d at step %d of %d",
+						reconcile, i, rs.Latest, share, step.Index, step.Steps)
+				}
+				// Replicas a role lacks are created on the update revision, up to
+				// its final count (per column in group mode).
+				for c, lack := range lacking(s.Replicas, s.Strategy) {
+					created := 0
+					for _, cr := range rs.Create {
+						if cr.Column == c && cr.Revision == s.Strategy.TargetRevision {
+							created += cr.Count
+						}
+					}
+					if created < lack {
+						t.Fatalf("reconcile %d: role %d column %q creates %d on the update revision %s, want at least %d: %v",
+							reconcile, i, c, created, s.Strategy.TargetRevision, lack, rs.Create)
+					}
+				}
+				s.Apply(rs)
+			}
+			for _, s := range sims {
+				s.Settle(nil)
+			}
+		}
+		t.Fatalf("lockstep rollout not complete after %d reconciles", bound)
+	})
+}
+
+func TestPlanLockstepCreatesOnTheUpdateRevision(t *testing.T) {
+	role := func(name string, have, want int, history []string) rollout.Role {
+		return rollout.Role{Name: name, Replicas: replicasAt(name, have, "1-a", ready), Strategy: rollout.Strategy{
+			TargetRevision: "2-b", Replicas: want, History: history,
+			MaxUnavailable: ptr(intstr.FromInt32(1)), MaxSurge: ptr(intstr.FromInt32(0)),
+		}}
+	}
+	history := []string{"1-a", "2-b"}
+	tests := []struct {
+		name  string
+		roles []rollout.Role
+		want  []string // per role: its actions
+	}{
+		{
+			name:  "a fresh deploy without history creates every replica on the update revision in one step",
+			roles: []rollout.Role{role("prefill", 0, 4, nil), role("decode", 0, 2, nil)},
+			want:  []string{"update [] create [{2-b  4}] delete []", "update [] create [{2-b  2}] delete []"},
+		},
+		{
+			name:  "a fresh deploy with history creates every replica on the update revision in one step",
+			roles: []rollout.Role{role("prefill", 0, 4, history), role("decode", 0, 2, history)},
+			want:  []string{"update [] create [{2-b  4}] delete []", "update [] create [{2-b  2}] delete []"},
+		},
+		{
+			// S = 6 steps; step 1: prefill ceil(6/6) = 1 at the target, but the two
+			// replicas it lacks are created there at once; decode updates 1.
+			name:  "a scale-up creates the new replicas on the update revision",
+			roles: []rollout.Role{role("prefill", 4, 6, history), role("decode", 2, 2, history)},
+			want:  []string{"update [] create [{2-b  2}] delete []", "update [decode-0->2-b] create [] delete []"},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			step, err := rollout.PlanLockstep(tt.roles)
+			if err != nil {
+				t.Fatalf("PlanLockstep: %v", err)
+			}
+			for i, rs := range step.Roles {
+				if got := actions(rs.Step); got != tt.want[i] {
+					t.Errorf("role %s: got %s, want %s", rs.Name, got, tt.want[i])
+				}
+			}
+		})
+	}
+}
+
+// A role of 1 or 2 replicas beside one of 10 moves at the first step (LWS rounds
+// each role's share up), instead of waiting for the last.
+func TestPlanLockstepSmallRoleAdvancesAtTheFirstStep(t *testing.T) {
+	for _, small := range []int{1, 2} {
+		t.Run(fmt.Sprintf("a role of %d beside a role of 10", small), func(t *testing.T) {
+			role := func(name string, n int) rollout.Role {
+				return rollout.Role{Name: name, Replicas: replicasAt(name, n, "1-a", ready), Strategy: rollout.Strategy{
+					TargetRevision: "2-b", Replicas: n, History: []string{"1-a", "2-b"},
+					MaxUnavailable: ptr(intstr.FromInt32(1)), MaxSurge: ptr(intstr.FromInt32(0)),
+				}}
+			}
+			step, err := rollout.PlanLockstep([]rollout.Role{role("decode", 10), role("prefill", small)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if step.Index != 1 || step.Steps != 10 {
+				t.Fatalf("step %d of %d, want 1 of 10", step.Index, step.Steps)
+			}
+			for _, rs := range step.Roles {
+				if len(rs.Step.Update) != 1 || rs.Step.Latest != 1 {
+					t.Errorf("role %s: %s with latest %d, want one update", rs.Name, actions(rs.Step), rs.Step.Latest)
+				}
+			}
+		})
+	}
+}
+
+// lacking returns, per column ("" outside group mode), how many replicas a role
+// lacks that its final count at the target still needs: min(missing, F - have).
+func lacking(rs []rollout.Replica, s rollout.Strategy) map[string]int {
+	final, _ := rollout.ResolveRatio(s.LatestRatio, s.Replicas)
+	total, have := map[string]int{}, map[string]int{}
+	for _, c := range s.Columns {
+		total[c] = 0
+	}
+	if s.Mode != rollout.Group {
+		total[""] = 0
+	}
+	for _, r := range rollouttest.Counted(rs) {
+		c := ""
+		if s.Mode == rollout.Group {
+			c = r.Column
+		}
+		total[c]++
+		if r.Revision == s.TargetRevision {
+			have[c]++
+		}
+	}
+	out := map[string]int{}
+	for c, n := range total {
+		out[c] = max(0, min(s.Replicas-n, final-have[c]))
+	}
+	return out
 }

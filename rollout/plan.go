@@ -27,6 +27,7 @@ type unit struct {
 	recovering   bool
 	stale        bool // serves data other than Strategy.TargetDataRevision
 	done         bool // acted on in this step
+	rowWait      bool // group mode: beyond its version's whole rows, kept by the floor
 }
 
 // pool is the set of replicas one availability floor applies to: all replicas in
@@ -59,7 +60,10 @@ type planner struct {
 	replicas []Replica // the caller's, only read
 	names    []byte    // natural keys of all names, see unit.name0
 	updated  []int32   // replica of each Step.Update, see fillUpdates
-	touched  uint32    // sum of the slots read ahead; kept so they are read
+	// Group mode: countBy[k*len(revs.names)+v] is how many replicas of version
+	// v pool k has, rowMin[v] its minimum over pools (v's whole rows).
+	countBy, rowMin []int
+	touched         uint32 // sum of the slots read ahead; kept so they are read
 }
 
 // nameBatch is how many names collect hashes ahead of using them.
@@ -440,22 +444,46 @@ func (p *planner) rank() {
 	nrev := len(p.revs.names)
 	// availability of each version per pool, and its minimum over pools.
 	availBy := make([]int, nrev*len(p.pools))
+	var countBy []int // group mode: replicas of each version per pool
+	if p.s.Mode == Group {
+		countBy = make([]int, nrev*len(p.pools))
+	}
 	for k := range p.pools {
 		for i := range p.pools[k].units {
-			if u := &p.pools[k].units[i]; u.avail {
+			u := &p.pools[k].units[i]
+			if u.avail {
 				availBy[k*nrev+int(u.rev)]++
+			}
+			if countBy != nil {
+				countBy[k*nrev+int(u.rev)]++
 			}
 		}
 	}
-	minAvail := make([]int, nrev)
-	for v := range nrev {
-		m := -1
-		for k := range p.pools {
-			if a := availBy[k*nrev+v]; m < 0 || a < m {
-				m = a
+	minOver := func(by []int) []int {
+		out := make([]int, nrev)
+		for v := range nrev {
+			m := -1
+			for k := range p.pools {
+				if a := by[k*nrev+v]; m < 0 || a < m {
+					m = a
+				}
+			}
+			out[v] = max(m, 0)
+		}
+		return out
+	}
+	minAvail := minOver(availBy)
+	if countBy != nil {
+		p.countBy, p.rowMin = countBy, minOver(countBy)
+		for v := range nrev {
+			present := false
+			for k := range p.pools {
+				present = present || countBy[k*nrev+v] > 0
+			}
+			if present {
+				p.step.Rows = append(p.step.Rows, RevisionRows{Revision: p.revs.names[v], Rows: p.rowMin[v], AvailableRows: minAvail[v]})
 			}
 		}
-		minAvail[v] = max(m, 0)
 	}
 	// position of each old version in the cut order.
 	order := make([]int, nrev)

@@ -42,13 +42,15 @@ var (
 type PodOptions struct {
 	// Labels names the labels to read; the zero value means [DefaultLabels].
 	Labels PodLabels
-	// MinReadySeconds is how long a pod must be ready to be available. When it is
-	// above 0, Now must be set.
+	// MinReadySeconds is how long a pod must be ready to be available; it must not
+	// be negative. When it is above 0, Now must be set.
 	MinReadySeconds int32
 	// Now is the time availability is judged at.
 	Now time.Time
 	// GangSize is how many members a gang should have; missing members are added
-	// with Missing set. 0 means gangs have as many members as they have pods.
+	// with Missing set. 0 means gangs have as many members as they have pods. It
+	// must not be negative, and the gangs found times GangSize must not exceed
+	// [MaxReplicas] (members are allocated for every missing pod).
 	GangSize int
 	// MissingSince maps a gang name to when the caller first saw one of its members
 	// missing; it becomes the missing members' UnreadySince.
@@ -74,6 +76,18 @@ func FromPods(pods []*corev1.Pod, opts PodOptions) ([]Replica, error) {
 	}
 	if opts.Labels.Revision == "" {
 		return nil, fmt.Errorf("options: labels.revision: must not be empty")
+	}
+	if opts.MinReadySeconds < 0 {
+		return nil, fmt.Errorf("options: minReadySeconds: %d is negative", opts.MinReadySeconds)
+	}
+	if opts.GangSize < 0 {
+		return nil, fmt.Errorf("options: gangSize: %d is negative", opts.GangSize)
+	}
+	if opts.GangSize > MaxReplicas {
+		return nil, fmt.Errorf("options: gangSize: %d, more than MaxReplicas %d", opts.GangSize, MaxReplicas)
+	}
+	if len(pods) > MaxReplicas {
+		return nil, fmt.Errorf("pods: %d, more than MaxReplicas %d", len(pods), MaxReplicas)
 	}
 	if opts.MinReadySeconds > 0 && opts.Now.IsZero() {
 		return nil, fmt.Errorf("options: now: must be set when minReadySeconds is %d", opts.MinReadySeconds)
@@ -110,6 +124,11 @@ func FromPods(pods []*corev1.Pod, opts PodOptions) ([]Replica, error) {
 		r.Priority = max(r.Priority, prio)
 		r.DeletionCost = max(r.DeletionCost, cost)
 		r.Members = append(r.Members, Member{Name: pod.Name, Revision: rev, State: st})
+	}
+	if opts.Labels.Gang != "" && opts.GangSize > 0 && len(out)*opts.GangSize > MaxReplicas {
+		// Checked before any missing member is allocated.
+		return nil, fmt.Errorf("options: gangSize: %d gangs of %d members are %d members, more than MaxReplicas %d",
+			len(out), opts.GangSize, len(out)*opts.GangSize, MaxReplicas)
 	}
 	// In name order, so that the first gang over gangSize is the same for any order
 	// of pods.

@@ -1,6 +1,7 @@
 package rollout_test
 
 import (
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -113,6 +114,9 @@ func TestFromPodsGangs(t *testing.T) {
 
 func TestFromPodsRejectsBadInput(t *testing.T) {
 	good := podfixture.Pod("default", "web-0", podfixture.Labels(revLabel, "1-a"))
+	gangPod := func(name, gang string) *corev1.Pod {
+		return podfixture.Pod("default", name, podfixture.Labels(revLabel, "1", "gang", gang))
+	}
 	tests := []struct {
 		name string
 		pods []*corev1.Pod
@@ -132,10 +136,27 @@ func TestFromPodsRejectsBadInput(t *testing.T) {
 			podfixture.Pod("default", "a", podfixture.Labels(revLabel, "1", "gang", "g")),
 			podfixture.Pod("default", "b", podfixture.Labels(revLabel, "1", "gang", "g"))},
 			rollout.PodOptions{Labels: rollout.PodLabels{Revision: revLabel, Gang: "gang"}, GangSize: 1}, "gang g: 2 members"},
+		{"a negative minReadySeconds is rejected", []*corev1.Pod{good}, rollout.PodOptions{MinReadySeconds: -5, Now: time.Unix(1, 0)},
+			"options: minReadySeconds: -5 is negative"},
+		{"a negative gangSize is rejected", []*corev1.Pod{good}, rollout.PodOptions{GangSize: -1}, "options: gangSize: -1 is negative"},
+		// 1<<21 members for one pod allocated about 5 GB before.
+		{"a gangSize above MaxReplicas is rejected before allocating", []*corev1.Pod{gangPod("a", "g")},
+			rollout.PodOptions{Labels: rollout.PodLabels{Revision: revLabel, Gang: "gang"}, GangSize: 1 << 21},
+			"options: gangSize: 2097152, more than MaxReplicas 1048576"},
+		{"gangs times gangSize above MaxReplicas is rejected before allocating", []*corev1.Pod{gangPod("a", "g"), gangPod("b", "h")},
+			rollout.PodOptions{Labels: rollout.PodLabels{Revision: revLabel, Gang: "gang"}, GangSize: 1 << 20},
+			"options: gangSize: 2 gangs of 1048576 members are 2097152 members, more than MaxReplicas 1048576"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			var before runtime.MemStats
+			runtime.ReadMemStats(&before)
 			_, err := rollout.FromPods(tt.pods, tt.opts)
+			var after runtime.MemStats
+			runtime.ReadMemStats(&after)
+			if grew := after.TotalAlloc - before.TotalAlloc; grew > 1<<20 {
+				t.Errorf("allocated %d bytes to reject the input", grew)
+			}
 			if err == nil || !strings.Contains(err.Error(), tt.want) {
 				t.Fatalf("error %v, want one containing %q", err, tt.want)
 			}

@@ -18,34 +18,87 @@ func (p *planner) run() {
 			// the window.
 			t = max(pl.latest, latest)
 		}
-		complete = p.planPool(pl, t) && complete
+		complete = p.planPool(k, t) && complete
 	}
 	complete = p.planData() && complete
 	p.explain()
-	p.step.Complete = complete && p.step.Empty() && latest == p.latest
+	p.step.Complete = complete && p.step.Empty() && latest == p.latest && p.wholeRows()
+}
+
+// wholeRows reports whether every row is whole (group mode): for every version,
+// each column runs as many replicas of it as the others, so the versions' whole
+// rows add up to Replicas. Always true in other modes.
+func (p *planner) wholeRows() bool {
+	if p.rowMin == nil || len(p.pools) == 0 {
+		return true
+	}
+	rows := 0
+	for _, m := range p.rowMin {
+		rows += m
+	}
+	return rows == p.n
+}
+
+// rowExtra returns, in group mode with a stable revision and LatestRatio below
+// Replicas (so some replicas stay old), how many replicas of
+// each version other than the target and the stable one pool k runs beyond
+// that version's whole rows: they serve in no whole row and move to the stable
+// revision. nil otherwise.
+func (p *planner) rowExtra(k int) []int {
+	if p.rowMin == nil || p.stable < 0 || p.latest >= p.n {
+		return nil
+	}
+	nrev := len(p.rowMin)
+	extra := make([]int, nrev)
+	for v := range nrev {
+		if int32(v) != p.target && int32(v) != p.stable {
+			extra[v] = p.countBy[k*nrev+v] - p.rowMin[v]
+		}
+	}
+	return extra
 }
 
 // window is group mode's latest count for this step: the latest version's
 // availability TargetRatio_n = min over columns of its available replicas, plus one
-// step, capped at the requested count.
+// step, capped at the requested count. Once no column is below the requested
+// count (the ratio was lowered, or the rollout is done), it is the requested
+// count: every column is planned toward it.
 func (p *planner) window() int {
-	t := -1
+	t, below := -1, false
 	for k := range p.pools {
 		if a := p.pools[k].latestAvail; t < 0 || a < t {
 			t = a
 		}
+		below = below || p.pools[k].latest < p.latest
+	}
+	if !below {
+		return p.latest
 	}
 	return min(p.latest, max(t, 0)+p.b.Step())
 }
 
 // planPool plans one pool toward t replicas at the target revision and n-t at the
 // stable one. It reports whether the pool is already complete.
-func (p *planner) planPool(pl *pool, t int) bool {
+func (p *planner) planPool(k, t int) bool {
+	pl := &p.pools[k]
 	n := p.n
 	total := len(pl.units)
 	avail := pl.avail
 	newCnt := pl.latest
 	oldCnt := total - newCnt
+	// Group mode: replicas beyond their version's whole rows (see rowExtra), and
+	// the stable revision's quota once those rows are made whole.
+	extra := p.rowExtra(k)
+	stableCnt, stableQuota := 0, 0
+	if extra != nil {
+		stableQuota = n - t
+		for v, m := range p.rowMin {
+			if int32(v) != p.target && int32(v) != p.stable {
+				stableQuota -= m
+			}
+		}
+		stableCnt = p.countBy[k*len(p.rowMin)+int(p.stable)]
+	}
 	// 1. Surplus: delete over-quota replicas, unavailable first, keeping the floor.
 	newOver, oldOver := 0, 0
 	if excess := total - n; excess > 0 {
@@ -59,6 +112,11 @@ func (p *planner) planPool(pl *pool, t int) bool {
 			if u.recovering || (isNew && newOver == 0) || (!isNew && oldOver == 0) {
 				continue
 			}
+			if extra != nil && u.rev == p.stable && stableCnt <= stableQuota {
+				// Keep the stable replicas whole rows need (created to replace
+				// replicas beyond their rows); delete those replicas instead.
+				continue
+			}
 			if u.avail {
 				if avail-1 < p.minAvail {
 					continue
@@ -67,6 +125,13 @@ func (p *planner) planPool(pl *pool, t int) bool {
 			}
 			u.done = true
 			p.step.Delete = append(p.step.Delete, p.replica(u).Name)
+			if extra != nil {
+				if u.rev == p.stable {
+					stableCnt--
+				} else if !isNew && extra[u.rev] > 0 {
+					extra[u.rev]--
+				}
+			}
 			excess--
 			if excess == 0 {
 				newOver, oldOver = 0, 0
@@ -122,7 +187,43 @@ func (p *planner) planPool(pl *pool, t int) bool {
 			avail--
 		}
 		p.update(u, p.revs.names[to], pl.column)
+		if extra != nil && extra[u.rev] > 0 {
+			extra[u.rev]--
+		}
 		need--
+	}
+	// 3b. Group mode, when the column's target is the requested count (so the
+	// old replicas left stay old): move replicas beyond their version's whole
+	// rows to the stable revision with the budget step 3 left, so that every row
+	// is whole (a row serves only when all its columns run one revision).
+	if t == p.latest && extra != nil {
+		for i := range pl.units {
+			u := &pl.units[i]
+			if u.done || u.recovering || extra[u.rev] <= 0 {
+				continue
+			}
+			if u.avail {
+				if avail-1 < p.minAvail {
+					u.rowWait = true
+					continue
+				}
+				avail--
+			}
+			p.update(u, p.revs.names[p.stable], pl.column)
+			extra[u.rev]--
+		}
+		// When the floor blocks them, surge at the stable revision as step 4
+		// does; the replicas beyond their rows are deleted by step 1 once the new
+		// ones are available. Replicas above n already stand in for some.
+		left := -max(0, total-n)
+		for _, e := range extra {
+			left += max(e, 0)
+		}
+		if room := n + p.b.MaxSurge - total; need == 0 && left > 0 && room > 0 {
+			c := min(left, room)
+			p.create(p.stable, pl.column, c)
+			total += c
+		}
 	}
 	// 4. Surge: when the floor blocks in-place moves, create replicas above n.
 	short := need
@@ -261,6 +362,8 @@ func (p *planner) reason(u *unit, w *waits) string {
 		return ReasonRecovering
 	case (isNew && w.newOver) || (!isNew && w.oldOver):
 		return ReasonScaleDown
+	case u.rowWait:
+		return ReasonBudget
 	case w.short > 0 && w.forward != isNew:
 		w.short--
 		return ReasonBudget

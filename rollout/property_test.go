@@ -20,7 +20,13 @@ func progressBound(s rollout.Strategy) int {
 	step := max(b.Step(), 1)
 	// ceil(n/step) reconciles that move a batch each, one that finds the last batch
 	// available, one that reports Complete. Tight: +1 fails.
-	return (s.Replicas+step-1)/step + 2
+	bound := (s.Replicas+step-1)/step + 2
+	if want, _ := rollout.ResolveRatio(s.LatestRatio, s.Replicas); s.Mode == rollout.Group && want < s.Replicas {
+		// Old replicas stay: making their rows whole may take a surge and a
+		// deletion more. Tight: +1 fails.
+		bound += 2
+	}
+	return bound
 }
 
 func TestPlanKeepsInvariantsUnderFailures(t *testing.T) {

@@ -68,7 +68,8 @@ type Step struct {
 	Waiting []Wait
 	// Complete is true when nothing is left to do: the desired count exists, the
 	// requested share runs TargetRevision, every replica serves
-	// TargetDataRevision (when set), and every replica is available.
+	// TargetDataRevision (when set), every replica is available, and (group
+	// mode) every row is whole: in each row all columns run one revision.
 	Complete bool
 	// Budget is the strategy's budget resolved against Replicas (per column in
 	// group mode).
@@ -77,6 +78,23 @@ type Step struct {
 	// TargetRevision once this step's actions are done: the requested LatestRatio
 	// in rolling and gang mode, the window's position in group mode.
 	Latest int
+	// Rows is, in group mode, each revision's whole rows as observed (before this
+	// step's actions), oldest revision first, for every revision some replica
+	// runs; nil in other modes. A row serves only when all its columns run one
+	// revision, so a revision's serving capacity is its AvailableRows.
+	Rows []RevisionRows
+}
+
+// RevisionRows is how many whole rows of one revision a group has: the fewest
+// of its replicas in any column.
+type RevisionRows struct {
+	// Revision is the revision.
+	Revision string
+	// Rows is the fewest replicas running Revision in any column.
+	Rows int
+	// AvailableRows is the fewest available replicas running Revision in any
+	// column: the rows that can serve now.
+	AvailableRows int
 }
 
 // Empty reports whether the step asks for no action.

@@ -37,12 +37,23 @@ func (m Mode) String() string {
 }
 
 // VersionOrder says which old version loses replicas first when there are several.
+//
+// It applies after health (unhealthy replicas always go first). In group mode,
+// one rule comes before it: in each column, replicas of a version that has more
+// available replicas in that column than in its least available column (so they
+// serve in no whole row) are cut first, whatever the order, since cutting them
+// costs no serving capacity; the order then applies to the rest. So with
+// columns A = {1-a, 2-b, 2-b} and B = {1-a, 1-a, 2-b}, A cuts a 2-b and B a 1-a
+// first under every order.
 type VersionOrder int
 
 const (
-	// LessFirst cuts the least available old version first (kube-sharding's default);
-	// among equally available old versions the newest goes first (the
-	// second-newest revision overall when rolling forward).
+	// LessFirst cuts the least available old version first (kube-sharding's
+	// default); among equally available old versions the newest goes first (the
+	// second-newest revision overall when rolling forward). A version's
+	// availability is its available replicas; in group mode, the fewest in any
+	// column (its available whole rows), and replicas beyond those rows go first
+	// (see [VersionOrder]).
 	LessFirst VersionOrder = iota
 	// LatestFirst cuts the second-newest version first.
 	LatestFirst

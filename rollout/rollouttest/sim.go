@@ -2,6 +2,7 @@ package rollouttest
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 
 	"pgregory.net/rapid"
@@ -219,6 +220,40 @@ func Converged(replicas []rollout.Replica, strategy rollout.Strategy) error {
 				c, ps.total, ps.avail, ps.latest, strategy.TargetRevision, strategy.Replicas, want)
 		}
 	}
+	if strategy.Mode == rollout.Group {
+		return WholeRows(replicas, strategy)
+	}
+	return nil
+}
+
+// WholeRows reports whether every row of a group is whole: for every revision,
+// each column (Strategy.Columns and those the counted replicas name) runs as
+// many replicas of it as every other column.
+func WholeRows(replicas []rollout.Replica, strategy rollout.Strategy) error {
+	byCol := map[string]map[string]int{}
+	for _, c := range strategy.Columns {
+		byCol[c] = map[string]int{}
+	}
+	revs := map[string]bool{}
+	for _, r := range Counted(replicas) {
+		if byCol[r.Column] == nil {
+			byCol[r.Column] = map[string]int{}
+		}
+		byCol[r.Column][r.Revision]++
+		revs[r.Revision] = true
+	}
+	cols := make([]string, 0, len(byCol))
+	for c := range byCol {
+		cols = append(cols, c)
+	}
+	slices.Sort(cols)
+	for _, rev := range slices.Sorted(maps.Keys(revs)) {
+		for _, c := range cols[1:] {
+			if a, b := byCol[cols[0]][rev], byCol[c][rev]; a != b {
+				return fmt.Errorf("revision %s: %d replicas in column %q but %d in %q: some rows mix revisions", rev, a, cols[0], b, c)
+			}
+		}
+	}
 	return nil
 }
 
@@ -226,13 +261,23 @@ func Converged(replicas []rollout.Replica, strategy rollout.Strategy) error {
 // rollout in a world without faults, where every replica becomes available one
 // Settle after it is updated, created or recreated: ceil(n / step) + 2, with n =
 // Strategy.Replicas and step = [rollout.Budget.Step] (at least 1): one reconcile
-// per batch, one that finds the last batch available, one that reports Complete.
-// It is 0 when the strategy's budgets do not resolve.
+// per batch, one that finds the last batch available, one that reports Complete;
+// plus 2 in group mode when LatestRatio keeps old replicas (making their rows
+// whole may take a surge and a deletion more). It is 0 when the strategy's
+// budgets or ratio do not resolve.
 func ProgressBound(s rollout.Strategy) int {
 	b, err := rollout.ResolveBudget(s.MaxUnavailable, s.MaxSurge, s.Replicas)
 	if err != nil {
 		return 0
 	}
+	want, err := rollout.ResolveRatio(s.LatestRatio, s.Replicas)
+	if err != nil {
+		return 0
+	}
 	step := max(b.Step(), 1)
-	return (s.Replicas+step-1)/step + 2
+	bound := (s.Replicas+step-1)/step + 2
+	if s.Mode == rollout.Group && want < s.Replicas {
+		bound += 2
+	}
+	return bound
 }
