@@ -152,9 +152,11 @@ func TestExhaustiveFullScopes(t *testing.T) {
 		{Mode: rollout.Rolling, Replicas: 3, Revisions: 2, DataRevisions: 2},
 		{Mode: rollout.Gang, Replicas: 2, Extra: 1, Columns: 2, Revisions: 2, Missing: true,
 			States: []rollout.State{available, notReady, {Failed: true}}},
-		{Mode: rollout.Group, Replicas: 2, Extra: 1, Columns: 2, Revisions: 2},
+		{Mode: rollout.Group, Replicas: 1, Extra: 1, Columns: 2, Revisions: 2},
+		{Mode: rollout.Group, Replicas: 2, Columns: 2, Revisions: 2},
 		{Mode: rollout.Group, Replicas: 2, Columns: 3, Revisions: 3, States: []rollout.State{available, notReady}},
 	}
+	total, all := 0, time.Now()
 	for _, sc := range scopes {
 		start := time.Now()
 		rep, err := (&rollouttest.Exhaustive{Scope: sc, AcceptError: acceptKPlanErrors}).Run()
@@ -162,7 +164,9 @@ func TestExhaustiveFullScopes(t *testing.T) {
 			t.Fatal(err)
 		}
 		t.Logf("%+v\n  %+v in %s", sc, rep, time.Since(start).Round(time.Millisecond))
+		total += rep.Scenarios
 	}
+	t.Logf("%d scenarios in all, %s", total, time.Since(all).Round(time.Second))
 }
 
 // TestExhaustiveCatchesBadPlanners: planners that break one rule each are
