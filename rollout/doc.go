@@ -140,8 +140,9 @@
 //
 // # Invariants
 //
-// These hold for every Step (tested with rapid at 1000 cases per property, and
-// checkable in your own tests with rollouttest.Check):
+// These hold for every Step (tested with rapid at 1000 cases per property and
+// over every state of small scopes with rollouttest.Exhaustive, and checkable in
+// your own tests with rollouttest.Check):
 //
 //   - Availability: after the step's actions, available >= min(available before,
 //     n - u), per column in group mode, counting a replica whose pod, data or

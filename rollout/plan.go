@@ -108,8 +108,8 @@ const (
 // ignored; a replica being replaced, or a replacement whose failed replica is
 // gone, is counted but never touched. Bad input (empty
 // or repeated names, an empty revision, a gang without members, a group replica
-// without a column, malformed budgets) returns an error naming the replica and
-// field.
+// without a column, malformed budgets, a TargetDataRevision with maxUnavailable
+// 0) returns an error naming the replica and field.
 func Plan(replicas []Replica, strategy Strategy) (Step, error) {
 	p := planner{s: &strategy, n: strategy.Replicas}
 	if err := strategy.validate(); err != nil {
