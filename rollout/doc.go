@@ -25,9 +25,13 @@
 // # Algorithm
 //
 // Budgets ([ResolveBudget]): with n = Strategy.Replicas (rows per column in group
-// mode), u = maxUnavailable rounded down, s = maxSurge rounded up, a non-zero
-// percent never resolving to 0, explicit 0/0 rejected, and u = 1 when both are 0.
-// The requested latest count is L = LatestRatio of n rounded up (nil = n).
+// mode), u = maxUnavailable rounded down and capped at n (Deployment's rule),
+// s = maxSurge rounded up, a non-zero percent never resolving to 0, explicit 0/0
+// rejected, and u = 1 when both are 0. The requested latest count is
+// L = LatestRatio of n rounded up (nil = n). Percents may be fractional ("12.5%",
+// "99.99%", as OpenKruise's partitions) and are computed exactly, where
+// OpenKruise's float64 arithmetic can round one too high (1.1% of 3000 is 33,
+// not 34).
 // Revisions are ordered by Strategy.History, else by the integer generation before
 // "-" ([CompareRevisions]). The stable revision (where replicas held back by
 // LatestRatio run) is the newest non-target revision a replica runs, else the

@@ -129,6 +129,41 @@ func ExamplePlan_group() {
 	// window: 2
 }
 
+// A row serves only when all its columns run one revision. Here the second row
+// mixes 1-a (column a) and 2-b (column b): Step.Rows shows no whole row for
+// either, the plan is not complete, and a's 1-a moves to 2-b, the revision the
+// replicas LatestRatio holds back run.
+func ExamplePlan_groupRows() {
+	replicas := []rollout.Replica{
+		{Name: "a-0", Column: "a", Revision: "3-c", State: ready},
+		{Name: "a-1", Column: "a", Revision: "1-a", State: ready},
+		{Name: "b-0", Column: "b", Revision: "3-c", State: ready},
+		{Name: "b-1", Column: "b", Revision: "2-b", State: ready},
+	}
+	step, err := rollout.Plan(replicas, rollout.Strategy{
+		Mode:           rollout.Group,
+		TargetRevision: "3-c",
+		Replicas:       2,
+		LatestRatio:    ptr(intstr.FromInt32(1)),
+		History:        []string{"1-a", "2-b", "3-c"},
+		MaxUnavailable: ptr(intstr.FromInt32(1)),
+		MaxSurge:       ptr(intstr.FromInt32(0)),
+	})
+	if err != nil {
+		panic(err)
+	}
+	for _, r := range step.Rows {
+		fmt.Printf("%s: %d whole rows, %d available\n", r.Revision, r.Rows, r.AvailableRows)
+	}
+	show(step)
+	// Output:
+	// 1-a: 0 whole rows, 0 available
+	// 2-b: 0 whole rows, 0 available
+	// 3-c: 1 whole rows, 1 available
+	// update a-1 1-a -> 2-b
+	// complete: false
+}
+
 // Lowering LatestRatio rolls back: with 50% of 4 = 2 wanted at the target and 4
 // there, two go back to the previous revision, one at a time (maxUnavailable 1).
 func ExamplePlan_rollback() {

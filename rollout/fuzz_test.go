@@ -3,6 +3,7 @@ package rollout_test
 import (
 	"fmt"
 	"math"
+	"math/big"
 	"reflect"
 	"slices"
 	"strconv"
@@ -132,7 +133,8 @@ func FuzzResolveBudget(f *testing.F) {
 	}{
 		{"25%", "25%", 10}, {"20%", "0", 3}, {"0", "0", 5}, {"0%", "0%", 5}, {"0", "1", 1},
 		{"0%", "0%", 0}, {"-1", "1", 3}, {"1.5%", "1", 3}, {"%", "", 1}, {"100%", "100%", 7},
-		{"1000001%", "1", 3}, {"50 %", "1", 4}, {"3", "2%", 0},
+		{"1000001%", "1", 3}, {"50 %", "1", 4}, {"3", "2%", 0}, {"12.5%", "0.01%", 8}, {"99.99%", "1e1%", 10},
+		{"10", "0", 7}, {"150%", "1", 4},
 	} {
 		f.Add(seed.u, seed.s, seed.total)
 	}
@@ -150,26 +152,34 @@ func FuzzResolveBudget(f *testing.F) {
 			t.Fatalf("ResolveBudget(%q, %q, %d) = %+v: negative or nothing can move", us, ss, total, b)
 		}
 		check := func(field string, v intstr.IntOrString, got int, up bool) {
+			var lo, hi int64
 			if v.Type == intstr.Int {
-				if got != int(v.IntVal) && !(field == "maxUnavailable" && got == 1) {
-					t.Fatalf("%s %d resolved to %d", field, v.IntVal, got)
+				lo, hi = int64(v.IntVal), int64(v.IntVal)
+			} else {
+				// The percent was accepted: a decimal number. Its exact share of total.
+				exact, ok := new(big.Rat).SetString(strings.TrimSuffix(v.StrVal, "%"))
+				if !ok {
+					t.Fatalf("%s %q accepted but not a decimal", field, v.StrVal)
 				}
-				return
-			}
-			p, _ := strconv.Atoi(strings.TrimSuffix(v.StrVal, "%"))
-			exact := float64(p) * float64(total) / 100
-			lo, hi := math.Floor(exact), math.Floor(exact)
-			if up {
-				lo, hi = math.Ceil(exact), math.Ceil(exact)
-			}
-			if p > 0 && total > 0 && hi == 0 {
-				lo, hi = 1, 1 // a non-zero percent never resolves to 0
+				nonZero := exact.Sign() > 0
+				exact.Mul(exact, big.NewRat(int64(total), 100))
+				q := new(big.Int).Quo(exact.Num(), exact.Denom())
+				lo = q.Int64()
+				if up && !exact.IsInt() {
+					lo++
+				}
+				hi = lo
+				if nonZero && total > 0 && hi == 0 {
+					lo, hi = 1, 1 // a non-zero percent never resolves to 0
+				}
 			}
 			if field == "maxUnavailable" {
-				hi = max(hi, 1) // both zero after rounding: maxUnavailable becomes 1
+				// Capped at total as Deployment does; both zero after rounding:
+				// maxUnavailable becomes 1.
+				lo, hi = min(lo, int64(total)), max(min(hi, int64(total)), 1)
 			}
-			if float64(got) < lo || float64(got) > hi {
-				t.Fatalf("%s %q of %d resolved to %d, want %v..%v", field, v.StrVal, total, got, lo, hi)
+			if int64(got) < lo || int64(got) > hi {
+				t.Fatalf("%s %q of %d resolved to %d, want %v..%v", field, v.String(), total, got, lo, hi)
 			}
 		}
 		check("maxUnavailable", u, b.MaxUnavailable, false)

@@ -76,7 +76,8 @@ type Step struct {
 	Budget Budget
 	// Latest is how many replicas (per column in group mode) should run
 	// TargetRevision once this step's actions are done: the requested LatestRatio
-	// in rolling and gang mode, the window's position in group mode.
+	// in rolling and gang mode, the window's position in group mode (the
+	// requested count once no column runs fewer).
 	Latest int
 	// Rows is, in group mode, each revision's whole rows as observed (before this
 	// step's actions), oldest revision first, for every revision some replica
