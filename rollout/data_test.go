@@ -2,6 +2,7 @@ package rollout_test
 
 import (
 	"fmt"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -230,6 +231,27 @@ func TestPodAndDataReleasesCompleteWithinBound(t *testing.T) {
 				}
 				if err := rollouttest.Converged(sim.Replicas, sim.Strategy); err != nil {
 					t.Fatal(err)
+				}
+			})
+		})
+	}
+}
+
+func TestPlanWithDataIsDeterministicAndDoesNotMutate(t *testing.T) {
+	for _, mode := range modes {
+		t.Run(fmt.Sprintf("mode %s", mode), func(t *testing.T) {
+			rapid.Check(t, func(t *rapid.T) {
+				lim := rollouttest.DefaultLimits
+				lim.Data = true
+				sc := rollouttest.ScenarioOf(mode, lim).Draw(t, "scenario")
+				before := rollouttest.Clone(sc.Replicas)
+				want, err1 := rollout.Plan(sc.Replicas, sc.Strategy)
+				got, err2 := rollout.Plan(rollouttest.Shuffled(t, sc.Replicas), sc.Strategy)
+				if fmt.Sprint(err1) != fmt.Sprint(err2) || !reflect.DeepEqual(want, got) {
+					t.Fatalf("shuffled input gives another step:\n%+v\n%+v", want, got)
+				}
+				if !reflect.DeepEqual(before, sc.Replicas) {
+					t.Fatal("Plan modified its input")
 				}
 			})
 		})
