@@ -75,9 +75,10 @@
 // available), then (group mode) replicas whose version has more available replicas
 // in this column than in its weakest column (cutting those does not lower the
 // version's serving capacity), then old version per [VersionOrder] (LessFirst:
-// the version with the least availability, min over columns; LatestFirst:
-// second-newest; OldFirst: oldest), then [CompareReplicas]: priority, deletion
-// cost, name in natural order.
+// the version with the least availability, min over columns, and on ties the
+// newest, that is the second-newest revision overall; LatestFirst: second-newest;
+// OldFirst: oldest), then [CompareReplicas]: priority, deletion cost, name in
+// natural order.
 //
 // Rolling mode plans one pool with t = L. Gang mode is rolling mode over gangs: a
 // gang's state is its worst member's ([Replica.Effective]), and an [Update] lists
@@ -94,6 +95,25 @@
 // so Σ_i TargetRatio_i <= 1 holds (each column has n rows) and every column keeps
 // available_j >= n - u.
 //
+// Data releases: a replica may carry the revision of the data it serves (a
+// search index, a model, a LoRA adapter: [Replica].DataRevision) beside its pod
+// revision, and Strategy.TargetDataRevision releases data apart from pods, in
+// place, under the same availability budget, per pool:
+//
+//  1. Pods are planned first, as above. Among candidates of one old version,
+//     replicas whose data is stale go first, and every replica updated for its
+//     pod takes the target data in the same [Update] (DataFrom, DataTo): a
+//     replica under both changes goes down once and counts once.
+//  2. Then data alone (an Update with From == To): stale replicas in the same
+//     order, an unavailable one at no cost, an available one only while
+//     available - 1 >= floor. While the pool still has pod moves pending (held by
+//     the budget or the group window), a replica whose pod will move later waits
+//     to take its data then, so no replica is taken down twice.
+//
+// The floor counts a replica down once whatever changes, so pod and data
+// releases together keep available >= min(available before, n - u). Data moves
+// only in place, so a data release needs u >= 1 (Plan rejects u = 0).
+//
 // Recovery ([PlanRecover]) runs beside Plan, on the same replicas. A replica F
 // is failed when it is Failed or Lost (a gang: any member), or not ready and
 // healthy for StartTimeout, or (a gang) one member has been missing or not ready
@@ -101,13 +121,16 @@
 //
 //	start a replacement R for F   if F has none and inFlight < MaxParallel and
 //	                              started(now-Window, now] < MaxPerWindow
-//	swap R in (F.SwappedAt = now) if R is serving: a gang's R has as many members
-//	                              as F, every one present, ready and healthy
+//	swap R in (F.SwappedAt = now) if R is serving and F is still failed: a
+//	                              gang's R has as many members as F, every one
+//	                              present, ready and healthy
+//	cancel R                      if R failed, or F is no longer failed
 //	release F                     when now - F.SwappedAt >= ReleaseDelay
 //
 // A gang is always replaced whole: its replacement lists every member, and a
-// gang is swapped only once all of them serve. Under DeleteThenCreate F is
-// released when R starts; NoRecover only reports. Plan counts F in place of R
+// gang is swapped only once all of them serve. A replica that is not failed is
+// never swapped out. Under DeleteThenCreate F is released when R starts;
+// NoRecover only reports, and freezes recovery another strategy started. Plan counts F in place of R
 // until the swap and touches neither, so recovery never spends the rolling
 // budget.
 //
@@ -121,12 +144,14 @@
 //
 // # Invariants
 //
-// These hold for every Step (tested with rapid at 1000 cases per property, and
-// checkable in your own tests with rollouttest.Check):
+// These hold for every Step (tested with rapid at 1000 cases per property and
+// over every state of small scopes with rollouttest.Exhaustive, and checkable in
+// your own tests with rollouttest.Check):
 //
 //   - Availability: after the step's actions, available >= min(available before,
-//     n - u), per column in group mode. Plan never takes availability below the
-//     floor, and never lowers it at all when it already is below.
+//     n - u), per column in group mode, counting a replica whose pod, data or
+//     both change once. Plan never takes availability below the floor, and never
+//     lowers it at all when it already is below.
 //   - Surge: replicas after the step <= max(replicas before, n + s), per column.
 //   - Gangs: an update moves every member of a gang.
 //   - Group mode: the latest version's count never regresses while moving forward
@@ -134,9 +159,9 @@
 //   - Progress: with no failures and replicas becoming available one reconcile
 //     after they are updated or created, a rollout (group mode included) reports
 //     Complete within ceil(n / step) + 2 reconciles, step = [Budget.Step], from
-//     any starting state, plus 2 in group mode when L < n (making the old rows
-//     whole may take a surge and a deletion); the property test checks this
-//     bound and finds it tight.
+//     any starting state, with or without a data release under way, plus 2 in
+//     group mode when L < n (making the old rows whole may take a surge and a
+//     deletion); the property test checks this bound and finds it tight.
 //   - Group mode: a Complete step has whole rows: every version has as many
 //     replicas in each column.
 //   - Rollback: setting TargetRevision back, or lowering LatestRatio, converges the
@@ -147,6 +172,11 @@
 //
 // # Differences from the design
 //
+//   - kube-sharding releases pod and data versions of a replica separately
+//     "while maxUnavailable holds". Here one Plan call plans both under one
+//     budget; pods take the budget first and data the rest. Data has no ratio
+//     (every replica gets TargetDataRevision) and moves only in place, never by
+//     surge; replicas Plan creates load the target data.
 //   - kube-sharding rounds percents up from .31; here maxUnavailable rounds down,
 //     maxSurge and LatestRatio round up, and a non-zero percent is at least 1.
 //   - When both budgets are 0 after rounding, kube-sharding sets surge to 1;

@@ -415,3 +415,44 @@ func ExampleResolveRatio() {
 	// 10 <nil>
 	// true
 }
+
+// A search service releases a new index (data "idx-7") while its pods move to
+// 2-b, under one maxUnavailable of 1 out of 4. search-0 needs both changes and
+// takes them in one update; once the pods are done, data moves alone (From ==
+// To). Every reconcile takes exactly one replica down.
+func ExamplePlan_data() {
+	replicas := []rollout.Replica{
+		{Name: "search-0", Revision: "1-a", DataRevision: "idx-6", State: ready},
+		{Name: "search-1", Revision: "2-b", DataRevision: "idx-6", State: ready},
+		{Name: "search-2", Revision: "2-b", DataRevision: "idx-6", State: ready},
+		{Name: "search-3", Revision: "2-b", DataRevision: "idx-7", State: ready},
+	}
+	s := rollout.Strategy{TargetRevision: "2-b", TargetDataRevision: "idx-7", Replicas: 4,
+		MaxUnavailable: ptr(intstr.FromInt32(1)), MaxSurge: ptr(intstr.FromInt32(0))}
+	for range 4 {
+		step, err := rollout.Plan(replicas, s)
+		if err != nil {
+			panic(err)
+		}
+		for _, u := range step.Update {
+			fmt.Printf("update %s: pod %s -> %s, data %s -> %s\n", u.Replica, u.From, u.To, u.DataFrom, u.DataTo)
+		}
+		if step.Complete {
+			fmt.Println("complete")
+			break
+		}
+		// The controller applies the step; the replica is available by the next reconcile.
+		for _, u := range step.Update {
+			for i := range replicas {
+				if replicas[i].Name == u.Replica {
+					replicas[i].Revision, replicas[i].DataRevision = u.To, u.DataTo
+				}
+			}
+		}
+	}
+	// Output:
+	// update search-0: pod 1-a -> 2-b, data idx-6 -> idx-7
+	// update search-1: pod 2-b -> 2-b, data idx-6 -> idx-7
+	// update search-2: pod 2-b -> 2-b, data idx-6 -> idx-7
+	// complete
+}

@@ -272,7 +272,9 @@ func FuzzPlan(f *testing.F) {
 	f.Add([]byte(strings.Repeat("\x02\x07\xff\x00", 32)))
 	f.Fuzz(rapid.MakeFuzz(func(t *rapid.T) {
 		mode := rollout.Mode(rapid.IntRange(0, 2).Draw(t, "mode"))
-		sc := rollouttest.ScenarioOf(mode, rollouttest.DefaultLimits).Draw(t, "scenario")
+		lim := rollouttest.DefaultLimits
+		lim.Data = rapid.Bool().Draw(t, "data")
+		sc := rollouttest.ScenarioOf(mode, lim).Draw(t, "scenario")
 		step, err := rollout.Plan(sc.Replicas, sc.Strategy)
 		if err != nil {
 			t.Fatalf("valid scenario rejected: %v", err)

@@ -25,6 +25,7 @@ type unit struct {
 	avail        bool
 	partial      bool
 	recovering   bool
+	stale        bool // serves data other than Strategy.TargetDataRevision
 	done         bool // acted on in this step
 	rowWait      bool // group mode: beyond its version's whole rows, kept by the floor
 }
@@ -107,8 +108,8 @@ const (
 // ignored; a replica being replaced, or a replacement whose failed replica is
 // gone, is counted but never touched. Bad input (empty
 // or repeated names, an empty revision, a gang without members, a group replica
-// without a column, malformed budgets) returns an error naming the replica and
-// field.
+// without a column, malformed budgets, a TargetDataRevision with maxUnavailable
+// 0) returns an error naming the replica and field.
 func Plan(replicas []Replica, strategy Strategy) (Step, error) {
 	p := planner{s: &strategy, n: strategy.Replicas}
 	if err := strategy.validate(); err != nil {
@@ -117,6 +118,9 @@ func Plan(replicas []Replica, strategy Strategy) (Step, error) {
 	var err error
 	if p.b, err = ResolveBudget(strategy.MaxUnavailable, strategy.MaxSurge, p.n); err != nil {
 		return Step{}, fmt.Errorf("strategy: %w", err)
+	}
+	if err := checkData(&strategy, p.b); err != nil {
+		return Step{}, err
 	}
 	if p.latest, err = ResolveRatio(strategy.LatestRatio, p.n); err != nil {
 		return Step{}, fmt.Errorf("strategy: %w", err)
@@ -143,6 +147,7 @@ func Plan(replicas []Replica, strategy Strategy) (Step, error) {
 	p.rank()
 	p.run()
 	p.fillUpdates()
+	p.fillData()
 	return p.step, nil
 }
 
@@ -350,7 +355,8 @@ func (p *planner) collect(replicas []Replica) error {
 		// A replica being replaced, and a replacement standing in for a replica
 		// already gone, are counted but left to recovery.
 		u := unit{ri: int32(i), rev: lastRank, recovering: replaced[i] || r.ReplacementFor != "",
-			priority: r.Priority, cost: r.DeletionCost}
+			priority: r.Priority, cost: r.DeletionCost,
+			stale: p.s.TargetDataRevision != "" && r.DataRevision != p.s.TargetDataRevision}
 		eff, partial, unnamed := inspectFlags(r)
 		if unnamed >= 0 {
 			return unnamedMember(r, unnamed)
@@ -492,6 +498,9 @@ func (p *planner) rank() {
 			if c := cmp.Compare(minAvail[a], minAvail[b]); c != 0 {
 				return c
 			}
+			// Equally available: the newest old version (the second-newest
+			// overall in a forward rollout) first, as kube-sharding does.
+			return cmp.Compare(b, a)
 		}
 		return cmp.Compare(a, b)
 	})
@@ -520,10 +529,15 @@ func (p *planner) rank() {
 			if availBy[k*nrev+int(u.rev)] > minAvail[u.rev] {
 				surplus = 0 // cutting it does not lower its version's serving capacity
 			}
+			fresh := uint64(1)
+			if u.stale {
+				fresh = 0 // its data must change too: one update does both
+			}
 			recs = append(recs, sortRec{
-				// health (2 bits), surplus (1), version position (29), priority
-				// with its sign bit flipped so that unsigned order is signed order.
-				key:  h<<62 | surplus<<61 | uint64(pos[u.rev])<<32 | uint64(uint32(u.priority)^1<<31),
+				// health (2 bits), surplus (1), version position (28), fresh data
+				// (1), priority with its sign bit flipped so that unsigned order is
+				// signed order.
+				key:  h<<62 | surplus<<61 | uint64(pos[u.rev])<<33 | fresh<<32 | uint64(uint32(u.priority)^1<<31),
 				cost: u.cost,
 				name: namePrefix(names[u.name0:u.name1], lcp),
 				idx:  uint32(i),

@@ -20,6 +20,9 @@ type PodLabels struct {
 	Gang string
 	// Column holds a single pod's column (group mode); empty means none.
 	Column string
+	// DataRevision holds the revision of the data a pod serves (index, model,
+	// LoRA adapter), read into [Replica].DataRevision; empty means none is read.
+	DataRevision string
 }
 
 // DeletionCostAnnotation is read into [Replica.DeletionCost].
@@ -65,7 +68,9 @@ type PodOptions struct {
 // ErrImagePull or CreateContainerConfigError; Failed is phase Failed or Succeeded
 // (the process exited); Lost is status reason NodeLost; Terminating is a deletion
 // timestamp. Priority is spec.priority and DeletionCost the
-// controller.kubernetes.io/pod-deletion-cost annotation.
+// controller.kubernetes.io/pod-deletion-cost annotation. With
+// opts.Labels.DataRevision set, DataRevision is that label (a gang's: the value
+// all its pods carry, empty when they differ).
 //
 // A gang's revision is the one most of its members run (the newest by
 // [CompareRevisions] on ties); its members are in natural name order. Replicas are
@@ -108,8 +113,12 @@ func FromPods(pods []*corev1.Pod, opts PodOptions) ([]Replica, error) {
 		if pod.Spec.Priority != nil {
 			prio = *pod.Spec.Priority
 		}
+		var data string
+		if opts.Labels.DataRevision != "" {
+			data = pod.Labels[opts.Labels.DataRevision]
+		}
 		if opts.Labels.Gang == "" {
-			out = append(out, Replica{Name: pod.Name, Revision: rev, State: st, Priority: prio,
+			out = append(out, Replica{Name: pod.Name, Revision: rev, DataRevision: data, State: st, Priority: prio,
 				DeletionCost: cost, Column: pod.Labels[opts.Labels.Column]})
 			continue
 		}
@@ -118,9 +127,14 @@ func FromPods(pods []*corev1.Pod, opts PodOptions) ([]Replica, error) {
 		if !ok {
 			k = len(out)
 			gangs[g] = k
-			out = append(out, Replica{Name: g, Priority: prio, DeletionCost: cost})
+			out = append(out, Replica{Name: g, DataRevision: data, Priority: prio, DeletionCost: cost})
 		}
 		r := &out[k]
+		if r.DataRevision != data {
+			// Members serving different data: the gang serves no one data
+			// revision, so a data release moves it.
+			r.DataRevision = ""
+		}
 		r.Priority = max(r.Priority, prio)
 		r.DeletionCost = max(r.DeletionCost, cost)
 		r.Members = append(r.Members, Member{Name: pod.Name, Revision: rev, State: st})

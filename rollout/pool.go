@@ -20,6 +20,7 @@ func (p *planner) run() {
 		}
 		complete = p.planPool(k, t) && complete
 	}
+	complete = p.planData() && complete
 	p.explain()
 	p.step.Complete = complete && p.step.Empty() && latest == p.latest && p.wholeRows()
 }
@@ -368,6 +369,8 @@ func (p *planner) reason(u *unit, w *waits) string {
 		return ReasonBudget
 	case w.window && !isNew:
 		return ReasonWindow
+	case u.stale:
+		return ReasonBudget // its data change waits for the budget
 	case !u.avail:
 		return ReasonNotAvailable
 	}

@@ -18,7 +18,8 @@ const (
 	// DeleteThenCreate releases the failed replica first and starts its replacement
 	// in the same step (for services that cannot run two copies).
 	DeleteThenCreate
-	// NoRecover only reports failed replicas.
+	// NoRecover only reports failed replicas: nothing is started, swapped,
+	// released or cancelled, and recovery left by another strategy waits.
 	NoRecover
 )
 
@@ -160,9 +161,15 @@ func timedOut(since time.Time, d time.Duration, now time.Time) bool {
 //     create-then-delete never deletes F before its replacement is ready.
 //   - F swapped out (SwappedAt set): Release once ReleaseDelay has passed.
 //
-// A replacement whose F recovered (serving, not failed) or that failed itself is
-// cancelled. Recovery does not use the rolling budget: [Plan] counts F in place
-// of R until the swap and never touches F or R.
+// A replacement is cancelled when it failed itself, or when its F is no longer
+// failed at now: F recovered, or F is not ready but not failed either (for
+// example StartTimeout was raised or turned off, or a gang's missing member came
+// back and has not timed out again). Only a failed F is ever swapped out; if F
+// fails again later, a new replacement starts. NoRecover only reports: it
+// starts, swaps, releases and cancels nothing, and replacements and swapped-out
+// replicas left by another strategy wait (ReasonNoRecover) until the strategy
+// changes back. Recovery does not use the rolling budget: [Plan] counts F in
+// place of R until the swap and never touches F or R.
 //
 // replicas is not modified; the result does not depend on its order.
 func PlanRecover(replicas []Replica, policy RecoverPolicy, now time.Time) (RecoverStep, error) {
@@ -218,6 +225,10 @@ func PlanRecover(replicas []Replica, policy RecoverPolicy, now time.Time) (Recov
 		switch {
 		case r.State.Terminating:
 			continue
+		case policy.Strategy == NoRecover && (r.ReplacementFor != "" || !r.SwappedAt.IsZero()):
+			// NoRecover freezes recovery started under another strategy.
+			out.Waiting = append(out.Waiting, Wait{Replica: r.Name, Reason: ReasonNoRecover})
+			continue
 		case !r.SwappedAt.IsZero():
 			if now.Sub(r.SwappedAt) >= policy.ReleaseDelay {
 				out.Release = append(out.Release, r.Name)
@@ -235,7 +246,10 @@ func PlanRecover(replicas []Replica, policy RecoverPolicy, now time.Time) (Recov
 				continue
 			}
 			if ok {
-				if _, oldFailed := FailureReason(old, policy, now); !oldFailed && old.Effective().serving() {
+				// A replacement exists only for a failed replica: once its replica
+				// is no longer failed (it recovered, or the policy no longer counts
+				// it failed), the replacement is cancelled, never swapped in.
+				if _, oldFailed := FailureReason(old, policy, now); !oldFailed {
 					out.Cancel = append(out.Cancel, r.Name)
 					continue
 				}

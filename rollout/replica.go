@@ -52,6 +52,11 @@ type Replica struct {
 	Name string
 	// Revision is the revision the replica runs (for a gang: should run).
 	Revision string
+	// DataRevision is the revision of the data the replica serves (a search
+	// index, a model, a LoRA adapter), released apart from Revision; for a gang,
+	// the data all its members serve. Read only when the strategy sets
+	// TargetDataRevision.
+	DataRevision string
 	// State is the replica's observed state. For a gang it is ignored, except
 	// Terminating and Failed, and the gang's state is its worst member's.
 	State State

@@ -10,10 +10,17 @@ type Update struct {
 	Column string
 	// Members lists every member of a gang replica: all of them move together.
 	Members []string
+	// DataFrom is the data revision the replica serves now and DataTo the one it
+	// should serve after this update; both are set only when the strategy sets
+	// TargetDataRevision, and DataTo is then always that. An update with From
+	// equal to To moves only the data; one with both pairs different moves both
+	// at once, and takes the replica down once.
+	DataFrom, DataTo string
 }
 
 // Create asks the caller to create Count new replicas (gangs in gang mode) at
-// Revision, in Column (group mode). The caller names them.
+// Revision, in Column (group mode), serving Strategy.TargetDataRevision when it
+// is set. The caller names them.
 type Create struct {
 	// Revision is the revision the new replicas run.
 	Revision string
@@ -60,7 +67,8 @@ type Step struct {
 	// Waiting explains every replica that still has to change but was left alone.
 	Waiting []Wait
 	// Complete is true when nothing is left to do: the desired count exists, the
-	// requested share runs TargetRevision, every replica is available, and (group
+	// requested share runs TargetRevision, every replica serves
+	// TargetDataRevision (when set), every replica is available, and (group
 	// mode) every row is whole: in each row all columns run one revision.
 	Complete bool
 	// Budget is the strategy's budget resolved against Replicas (per column in

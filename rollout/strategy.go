@@ -49,9 +49,11 @@ type VersionOrder int
 
 const (
 	// LessFirst cuts the least available old version first (kube-sharding's
-	// default), older first on ties. A version's availability is its available
-	// replicas; in group mode, the fewest in any column (its available whole
-	// rows), and replicas beyond those rows go first (see [VersionOrder]).
+	// default); among equally available old versions the newest goes first (the
+	// second-newest revision overall when rolling forward). A version's
+	// availability is its available replicas; in group mode, the fewest in any
+	// column (its available whole rows), and replicas beyond those rows go first
+	// (see [VersionOrder]).
 	LessFirst VersionOrder = iota
 	// LatestFirst cuts the second-newest version first.
 	LatestFirst
@@ -86,6 +88,13 @@ type Strategy struct {
 	// TargetRevision is the revision replicas move to. Setting it back to an older
 	// revision rolls back.
 	TargetRevision string
+	// TargetDataRevision is the data revision every replica should serve (see
+	// Replica.DataRevision); empty leaves data alone. Data moves in place under
+	// the same MaxUnavailable as pod changes: a replica whose pod revision and
+	// data both change is updated once and counted once. It applies to every
+	// replica, whatever LatestRatio; replicas Plan creates are to load it.
+	// Setting it back rolls the data back. It needs a MaxUnavailable of at least 1.
+	TargetDataRevision string
 	// Replicas is the desired count: replicas (rolling), gangs (gang), or rows per
 	// column (group).
 	Replicas int

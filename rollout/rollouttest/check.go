@@ -65,10 +65,14 @@ type poolStat struct {
 // Check verifies that step, planned by [rollout.Plan] for before under strategy,
 // keeps the rollout invariants, and returns the first violation:
 //
-//   - every Update and Delete names a counted replica, at most once;
+//   - every Update and Delete names a counted replica, at most once: a replica
+//     whose pod revision and data both change is updated once;
 //   - availability after the actions >= min(availability before, n - maxUnavailable),
 //     per column in group mode (an updated or deleted replica is unavailable,
-//     a created one is not yet available);
+//     whether its pod revision, its data or both change; a created one is not
+//     yet available);
+//   - an Update's DataFrom is the replica's DataRevision and its DataTo the
+//     strategy's TargetDataRevision; both are empty when that is;
 //   - replicas after the actions <= max(replicas before, n + maxSurge), per column;
 //   - an Update of a gang lists every member;
 //   - group mode, moving forward: no target replica is updated away or deleted, and
@@ -168,6 +172,13 @@ func Check(before []rollout.Replica, strategy rollout.Strategy, step rollout.Ste
 		}
 		if u.From != r.Revision {
 			return fmt.Errorf("update of %s: from %q, but it runs %q", r.Name, u.From, r.Revision)
+		}
+		if strategy.TargetDataRevision == "" && (u.DataFrom != "" || u.DataTo != "") {
+			return fmt.Errorf("update of %s: moves data %q -> %q, but the strategy does not manage data", r.Name, u.DataFrom, u.DataTo)
+		}
+		if strategy.TargetDataRevision != "" && (u.DataFrom != r.DataRevision || u.DataTo != strategy.TargetDataRevision) {
+			return fmt.Errorf("update of %s: data %q -> %q, but it serves %q and the target is %q",
+				r.Name, u.DataFrom, u.DataTo, r.DataRevision, strategy.TargetDataRevision)
 		}
 	}
 	for _, name := range step.Delete {

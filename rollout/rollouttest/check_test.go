@@ -293,3 +293,60 @@ func TestShuffledKeepsEveryReplica(t *testing.T) {
 		}
 	})
 }
+
+// TestSimulatorRecreatesMissingGangMembers: a gang whose members are missing
+// (its only one, or one of two, at the target or an old revision) is whole
+// again after a Settle, and the rollout completes within its bound.
+func TestSimulatorRecreatesMissingGangMembers(t *testing.T) {
+	tests := []struct {
+		name    string
+		members int
+		missing []int
+		rev     string
+	}{
+		{"a gang whose only member is missing, at the target", 1, []int{0}, "2-b"},
+		{"a gang with one of two members missing, at the target", 2, []int{1}, "2-b"},
+		{"a gang with both members missing, at an old revision", 2, []int{0, 1}, "1-a"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			rs := fleet("g", 2, tt.rev, "", tt.members)
+			for _, m := range tt.missing {
+				rs[0].Members[m] = rollout.Member{Name: rs[0].Members[m].Name, Missing: true}
+			}
+			s := rollout.Strategy{Mode: rollout.Gang, TargetRevision: "2-b", Replicas: 2,
+				MaxUnavailable: ptr(intstr.FromInt32(1)), MaxSurge: ptr(intstr.FromInt32(0))}
+			sim := rollouttest.NewSimulator(rollouttest.Scenario{Strategy: s, Replicas: rs, GangSize: tt.members}, rollouttest.NoFaults)
+			if _, err := sim.Run(rollouttest.ProgressBound(s)); err != nil {
+				t.Fatal(err)
+			}
+			if err := rollouttest.Converged(sim.Replicas, s); err != nil {
+				t.Fatal(err)
+			}
+			for _, m := range sim.Replicas[0].Members {
+				if m.Missing {
+					t.Fatalf("member %s still missing", m.Name)
+				}
+			}
+		})
+	}
+}
+
+// TestScenarioOfDrawsMissingGangMembers: the generator meets users' tests with
+// missing members, so a simulator or controller that ignores them is caught.
+func TestScenarioOfDrawsMissingGangMembers(t *testing.T) {
+	gen := rollouttest.ScenarioOf(rollout.Gang, rollouttest.DefaultLimits)
+	missing := 0
+	for seed := range 200 {
+		for _, r := range gen.Example(seed).Replicas {
+			for _, m := range r.Members {
+				if m.Missing {
+					missing++
+				}
+			}
+		}
+	}
+	if missing == 0 {
+		t.Fatal("200 gang scenarios without a missing member")
+	}
+}

@@ -116,3 +116,20 @@ func ExampleScenarioOf() {
 	fmt.Println("scenarios: 100, violations:", violations)
 	// Output: scenarios: 100, violations: 0
 }
+
+// Exhaustive runs a planner (here rollout.Plan) over every state of a small
+// scope: up to 2 replicas, 2 revisions, each replica available, ready, not ready
+// or failed, every budget, ratio and target, with and without History. Every
+// first step keeps the invariants and every rollout completes within
+// ProgressBound. A planner of your own plugs in as Planner.
+func ExampleExhaustive() {
+	e := rollouttest.Exhaustive{Scope: rollouttest.Scope{Mode: rollout.Rolling, Replicas: 2, Revisions: 2,
+		VersionOrders: []rollout.VersionOrder{rollout.LessFirst}}}
+	rep, err := e.Run()
+	fmt.Println(err)
+	fmt.Printf("%d states x strategies = %d scenarios, at most %d reconciles each\n",
+		rep.States, rep.Scenarios, rep.MaxReconciles)
+	// Output:
+	// <nil>
+	// 44 states x strategies = 4896 scenarios, at most 4 reconciles each
+}

@@ -30,7 +30,14 @@ type Limits struct {
 	MaxReplicas int
 	// MaxColumns bounds columns (group mode) and gang size (gang mode).
 	MaxColumns int
+	// Data makes [ScenarioOf] release data too: replicas serve one of
+	// [DataRevisions] (or none), the strategy sets TargetDataRevision, and its
+	// MaxUnavailable is at least 1 (data moves in place).
+	Data bool
 }
+
+// DataRevisions are the data revisions the generators use with Limits.Data.
+var DataRevisions = []string{"d1", "d2"}
 
 // DefaultLimits keep generated scenarios small enough for 1000 cases per property.
 var DefaultLimits = Limits{MaxReplicas: 12, MaxColumns: 3}
@@ -93,10 +100,20 @@ func State() *rapid.Generator[rollout.State] {
 
 // ScenarioOf generates a scenario for mode within limits: a strategy and replicas
 // that run any of [Revisions] (mostly older ones), in any state, sometimes more or
-// fewer than desired, with priorities and deletion costs.
+// fewer than desired, with priorities and deletion costs, and with data
+// revisions when lim.Data is set. In gang mode about one
+// member in ten is missing (its UnreadySince is zero: when it went missing is
+// unknown, so recovery timeouts never count it; set it to test them).
 func ScenarioOf(mode rollout.Mode, lim Limits) *rapid.Generator[Scenario] {
 	return rapid.Custom(func(t *rapid.T) Scenario {
 		s := Strategy(mode, lim.MaxReplicas).Draw(t, "strategy")
+		if lim.Data {
+			s.TargetDataRevision = rapid.SampledFrom(DataRevisions).Draw(t, "targetData")
+			if b, err := rollout.ResolveBudget(s.MaxUnavailable, s.MaxSurge, s.Replicas); err == nil && b.MaxUnavailable == 0 {
+				one := intstr.FromInt32(1)
+				s.MaxUnavailable = &one
+			}
+		}
 		sc := Scenario{Strategy: s, GangSize: 1}
 		cols := []string{""}
 		if mode == rollout.Group {
@@ -122,10 +139,14 @@ func ScenarioOf(mode rollout.Mode, lim Limits) *rapid.Generator[Scenario] {
 					DeletionCost: int64(rapid.IntRange(0, 2).Draw(t, "cost")),
 				}
 				id++
+				if lim.Data {
+					r.DataRevision = rapid.SampledFrom(append([]string{""}, DataRevisions...)).Draw(t, "data")
+				}
 				if mode == rollout.Gang {
 					for m := range sc.GangSize {
 						r.Members = append(r.Members, rollout.Member{
-							Name: fmt.Sprintf("%s-%d", r.Name, m), State: State().Draw(t, "member")})
+							Name: fmt.Sprintf("%s-%d", r.Name, m), State: State().Draw(t, "member"),
+							Missing: rapid.IntRange(0, 9).Draw(t, "missing") == 0})
 					}
 				} else {
 					r.State = State().Draw(t, "state")

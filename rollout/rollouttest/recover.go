@@ -13,7 +13,9 @@ import (
 //     DeleteThenCreate) when it failed and its replacement starts in the same step;
 //     so under CreateThenDelete nothing is deleted before its replacement is ready;
 //   - a swap brings in a replacement that is ready and healthy (a gang: with at
-//     least as many members as the failed one, all ready);
+//     least as many members as the failed one, all ready), and takes out only a
+//     replica that is failed at now (or none, when it is already gone);
+//   - NoRecover only reports: nothing is started, swapped, released or cancelled;
 //   - a replacement starts only for a failed replica that has none;
 //   - in-flight replacements stay within MaxParallel and starts within Window stay
 //     within MaxPerWindow.
@@ -28,6 +30,11 @@ func CheckRecover(before []rollout.Replica, policy rollout.RecoverPolicy, now ti
 			hasReplacement[r.ReplacementFor] = true
 			inFlight++
 		}
+	}
+	if policy.Strategy == rollout.NoRecover &&
+		len(step.Replace)+len(step.Swap)+len(step.Release)+len(step.Cancel) > 0 {
+		return fmt.Errorf("NoRecover acts: %d replaced, %d swapped, %d released, %d cancelled",
+			len(step.Replace), len(step.Swap), len(step.Release), len(step.Cancel))
 	}
 	replacing := map[string]bool{}
 	for _, rep := range step.Replace {
@@ -72,6 +79,11 @@ func CheckRecover(before []rollout.Replica, policy rollout.RecoverPolicy, now ti
 		}
 		if old, ok := byName[sw.Old]; ok && len(r.Members) < len(old.Members) {
 			return fmt.Errorf("swap in %s: gang has %d of %d members", sw.New, len(r.Members), len(old.Members))
+		}
+		if old, ok := byName[sw.Old]; ok && !old.State.Terminating && old.SwappedAt.IsZero() {
+			if _, failed := rollout.FailureReason(old, policy, now); !failed {
+				return fmt.Errorf("swap out %s: it is not failed", sw.Old)
+			}
 		}
 	}
 	for _, name := range step.Cancel {

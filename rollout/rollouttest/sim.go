@@ -28,9 +28,12 @@ type Faults struct {
 var NoFaults = Faults{Recovers: 100}
 
 // Simulator applies rollout steps to replicas, the way a controller and the
-// cluster would: an updated replica runs its new revision and is unavailable
-// until the next Settle, a created one appears unavailable, a deleted one
+// cluster would: an updated replica runs its new revision and data and is
+// unavailable until the next Settle, a created one (serving the strategy's
+// TargetDataRevision) appears unavailable, a deleted one
 // disappears. Settle then lets replicas become available, and injects failures.
+// A gang member that is missing is recreated at the next Settle, as a gang
+// controller would, and then settles like any pending member.
 type Simulator struct {
 	// Strategy is planned with by Reconcile.
 	Strategy rollout.Strategy
@@ -40,6 +43,9 @@ type Simulator struct {
 	GangSize int
 	// Faults is the failure injection rate.
 	Faults Faults
+	// Planner plans each reconcile; nil means [rollout.Plan]. Set it to check a
+	// controller's own planner against the same rules.
+	Planner Planner
 	// Reconciles counts calls to Reconcile.
 	Reconciles int
 	created    int
@@ -50,10 +56,14 @@ func NewSimulator(sc Scenario, faults Faults) *Simulator {
 	return &Simulator{Strategy: sc.Strategy, Replicas: Clone(sc.Replicas), GangSize: max(sc.GangSize, 1), Faults: faults}
 }
 
-// Reconcile plans one step, checks it with [Check], and applies it.
+// Reconcile plans one step with Planner, checks it with [Check], and applies it.
 func (s *Simulator) Reconcile() (rollout.Step, error) {
 	s.Reconciles++
-	step, err := rollout.Plan(s.Replicas, s.Strategy)
+	planner := s.Planner
+	if planner == nil {
+		planner = DefaultPlanner
+	}
+	step, err := planner.Plan(s.Replicas, s.Strategy)
 	if err != nil {
 		return step, err
 	}
@@ -74,6 +84,9 @@ func (s *Simulator) Apply(step rollout.Step) {
 	for _, u := range step.Update {
 		r := &s.Replicas[idx[u.Replica]]
 		r.Revision = u.To
+		if u.DataTo != "" {
+			r.DataRevision = u.DataTo
+		}
 		r.State = pending
 		for i := range r.Members {
 			r.Members[i].Revision = u.To
@@ -88,7 +101,8 @@ func (s *Simulator) Apply(step rollout.Step) {
 	s.Replicas = slices.DeleteFunc(s.Replicas, func(r rollout.Replica) bool { return gone[r.Name] })
 	for _, c := range step.Create {
 		for range c.Count {
-			r := rollout.Replica{Name: fmt.Sprintf("sim-%d", s.created), Revision: c.Revision, Column: c.Column, State: pending}
+			r := rollout.Replica{Name: fmt.Sprintf("sim-%d", s.created), Revision: c.Revision, Column: c.Column, State: pending,
+				DataRevision: s.Strategy.TargetDataRevision}
 			s.created++
 			if s.Strategy.Mode == rollout.Gang {
 				for m := range s.GangSize {
@@ -101,10 +115,11 @@ func (s *Simulator) Apply(step rollout.Step) {
 }
 
 // Settle moves time forward by one reconcile: every replica that is not
-// available becomes available, except that, with the configured rates drawn from
-// t, a pending replica may fail, an available one may become unready, and a
-// failed one stays failed unless it recovers. Rates of 100 need no t; with a nil
-// t, lower rates inject nothing.
+// available becomes available (a missing gang member is recreated first), except
+// that, with the configured rates drawn from t, a pending replica (a recreated
+// member included) may fail or stay pending, an available one may become
+// unready, and a failed one stays failed unless it recovers. Rates of 100 need no
+// t; with a nil t, lower rates inject nothing.
 func (s *Simulator) Settle(t *rapid.T) {
 	roll := func(label string, pct int) bool {
 		return pct >= 100 || (t != nil && pct > 0 && rapid.IntRange(0, 99).Draw(t, label) < pct)
@@ -136,7 +151,13 @@ func (s *Simulator) Settle(t *rapid.T) {
 			continue
 		}
 		for j := range r.Members {
-			settle(&r.Members[j].State, "member")
+			m := &r.Members[j]
+			if m.Missing {
+				// The gang controller recreates the member's pod.
+				m.Missing = false
+				m.State = rollout.State{Healthy: true}
+			}
+			settle(&m.State, "member")
 		}
 	}
 }
@@ -163,7 +184,7 @@ func (s *Simulator) Run(limit int) (int, error) {
 
 // Converged reports whether the replicas match what the strategy asks for: per
 // pool, Replicas replicas, the requested count at the target (see [Check]), all
-// available.
+// available, and every replica serving TargetDataRevision when it is set.
 func Converged(replicas []rollout.Replica, strategy rollout.Strategy) error {
 	want, err := requested(Counted(replicas), strategy)
 	if err != nil {
@@ -188,6 +209,9 @@ func Converged(replicas []rollout.Replica, strategy rollout.Strategy) error {
 		}
 		if r.Revision == strategy.TargetRevision {
 			ps.latest++
+		}
+		if d := strategy.TargetDataRevision; d != "" && r.DataRevision != d {
+			return fmt.Errorf("replica %s: serves data %q, want %q", r.Name, r.DataRevision, d)
 		}
 	}
 	for c, ps := range pools {
@@ -231,4 +255,29 @@ func WholeRows(replicas []rollout.Replica, strategy rollout.Strategy) error {
 		}
 	}
 	return nil
+}
+
+// ProgressBound is how many reconciles [rollout.Plan] documents for completing a
+// rollout in a world without faults, where every replica becomes available one
+// Settle after it is updated, created or recreated: ceil(n / step) + 2, with n =
+// Strategy.Replicas and step = [rollout.Budget.Step] (at least 1): one reconcile
+// per batch, one that finds the last batch available, one that reports Complete;
+// plus 2 in group mode when LatestRatio keeps old replicas (making their rows
+// whole may take a surge and a deletion more). It is 0 when the strategy's
+// budgets or ratio do not resolve.
+func ProgressBound(s rollout.Strategy) int {
+	b, err := rollout.ResolveBudget(s.MaxUnavailable, s.MaxSurge, s.Replicas)
+	if err != nil {
+		return 0
+	}
+	want, err := rollout.ResolveRatio(s.LatestRatio, s.Replicas)
+	if err != nil {
+		return 0
+	}
+	step := max(b.Step(), 1)
+	bound := (s.Replicas+step-1)/step + 2
+	if s.Mode == rollout.Group && want < s.Replicas {
+		bound += 2
+	}
+	return bound
 }

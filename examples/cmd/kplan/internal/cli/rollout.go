@@ -84,6 +84,9 @@ type updateOut struct {
 	To      string   `json:"to"`
 	Column  string   `json:"column,omitempty"`
 	Members []string `json:"members,omitempty"`
+	// DataFrom and DataTo are set when the strategy releases data too.
+	DataFrom string `json:"dataFrom,omitempty"`
+	DataTo   string `json:"dataTo,omitempty"`
 }
 
 type createOut struct {
