@@ -10,6 +10,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
 	"github.com/kplan-dev/kplan/ranktable"
+	"github.com/kplan-dev/kplan/rdma"
 )
 
 // Options configure Setup. The zero value works.
@@ -29,11 +30,15 @@ type Options struct {
 	KubeVersion string
 	// Now is the clock (default time.Now).
 	Now func() time.Time
+	// NodeRDMACapacity, when set, runs NodeRDMAReconciler with this model, keeping
+	// nodes' koordinator.sh/rdma capacity from koordinator's Device objects (the
+	// Device CRD must be installed).
+	NodeRDMACapacity *rdma.CapacityModel
 }
 
 // DefaultSidecarImage is the reload sidecar image used when Options.SidecarImage is
-// empty. The sidecar reads the hub file and writes the wanted revision's files
-// (revision.Hub.Files); this example does not ship one.
+// empty: an image of examples/cmd/configmapset-reload (package examples/reload),
+// which writes the wanted revision's files and marks the pod current.
 const DefaultSidecarImage = "ghcr.io/kplan-dev/configmapset-reload:latest"
 
 // Setup adds the ranktable and ConfigMapSet controllers to mgr and registers the pod
@@ -74,6 +79,12 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 	}
 	if err := cs.SetupWithManager(mgr); err != nil {
 		return err
+	}
+	if opts.NodeRDMACapacity != nil {
+		nr := &NodeRDMAReconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("kplan-node-rdma"), Model: *opts.NodeRDMACapacity}
+		if err := nr.SetupWithManager(mgr); err != nil {
+			return err
+		}
 	}
 	mgr.GetWebhookServer().Register(WebhookPath, &webhook.Admission{Handler: &PodMutator{
 		Client:            mgr.GetClient(),
