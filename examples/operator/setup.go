@@ -24,6 +24,9 @@ type Options struct {
 	// WaitImage is the ranktable wait container's image (default
 	// ranktable.DefaultWaitImage).
 	WaitImage string
+	// WaitTimeout makes the ranktable wait container fail after waiting that long
+	// (0: it waits for ever).
+	WaitTimeout time.Duration
 	// SidecarImage is the ConfigMapSet reload sidecar's image (default DefaultSidecarImage).
 	SidecarImage string
 	// KubeVersion is the cluster version; "" asks the API server.
@@ -90,6 +93,7 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 		Client:            mgr.GetClient(),
 		TemplateNamespace: opts.TemplateNamespace,
 		WaitImage:         opts.WaitImage,
+		WaitTimeout:       opts.WaitTimeout,
 		SidecarImage:      opts.SidecarImage,
 		KubeVersion:       opts.KubeVersion,
 		Now:               opts.Now,

@@ -37,6 +37,8 @@ type PodMutator struct {
 	TemplateNamespace string
 	// WaitImage is the ranktable wait container's image ("" for the library default).
 	WaitImage string
+	// WaitTimeout is the wait container's timeout (0: none).
+	WaitTimeout time.Duration
 	// SidecarImage is the ConfigMapSet reload sidecar's image.
 	SidecarImage string
 	// KubeVersion is the cluster's version; it picks the sidecar mode.
@@ -120,6 +122,7 @@ func (m *PodMutator) injectRanktable(ctx context.Context, pod *corev1.Pod) error
 		ConfigMapName: ranktable.ConfigMapName(sts.Name, key),
 		Template:      tmpl,
 		Image:         m.WaitImage,
+		WaitTimeout:   m.WaitTimeout,
 	})
 	return err
 }

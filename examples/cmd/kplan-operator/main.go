@@ -29,6 +29,7 @@ func main() {
 	flag.StringVar(&opts.TemplateNamespace, "template-namespace", ranktable.DefaultTemplateNamespace, "namespace of the ranktable template ConfigMaps")
 	flag.DurationVar(&opts.RanktableTimeout, "ranktable-timeout", 0, "how long a ranktable group may wait for pod annotations (0: forever)")
 	flag.StringVar(&opts.WaitImage, "wait-image", ranktable.DefaultWaitImage, "image of the ranktable wait init container")
+	flag.DurationVar(&opts.WaitTimeout, "ranktable-wait-timeout", 0, "how long the ranktable wait init container waits before it fails (0: forever)")
 	flag.StringVar(&opts.SidecarImage, "sidecar-image", operator.DefaultSidecarImage, "image of the ConfigMapSet reload sidecar")
 	rdmaModel := flag.String("node-rdma-capacity", "", `keep nodes' koordinator.sh/rdma capacity from koordinator's Device objects: "count" (VFs in VF mode, else PFs) or "percent" (100 per PF); empty: off`)
 	zopts := zap.Options{}
