@@ -94,7 +94,6 @@ type kubelet struct {
 	log      bytes.Buffer
 	stopped  bool
 	cmd      *exec.Cmd
-	exited   chan struct{}
 	stopOnce sync.Once
 	done     chan struct{}
 }

@@ -93,11 +93,11 @@ func (r *NodeRDMAReconciler) capacity(dev *unstructured.Unstructured) (int64, er
 	}
 	inv, err := rdma.NewInventory(n)
 	if err != nil {
-		return 0, fmt.Errorf("Device %s: %w", dev.GetName(), err)
+		return 0, fmt.Errorf("koordinator Device %s: %w", dev.GetName(), err)
 	}
 	rl, err := rdma.Capacity(inv, r.Model)
 	if err != nil {
-		return 0, fmt.Errorf("Device %s: %w", dev.GetName(), err)
+		return 0, fmt.Errorf("koordinator Device %s: %w", dev.GetName(), err)
 	}
 	q := rl[rdma.ResourceRDMA]
 	return q.Value(), nil
