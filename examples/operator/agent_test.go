@@ -278,3 +278,23 @@ func setRunning(pod *corev1.Pod, sidecar string, started metav1.Time) {
 	pod.Status.Phase = corev1.PodRunning
 	pod.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue, LastTransitionTime: started}}
 }
+
+// restartContainer plays the node daemon that restarts an injected container: the
+// container's status shows it started again now (on a fresh second).
+func (k *kubelet) restartContainer(name string) error {
+	time.Sleep(time.Until(time.Now().Truncate(time.Second).Add(time.Second)))
+	at := metav1.NewTime(time.Now().Truncate(time.Second))
+	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		var pod corev1.Pod
+		if err := admin.Get(context.Background(), types.NamespacedName{Namespace: k.ns, Name: k.pod}, &pod); err != nil {
+			return err
+		}
+		for i := range pod.Status.ContainerStatuses {
+			if cs := &pod.Status.ContainerStatuses[i]; cs.Name == name {
+				cs.State.Running = &corev1.ContainerStateRunning{StartedAt: at}
+				cs.RestartCount++
+			}
+		}
+		return admin.Status().Update(context.Background(), &pod)
+	})
+}

@@ -17,11 +17,28 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kplan-dev/kplan/examples/reload"
 	"github.com/kplan-dev/kplan/revision"
 )
+
+// updateSet changes the set's spec, re-reading it when the operator's status write
+// got in between.
+func updateSet(t *testing.T, set *revision.ConfigMapSet, change func(*revision.ConfigMapSet)) {
+	t.Helper()
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		if err := admin.Get(context.Background(), client.ObjectKeyFromObject(set), set); err != nil {
+			return err
+		}
+		change(set)
+		return admin.Update(context.Background(), set)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
 
 // taggedFiles returns files whose every line names rev, so a reader can tell which
 // revision each file it read came from.
@@ -180,10 +197,7 @@ func TestReloadAgent(t *testing.T) {
 			readers[p] = startMixReader(kubelets[p].dir, len(v1))
 		}
 		half := intstr.FromString("50%")
-		set.Spec.Data, set.Spec.UpdateStrategy.Partition = v2, &half
-		if err := admin.Update(ctx, set); err != nil {
-			t.Fatal(err)
-		}
+		updateSet(t, set, func(s *revision.ConfigMapSet) { s.Spec.Data, s.Spec.UpdateStrategy.Partition = v2, &half })
 		eventually(t, "one pod asked for revision 2", func() error {
 			for _, p := range pods {
 				if podState(t, ns, p, set).UpdateRevision == r2 {
@@ -224,10 +238,7 @@ func TestReloadAgent(t *testing.T) {
 	t.Run("partition 100% rolls the pod back to revision 1", func(t *testing.T) {
 		reader := startMixReader(moved.dir, len(v1))
 		all := intstr.FromString("100%")
-		set.Spec.UpdateStrategy.Partition = &all
-		if err := admin.Update(ctx, set); err != nil {
-			t.Fatal(err)
-		}
+		updateSet(t, set, func(s *revision.ConfigMapSet) { s.Spec.UpdateStrategy.Partition = &all })
 		waitServes(t, moved, set, r1, v1)
 		reader.finish(t, "v1")
 		eventually(t, "status: no pod on revision 2", func() error {
@@ -242,10 +253,7 @@ func TestReloadAgent(t *testing.T) {
 	})
 
 	t.Run("partition 0 completes revision 2 on every pod", func(t *testing.T) {
-		set.Spec.UpdateStrategy.Partition = nil
-		if err := admin.Update(ctx, set); err != nil {
-			t.Fatal(err)
-		}
+		updateSet(t, set, func(s *revision.ConfigMapSet) { s.Spec.UpdateStrategy.Partition = nil })
 		for _, p := range pods {
 			waitServes(t, kubelets[p], set, r2, v2)
 		}
@@ -309,4 +317,39 @@ func TestReloadAgentRefusesEscapingHubKey(t *testing.T) {
 	if st := podState(t, ns, "victim", &revision.ConfigMapSet{ObjectMeta: metav1.ObjectMeta{Name: setName}}); st.CurrentRevision != "" {
 		t.Errorf("the pod was marked current on %q", st.CurrentRevision)
 	}
+}
+
+// TestReloadAgentWaitsForInjectedRestarts: with restartInjectedContainers the agent
+// serves the new revision but marks the pod current only once the node has restarted
+// the container that mounts the files (revision.Restarts); the test plays that node.
+func TestReloadAgentWaitsForInjectedRestarts(t *testing.T) {
+	ns := newNamespace(t)
+	v1, v2 := taggedFiles("v1"), taggedFiles("v2")
+	r1, r2 := revision.RevisionHash(v1, 0), revision.RevisionHash(v2, 0)
+	set := newSet(t, ns, "restarting", v1, false)
+	updateSet(t, set, func(s *revision.ConfigMapSet) { s.Spec.UpdateStrategy.RestartInjectedContainers = true })
+	newWebPod(t, ns, "web-0")
+	k := startKubelet(t, ns, "web-0", set.Name, agentKubeconfig(t, ns, "web"))
+	waitServes(t, k, set, r1, v1)
+
+	updateSet(t, set, func(s *revision.ConfigMapSet) { s.Spec.Data = v2 })
+	eventually(t, "the agent serves revision 2 and waits for the node", func() error {
+		got, err := reload.ReadServed(k.dir)
+		if err != nil || !maps.Equal(got, v2) {
+			return fmt.Errorf("not serving revision 2 yet (%v)", err)
+		}
+		if !strings.Contains(k.logs(), "waiting for the node to restart [main]") {
+			return errors.New("the agent does not say it waits for main's restart")
+		}
+		return nil
+	})
+	time.Sleep(time.Second) // several polls: the pod must stay unconfirmed
+	if st := podState(t, ns, "web-0", set); st.UpdateRevision != r2 || st.CurrentRevision != r1 {
+		t.Fatalf("before main restarted: %+v, want wanted %s and current still %s", st, r2, r1)
+	}
+	if err := k.restartContainer("main"); err != nil {
+		t.Fatal(err)
+	}
+	waitServes(t, k, set, r2, v2)
+	waitComplete(t, set, r2, 1)
 }

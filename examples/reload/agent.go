@@ -127,7 +127,7 @@ func (a *Agent) Run(ctx context.Context) error {
 				err = a.write(files, now())
 			}
 			if err != nil {
-				a.logf("revision %s: %v", a.Config.Revision, err)
+				a.once(fmt.Sprintf("revision %s: %v", a.Config.Revision, err))
 			} else {
 				served = true
 			}
@@ -137,7 +137,7 @@ func (a *Agent) Run(ctx context.Context) error {
 			return err
 		}
 		if err != nil {
-			a.logf("%v", err)
+			a.once(err.Error())
 		}
 		select {
 		case <-ctx.Done():
