@@ -108,6 +108,16 @@
 //     waits while the table says "initializing", runs as non-root with a read-only
 //     root filesystem, and the engine's env var is injected. Mounts never use subPath
 //     (kubelet does not update subPath mounts).
+//   - Wait image: the design's busybox:latest is pinned to busybox:1.36
+//     (DefaultWaitImage): "latest" changes under a running cluster and implies
+//     imagePullPolicy Always, a registry round trip for every pod start.
+//   - Wait timeout: the design waits for ever; InjectOptions.WaitTimeout makes the
+//     wait container exit 1 after that long, saying whether the file is missing or
+//     still empty or initializing (0 keeps the design's behaviour).
+//   - Status in templates: the design's extended template writes the literal
+//     "status": "completed"; the library's mindie-extended writes
+//     "{{ .Status }}" like the design's other templates, so a table rendered while
+//     a group is still initializing says so and the wait container keeps waiting.
 //   - pod-parser-template is optional (the design's simplified template omits it) and
 //     defaults to BuiltinRanktableJSON; names starting "builtin:" select built-in
 //     parsers that need no parser ConfigMap.

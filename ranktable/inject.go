@@ -38,6 +38,12 @@ type InjectOptions struct {
 	Resources *corev1.ResourceRequirements
 	// PollInterval of the wait loop (default DefaultPollInterval, at least 1s).
 	PollInterval time.Duration
+	// WaitTimeout, when positive, makes the wait container fail (exit 1, saying
+	// whether the file is missing or still empty or initializing) once it has waited
+	// that long, rounded up to whole poll intervals; the kubelet then restarts it
+	// with back-off and the pod's events show why. 0 waits for ever, as the design
+	// does.
+	WaitTimeout time.Duration
 	// Containers selects the main containers that get the mount and env var (default:
 	// every app container).
 	Containers webhookpatch.ContainerSelector
@@ -101,14 +107,36 @@ func WaitContainer(opts InjectOptions) corev1.Container {
 		res = *opts.Resources.DeepCopy()
 	}
 	file := path.Join(t.MountPath, t.Filename)
+	sleep := strconv.Itoa(int(poll / time.Second))
 	script := `f=` + strconv.Quote(file) + `
 echo "Waiting for ranktable $f ..."
 until [ -s "$f" ] && ! grep -q '"initializing"' "$f"; do
-  sleep ` + strconv.Itoa(int(poll/time.Second)) + `
+  sleep ` + sleep + `
 done
 echo "Ranktable is ready:"
 cat "$f"
 `
+	if opts.WaitTimeout > 0 {
+		limit := strconv.Itoa(int((opts.WaitTimeout + time.Second - 1) / time.Second))
+		script = `f=` + strconv.Quote(file) + `
+echo "Waiting for ranktable $f ..."
+waited=0
+until [ -s "$f" ] && ! grep -q '"initializing"' "$f"; do
+  if [ "$waited" -ge ` + limit + ` ]; then
+    if [ -e "$f" ]; then
+      echo "ranktable $f is still empty or initializing after ${waited}s" >&2
+    else
+      echo "ranktable $f does not exist after ${waited}s" >&2
+    fi
+    exit 1
+  fi
+  sleep ` + sleep + `
+  waited=$((waited + ` + sleep + `))
+done
+echo "Ranktable is ready:"
+cat "$f"
+`
+	}
 	yes, no := true, false
 	uid := int64(waitRunAsUser)
 	return corev1.Container{

@@ -181,6 +181,13 @@
 //     maxSurge and LatestRatio round up, and a non-zero percent is at least 1.
 //   - When both budgets are 0 after rounding, kube-sharding sets surge to 1;
 //     here maxUnavailable becomes 1 (Kubernetes' rule). Explicit 0/0 is an error.
+//   - Group rolling's constraints are restated. The design writes
+//     Σ_i TargetRatio_i < 1.0 and Σ_i AvailableRatio_ij >= MaxUnavailable; read
+//     literally the pair cannot both hold through a rollout: when the latest
+//     version reaches 100% the targets sum to exactly 1, and the second bound
+//     would let a column drop to MaxUnavailable available. Here they are
+//     Σ_i TargetRatio_i <= 1 and, per column, available_j >= n - u (the
+//     available ratio stays at least 1 - MaxUnavailable), as Algorithm states.
 //   - Revisions outside History and without a generation are ordered by name
 //     (older than all others) instead of being rejected.
 //   - Lists in a Step are in the order replicas were chosen, not sorted by name:

@@ -62,8 +62,11 @@
 //
 //   - The ranktable design injects its init container without recording it; here every
 //     injection is recorded so re-invocation is idempotent and conflicts are reported.
-//   - The ConfigMapSet design always uses container launch priority; here native
-//     sidecars are used where the cluster supports them.
+//   - The ConfigMapSet design uses OpenKruise's container launch priority below
+//     Kubernetes 1.28 and native sidecars from 1.28; here native sidecars start at
+//     1.29 ([NativeSidecarMinorVersion]), because in 1.28 the SidecarContainers gate
+//     is off by default and the API server drops the restartPolicy, which would
+//     leave the sidecar blocking the pod's start for ever.
 //   - KServe's merge leaves both value and valueFrom when runtime and user set different
 //     ones; here the user's choice wins whole.
 package webhookpatch

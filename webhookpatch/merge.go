@@ -2,6 +2,7 @@ package webhookpatch
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"reflect"
 	"slices"
@@ -24,7 +25,16 @@ const (
 type MergePolicy struct {
 	// Args says how the user's args combine with the runtime's (default ArgsAppend).
 	Args ArgsPolicy
+	// AllowNewContainers lets [MergePodSpec] add containers (and init containers)
+	// that only the override names. By default such a container is an error
+	// wrapping [ErrInvalidSpec], as KServe reports a predictor whose target
+	// container the serving runtime lacks.
+	AllowNewContainers bool
 }
+
+// ErrInvalidSpec is wrapped by [MergePodSpec]'s error when the override names a
+// container the runtime does not have (KServe's InvalidSpec / InvalidPredictorSpec).
+var ErrInvalidSpec = errors.New("invalid spec")
 
 // MergeContainer merges a user's override into a runtime's default container the way
 // KServe merges serving runtimes and predictors, with Kubernetes' strategic merge
@@ -52,10 +62,29 @@ func MergeContainer(base, override corev1.Container, policy MergePolicy) (corev1
 
 // MergePodSpec merges a user's pod spec into a runtime's default pod spec with
 // strategic merge patch: containers and init containers merge by name (each pair as
-// [MergeContainer] does), volumes by name. A volume that ends up with two sources (a
+// [MergeContainer] does), volumes by name. An override container the runtime lacks is
+// an error wrapping [ErrInvalidSpec] unless policy.AllowNewContainers. A volume that ends up with two sources (a
 // configMap in base, a secret in override) is an error. Neither input is changed.
 func MergePodSpec(base, override corev1.PodSpec, policy MergePolicy) (corev1.PodSpec, error) {
+	if !policy.AllowNewContainers {
+		for _, l := range []struct {
+			field          string
+			base, override []corev1.Container
+		}{{"initContainers", base.InitContainers, override.InitContainers}, {"containers", base.Containers, override.Containers}} {
+			for _, o := range l.override {
+				if findContainer(l.base, o.Name) == nil {
+					return corev1.PodSpec{}, fmt.Errorf("merge pod spec: %s[%s]: %w: failed to find %s in the runtime's %s",
+						l.field, o.Name, ErrInvalidSpec, o.Name, l.field)
+				}
+			}
+		}
+	}
 	var merged corev1.PodSpec
+	if override.Containers == nil {
+		// containers has no omitempty: a nil list marshals as null, which the merge
+		// reads as "delete the runtime's containers".
+		override.Containers = []corev1.Container{}
+	}
 	if err := strategicMerge(&base, &override, &merged); err != nil {
 		return corev1.PodSpec{}, fmt.Errorf("merge pod spec: %w", err)
 	}

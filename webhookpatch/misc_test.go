@@ -146,7 +146,7 @@ func TestMergePodSpec(t *testing.T) {
 		Containers:   []corev1.Container{{Name: "kserve-container", Args: []string{"-b"}}, {Name: "sidecar", Image: "s"}},
 		NodeSelector: map[string]string{"gpu": "a100"},
 	}
-	got, err := MergePodSpec(base, override, MergePolicy{})
+	got, err := MergePodSpec(base, override, MergePolicy{AllowNewContainers: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -154,7 +154,7 @@ func TestMergePodSpec(t *testing.T) {
 		t.Errorf("merged %+v", got)
 	}
 	override.Volumes = []corev1.Volume{{Name: "cfg", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: "s"}}}}
-	if _, err := MergePodSpec(base, override, MergePolicy{}); err == nil || !strings.Contains(err.Error(), `volumes[0] "cfg"`) {
+	if _, err := MergePodSpec(base, override, MergePolicy{AllowNewContainers: true}); err == nil || !strings.Contains(err.Error(), `volumes[0] "cfg"`) {
 		t.Errorf("a volume with two sources: err = %v", err)
 	}
 }

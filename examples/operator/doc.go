@@ -9,13 +9,25 @@
 //     updates the ConfigMaps (re-reading and re-planning on resourceVersion conflicts),
 //     records the plan's events, exports the design's metrics and requeues as the plan
 //     says.
+//     Each owner gets the finalizer RanktableFinalizer on create; deleting the owner
+//     (or removing its annotation) deletes its ranktable ConfigMaps and removes the
+//     finalizer. Its status carries the RanktableReady condition: True when every
+//     group is complete, False naming the waiting pods or the failed groups (a timed
+//     out group names the pods without the annotation, a parse failure the pod and
+//     field), with KServe's events on the transitions (RanktableReady,
+//     RanktableNotReady) and UpdateFailed when the status write fails.
 //   - ConfigMapSetReconciler: ConfigMapSets (CRD apps.kplan.dev/v1alpha1, the
 //     revision package's types) get their hub ConfigMap, pod annotations and status
 //     from revision.Plan.
+//   - NodeRDMAReconciler (Options.NodeRDMACapacity): keeps each node's
+//     koordinator.sh/rdma capacity and allocatable from koordinator's Device object
+//     with rdma.Capacity, under either capacity model.
 //   - PodMutator: a mutating admission webhook for pod CREATE that injects the ranktable
 //     volume, wait init container and mounts (ranktable.Inject) and each matching
-//     ConfigMapSet's emptyDir, reload sidecar and mounts (revision.Inject), and answers
-//     with webhookpatch.Diff of the pod before and after.
+//     ConfigMapSet's emptyDir, reload sidecar and mounts (revision.Inject, plus
+//     EnvSetName, EnvPodName and EnvPodNamespace for the reload agent, package
+//     examples/reload), and answers with webhookpatch.Diff of the pod before and
+//     after.
 //
 // Manifests: examples/config (CRD, RBAC, webhook configuration, deployment); the
 // integration tests run against a real kube-apiserver and etcd (see DEVELOPERS.md).
@@ -27,4 +39,12 @@
 // template is not empty) that group expects spec.replicas pods, so a deleted pod resets
 // the table. Otherwise the pods' own labels form the groups and each group expects the
 // pods it has.
+//
+// # Differences from the design
+//
+//   - The ranktable design's owner is a ModelServing with its own status; here it is
+//     a StatefulSet, whose controller rewrites the whole status (conditions
+//     included) when its replica counts change. That write triggers the ranktable
+//     reconciler, which writes RanktableReady again, so the condition is briefly
+//     missing after a scale.
 package operator

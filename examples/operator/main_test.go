@@ -28,6 +28,7 @@ import (
 	"github.com/kplan-dev/kplan/examples/internal/testenv"
 	"github.com/kplan-dev/kplan/examples/operator"
 	"github.com/kplan-dev/kplan/ranktable"
+	"github.com/kplan-dev/kplan/rdma"
 )
 
 // The environment every test shares: one API server and etcd, an administrator client
@@ -50,6 +51,10 @@ const (
 )
 
 func TestMain(m *testing.M) {
+	if os.Getenv(runAgentEnv) != "" {
+		// Re-executed by a reload test: be the reload agent (see agent_test.go).
+		os.Exit(runAgent())
+	}
 	code, err := run(m)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "operator integration tests:", err)
@@ -72,7 +77,7 @@ func run(m *testing.M) (int, error) {
 		return 0, err
 	}
 	env, err = testenv.Start(ctx, testenv.Options{
-		CRDDirectoryPaths: []string{"config/crd"},
+		CRDDirectoryPaths: []string{"config/crd", "operator/testdata/crd"},
 		WebhookPaths:      []string{"config/webhook"},
 	})
 	if err != nil {
@@ -159,6 +164,10 @@ func readManifests(path string) ([]client.Object, error) {
 			o = &rbacv1.ClusterRoleBinding{}
 		case "ServiceAccount":
 			o = &corev1.ServiceAccount{}
+		case "Role":
+			o = &rbacv1.Role{}
+		case "RoleBinding":
+			o = &rbacv1.RoleBinding{}
 		default:
 			return nil, fmt.Errorf("%s: unexpected kind %q", path, u.Kind)
 		}
@@ -174,6 +183,7 @@ func readManifests(path string) ([]client.Object, error) {
 type managerOptions struct {
 	wrap    func(client.Client) client.Client
 	timeout time.Duration
+	rdma    *rdma.CapacityModel
 }
 
 // startManager starts the operator (both controllers and the webhook) as its
@@ -206,7 +216,7 @@ func startManager(o *managerOptions) error {
 	if err != nil {
 		return err
 	}
-	if err := operator.Setup(mgr, operator.Options{RanktableTimeout: o.timeout}); err != nil {
+	if err := operator.Setup(mgr, operator.Options{RanktableTimeout: o.timeout, NodeRDMACapacity: o.rdma}); err != nil {
 		return err
 	}
 	ctx, cancel := context.WithCancel(context.Background())

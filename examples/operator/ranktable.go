@@ -103,7 +103,10 @@ func (r *RanktableReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 	}
 	tmplName, ok := sts.Annotations[ranktable.AnnotationTemplate]
 	if !ok || sts.DeletionTimestamp != nil {
-		return ctrl.Result{}, nil
+		return ctrl.Result{}, r.finalize(ctx, &sts)
+	}
+	if err := r.ensureFinalizer(ctx, &sts); err != nil {
+		return ctrl.Result{}, err
 	}
 	tmpl, err := loadTemplate(ctx, r.Client, &r.templates, r.TemplateNamespace, tmplName)
 	if err != nil {
@@ -163,6 +166,9 @@ func (r *RanktableReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 		return ctrl.Result{}, err
 	}
 	r.record(&sts, pods.Items, written, res)
+	if err := r.setCondition(ctx, &sts, readyCondition(res, tmpl)); err != nil {
+		return ctrl.Result{}, err
+	}
 	return ctrl.Result{RequeueAfter: res.RequeueAfter}, nil
 }
 

@@ -8,6 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
@@ -30,7 +31,12 @@ func TestRBAC(t *testing.T) {
 		what string
 		do   func() error
 	}{
-		{"delete a ConfigMap", func() error { return c.Delete(ctx, cm) }},
+		{"patch a ConfigMap", func() error {
+			return c.Patch(ctx, cm, client.RawPatch(types.MergePatchType, []byte(`{"data":{"a":"b"}}`)))
+		}},
+		{"update a StatefulSet", func() error {
+			return c.Update(ctx, &appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "s", ResourceVersion: "1"}})
+		}},
 		{"create a pod", func() error {
 			return c.Create(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "p"},
 				Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "busybox"}}}})

@@ -10,6 +10,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
 	"github.com/kplan-dev/kplan/ranktable"
+	"github.com/kplan-dev/kplan/rdma"
 )
 
 // Options configure Setup. The zero value works.
@@ -23,17 +24,24 @@ type Options struct {
 	// WaitImage is the ranktable wait container's image (default
 	// ranktable.DefaultWaitImage).
 	WaitImage string
+	// WaitTimeout makes the ranktable wait container fail after waiting that long
+	// (0: it waits for ever).
+	WaitTimeout time.Duration
 	// SidecarImage is the ConfigMapSet reload sidecar's image (default DefaultSidecarImage).
 	SidecarImage string
 	// KubeVersion is the cluster version; "" asks the API server.
 	KubeVersion string
 	// Now is the clock (default time.Now).
 	Now func() time.Time
+	// NodeRDMACapacity, when set, runs NodeRDMAReconciler with this model, keeping
+	// nodes' koordinator.sh/rdma capacity from koordinator's Device objects (the
+	// Device CRD must be installed).
+	NodeRDMACapacity *rdma.CapacityModel
 }
 
 // DefaultSidecarImage is the reload sidecar image used when Options.SidecarImage is
-// empty. The sidecar reads the hub file and writes the wanted revision's files
-// (revision.Hub.Files); this example does not ship one.
+// empty: an image of examples/cmd/configmapset-reload (package examples/reload),
+// which writes the wanted revision's files and marks the pod current.
 const DefaultSidecarImage = "ghcr.io/kplan-dev/configmapset-reload:latest"
 
 // Setup adds the ranktable and ConfigMapSet controllers to mgr and registers the pod
@@ -75,10 +83,17 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 	if err := cs.SetupWithManager(mgr); err != nil {
 		return err
 	}
+	if opts.NodeRDMACapacity != nil {
+		nr := &NodeRDMAReconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("kplan-node-rdma"), Model: *opts.NodeRDMACapacity}
+		if err := nr.SetupWithManager(mgr); err != nil {
+			return err
+		}
+	}
 	mgr.GetWebhookServer().Register(WebhookPath, &webhook.Admission{Handler: &PodMutator{
 		Client:            mgr.GetClient(),
 		TemplateNamespace: opts.TemplateNamespace,
 		WaitImage:         opts.WaitImage,
+		WaitTimeout:       opts.WaitTimeout,
 		SidecarImage:      opts.SidecarImage,
 		KubeVersion:       opts.KubeVersion,
 		Now:               opts.Now,

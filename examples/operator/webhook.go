@@ -37,6 +37,8 @@ type PodMutator struct {
 	TemplateNamespace string
 	// WaitImage is the ranktable wait container's image ("" for the library default).
 	WaitImage string
+	// WaitTimeout is the wait container's timeout (0: none).
+	WaitTimeout time.Duration
 	// SidecarImage is the ConfigMapSet reload sidecar's image.
 	SidecarImage string
 	// KubeVersion is the cluster's version; it picks the sidecar mode.
@@ -120,6 +122,7 @@ func (m *PodMutator) injectRanktable(ctx context.Context, pod *corev1.Pod) error
 		ConfigMapName: ranktable.ConfigMapName(sts.Name, key),
 		Template:      tmpl,
 		Image:         m.WaitImage,
+		WaitTimeout:   m.WaitTimeout,
 	})
 	return err
 }
@@ -155,6 +158,9 @@ func (m *PodMutator) injectConfigMapSets(ctx context.Context, pod *corev1.Pod) e
 			Set: set, Pods: others, KubeVersion: m.KubeVersion,
 			Sidecar: revision.SidecarOptions{Image: m.SidecarImage}, Now: m.Now(),
 		}); err != nil {
+			return fmt.Errorf("ConfigMapSet %s: %w", set.Name, err)
+		}
+		if err := injectReloadEnv(pod, set); err != nil {
 			return fmt.Errorf("ConfigMapSet %s: %w", set.Name, err)
 		}
 	}

@@ -17,6 +17,7 @@ import (
 
 	"github.com/kplan-dev/kplan/examples/operator"
 	"github.com/kplan-dev/kplan/ranktable"
+	"github.com/kplan-dev/kplan/rdma"
 )
 
 func main() {
@@ -28,11 +29,25 @@ func main() {
 	flag.StringVar(&opts.TemplateNamespace, "template-namespace", ranktable.DefaultTemplateNamespace, "namespace of the ranktable template ConfigMaps")
 	flag.DurationVar(&opts.RanktableTimeout, "ranktable-timeout", 0, "how long a ranktable group may wait for pod annotations (0: forever)")
 	flag.StringVar(&opts.WaitImage, "wait-image", ranktable.DefaultWaitImage, "image of the ranktable wait init container")
+	flag.DurationVar(&opts.WaitTimeout, "ranktable-wait-timeout", 0, "how long the ranktable wait init container waits before it fails (0: forever)")
 	flag.StringVar(&opts.SidecarImage, "sidecar-image", operator.DefaultSidecarImage, "image of the ConfigMapSet reload sidecar")
+	rdmaModel := flag.String("node-rdma-capacity", "", `keep nodes' koordinator.sh/rdma capacity from koordinator's Device objects: "count" (VFs in VF mode, else PFs) or "percent" (100 per PF); empty: off`)
 	zopts := zap.Options{}
 	zopts.BindFlags(flag.CommandLine)
 	flag.Parse()
 	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&zopts)))
+	switch *rdmaModel {
+	case "":
+	case "count":
+		m := rdma.CountModel
+		opts.NodeRDMACapacity = &m
+	case "percent":
+		m := rdma.PercentModel
+		opts.NodeRDMACapacity = &m
+	default:
+		fmt.Fprintf(os.Stderr, "kplan-operator: --node-rdma-capacity %q: want count, percent or empty\n", *rdmaModel)
+		os.Exit(2)
+	}
 
 	if err := run(opts, *metricsAddr, *probeAddr, *webhookPort, *certDir); err != nil {
 		fmt.Fprintln(os.Stderr, "kplan-operator:", err)

@@ -1,0 +1,193 @@
+package operator
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/kplan-dev/kplan/ranktable"
+	"github.com/kplan-dev/kplan/webhookpatch"
+)
+
+// RanktableFinalizer is the finalizer the operator puts on every ranktable owner, so
+// it cleans up (deletes the owner's ranktable ConfigMaps, forgets its cached plan)
+// before the owner goes.
+const RanktableFinalizer = "kplan.dev/ranktable"
+
+// ConditionRanktableReady is the owner's status condition: True when every group's
+// table is complete, False with the failed or waiting groups otherwise.
+const ConditionRanktableReady appsv1.StatefulSetConditionType = "RanktableReady"
+
+// Condition reasons and event reasons of the owner's lifecycle.
+const (
+	// ReasonRanktableReady: every group's table is complete (condition True; Normal
+	// event on the transition to ready).
+	ReasonRanktableReady = "RanktableReady"
+	// ReasonRanktableNotReady: a ready owner is no longer ready (Warning event).
+	ReasonRanktableNotReady = "RanktableNotReady"
+	// ReasonGroupsFailed: a group failed to parse, render or timed out (condition
+	// False; the message names each group's pod and field).
+	ReasonGroupsFailed = "GroupsFailed"
+	// ReasonGroupsWaiting: a group waits for pod annotations (condition False).
+	ReasonGroupsWaiting = "GroupsWaiting"
+	// ReasonUpdateFailed: writing the owner's status failed (Warning event).
+	ReasonUpdateFailed = "UpdateFailed"
+	// ReasonCleanedUp: the owner's ranktable ConfigMaps were deleted (Normal event).
+	ReasonCleanedUp = "RanktableCleanedUp"
+)
+
+// maxConditionMessage bounds the condition's message (the API server allows 32768
+// bytes); longer ones are cut with a count of what was left out.
+const maxConditionMessage = 4096
+
+// ensureFinalizer adds RanktableFinalizer to a live owner (a merge patch carrying the
+// resourceVersion, so a concurrent change of the finalizers is a conflict).
+func (r *RanktableReconciler) ensureFinalizer(ctx context.Context, sts *appsv1.StatefulSet) error {
+	patch, err := webhookpatch.AddFinalizerPatch(sts, RanktableFinalizer)
+	if err != nil || patch == nil {
+		return err
+	}
+	return r.Client.Patch(ctx, sts, client.RawPatch(types.MergePatchType, patch))
+}
+
+// finalize cleans up after an owner that is being deleted or no longer asks for
+// ranktables: it deletes the ranktable ConfigMaps the owner controls, forgets the
+// owner's cached plan, and removes RanktableFinalizer.
+func (r *RanktableReconciler) finalize(ctx context.Context, sts *appsv1.StatefulSet) error {
+	if !slices.Contains(sts.Finalizers, RanktableFinalizer) {
+		return nil
+	}
+	var cms corev1.ConfigMapList
+	if err := r.Client.List(ctx, &cms, client.InNamespace(sts.Namespace), client.MatchingLabels{ranktable.LabelComponent: "ranktable"}); err != nil {
+		return err
+	}
+	var deleted []string
+	for i := range cms.Items {
+		cm := &cms.Items[i]
+		if !metav1.IsControlledBy(cm, sts) {
+			continue
+		}
+		// Preconditions: never delete a ConfigMap re-created since it was listed.
+		uid, rv := cm.UID, cm.ResourceVersion
+		if err := r.Client.Delete(ctx, cm, client.Preconditions{UID: &uid, ResourceVersion: &rv}); client.IgnoreNotFound(err) != nil {
+			return fmt.Errorf("deleting ranktable ConfigMap %s/%s: %w", cm.Namespace, cm.Name, err)
+		}
+		deleted = append(deleted, cm.Name)
+	}
+	r.planner.Forget(sts.UID)
+	if len(deleted) > 0 {
+		r.Recorder.Eventf(sts, nil, corev1.EventTypeNormal, ReasonCleanedUp, "Finalize", "deleted ranktable ConfigMaps %s", strings.Join(deleted, ", "))
+	}
+	patch, err := webhookpatch.RemoveFinalizerPatch(sts, RanktableFinalizer)
+	if err != nil || patch == nil {
+		return err
+	}
+	return client.IgnoreNotFound(r.Client.Patch(ctx, sts, client.RawPatch(types.MergePatchType, patch)))
+}
+
+// readyCondition sums up the plan's groups as the owner's RanktableReady condition.
+// Failed groups come first; a group that timed out names the pods still missing the
+// annotation and the annotation, a group that failed to parse or render carries the
+// planner's error (which names the pod and field).
+func readyCondition(res ranktable.Result, tmpl *ranktable.Template) appsv1.StatefulSetCondition {
+	annotation := ranktable.DefaultAnnotationName
+	if tmpl != nil && tmpl.AnnotationName != "" {
+		annotation = tmpl.AnnotationName
+	}
+	var failed, waiting []string
+	for _, g := range res.Groups {
+		switch g.Phase {
+		case ranktable.PhaseFailed:
+			msg := fmt.Sprint(g.Error)
+			if !strings.HasPrefix(msg, "group ") {
+				msg = fmt.Sprintf("group %s: %s", g.Group, msg)
+			}
+			if errors.Is(g.Error, ranktable.ErrTimeout) && len(g.Missing) > 0 {
+				msg += fmt.Sprintf("; pods without annotation %s: %s", annotation, strings.Join(g.Missing, ", "))
+			}
+			failed = append(failed, msg)
+		case ranktable.PhaseWaiting:
+			msg := fmt.Sprintf("group %s: %d of %d pods", g.Group, g.Pods, g.Expected)
+			if len(g.Missing) > 0 {
+				msg += fmt.Sprintf(", pods without annotation %s: %s", annotation, strings.Join(g.Missing, ", "))
+			}
+			waiting = append(waiting, msg)
+		}
+	}
+	c := appsv1.StatefulSetCondition{Type: ConditionRanktableReady, Status: corev1.ConditionTrue, Reason: ReasonRanktableReady,
+		Message: fmt.Sprintf("%d ranktable groups complete", len(res.Groups))}
+	switch {
+	case len(failed) > 0:
+		c.Status, c.Reason, c.Message = corev1.ConditionFalse, ReasonGroupsFailed, joinBounded(failed)
+	case len(waiting) > 0:
+		c.Status, c.Reason, c.Message = corev1.ConditionFalse, ReasonGroupsWaiting, joinBounded(waiting)
+	}
+	return c
+}
+
+func joinBounded(parts []string) string {
+	var b strings.Builder
+	for i, p := range parts {
+		if b.Len()+len(p) > maxConditionMessage {
+			fmt.Fprintf(&b, "; and %d more", len(parts)-i)
+			break
+		}
+		if i > 0 {
+			b.WriteString("; ")
+		}
+		b.WriteString(p)
+	}
+	return b.String()
+}
+
+// setCondition writes c into the owner's status when it changed (a strategic merge
+// patch of status.conditions keyed by type, so other conditions stay), and records
+// the transitions as KServe does: a Warning event when a ready owner stops being
+// ready, a Normal one when it becomes ready, a Warning UpdateFailed event when the
+// write fails.
+//
+// The StatefulSet controller rewrites the whole status (conditions included) when
+// its replica counts change; the write that follows triggers this reconciler, which
+// writes the condition again.
+func (r *RanktableReconciler) setCondition(ctx context.Context, sts *appsv1.StatefulSet, c appsv1.StatefulSetCondition) error {
+	var old *appsv1.StatefulSetCondition
+	for i := range sts.Status.Conditions {
+		if sts.Status.Conditions[i].Type == c.Type {
+			old = &sts.Status.Conditions[i]
+		}
+	}
+	if old != nil && old.Status == c.Status && old.Reason == c.Reason && old.Message == c.Message {
+		return nil
+	}
+	c.LastTransitionTime = metav1.NewTime(r.Now())
+	if old != nil && old.Status == c.Status {
+		c.LastTransitionTime = old.LastTransitionTime
+	}
+	patch, err := json.Marshal(map[string]any{"status": map[string]any{"conditions": []appsv1.StatefulSetCondition{c}}})
+	if err != nil {
+		return err
+	}
+	if err := r.Client.Status().Patch(ctx, sts, client.RawPatch(types.StrategicMergePatchType, patch)); err != nil {
+		r.Recorder.Eventf(sts, nil, corev1.EventTypeWarning, ReasonUpdateFailed, "UpdateStatus",
+			"failed to update status for StatefulSet %q: %v", sts.Name, err)
+		return fmt.Errorf("StatefulSet %s/%s: status: %w", sts.Namespace, sts.Name, err)
+	}
+	wasReady := old != nil && old.Status == corev1.ConditionTrue
+	switch isReady := c.Status == corev1.ConditionTrue; {
+	case wasReady && !isReady:
+		r.Recorder.Eventf(sts, nil, corev1.EventTypeWarning, ReasonRanktableNotReady, "UpdateStatus",
+			"StatefulSet %s is no longer ranktable-ready because of: %s", sts.Name, c.Message)
+	case !wasReady && isReady:
+		r.Recorder.Eventf(sts, nil, corev1.EventTypeNormal, ReasonRanktableReady, "UpdateStatus", "StatefulSet %s is ranktable-ready", sts.Name)
+	}
+	return nil
+}

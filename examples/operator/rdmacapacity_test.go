@@ -1,0 +1,189 @@
+package operator_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/kplan-dev/kplan/examples/operator"
+	"github.com/kplan-dev/kplan/rdma"
+)
+
+// vfDevice is a Device object in VF mode: pfs PFs with vfs VFs each; the first
+// unhealthy PFs are marked unhealthy.
+func vfDevice(node string, pfs, vfs, unhealthy int) *unstructured.Unstructured {
+	var devices []any
+	for p := range pfs {
+		var list []any
+		for v := range vfs {
+			list = append(list, map[string]any{"minor": int64(v), "busID": fmt.Sprintf("0000:%02x:00.%d", 0x20+p, v+1)})
+		}
+		devices = append(devices, map[string]any{
+			"type": "rdma", "id": fmt.Sprintf("0000:%02x:00.0", 0x20+p), "minor": int64(p), "health": p >= unhealthy,
+			"resources": map[string]any{string(rdma.ResourceRDMA): "100"},
+			"topology":  map[string]any{"socketID": int64(0), "nodeID": int64(0), "pcieID": fmt.Sprint(p)},
+			"vfGroups":  []any{map[string]any{"labels": map[string]any{"type": "general"}, "vfs": list}},
+		})
+	}
+	u := &unstructured.Unstructured{Object: map[string]any{"spec": map[string]any{"devices": devices}}}
+	u.SetGroupVersionKind(operator.DeviceGVK)
+	u.SetName(node)
+	return u
+}
+
+// fixtureDevice reads one of koordinator's Device fixtures, renamed to node.
+func fixtureDevice(t *testing.T, file, node string) *unstructured.Unstructured {
+	t.Helper()
+	b, err := os.ReadFile("../../rdma/testdata/koordinator/" + file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	u := &unstructured.Unstructured{}
+	if err := json.Unmarshal(b, &u.Object); err != nil {
+		t.Fatal(err)
+	}
+	u.SetName(node)
+	u.SetResourceVersion("")
+	return u
+}
+
+// rdmaOf waits until the node's capacity and allocatable of koordinator.sh/rdma are
+// want ("" for absent).
+func rdmaOf(t *testing.T, node, want, what string) {
+	t.Helper()
+	eventually(t, what, func() error {
+		var n corev1.Node
+		if err := admin.Get(context.Background(), types.NamespacedName{Name: node}, &n); err != nil {
+			return err
+		}
+		for field, l := range map[string]corev1.ResourceList{"capacity": n.Status.Capacity, "allocatable": n.Status.Allocatable} {
+			q, ok := l[rdma.ResourceRDMA]
+			got := ""
+			if ok {
+				got = q.String()
+			}
+			if got != want {
+				return fmt.Errorf("node %s status.%s[%s] = %q, want %q", node, field, rdma.ResourceRDMA, got, want)
+			}
+		}
+		return nil
+	})
+}
+
+func newNode(t *testing.T, name string) {
+	t.Helper()
+	n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}}
+	if err := admin.Create(context.Background(), n); err != nil {
+		t.Fatal(err)
+	}
+	// The kubelet's own resources, which the controller must keep.
+	n.Status.Capacity = corev1.ResourceList{corev1.ResourceCPU: resourceQty("64")}
+	n.Status.Allocatable = corev1.ResourceList{corev1.ResourceCPU: resourceQty("63")}
+	if err := admin.Status().Update(context.Background(), n); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestNodeRDMACapacity runs the node capacity controller with both models on
+// koordinator's Device objects.
+func TestNodeRDMACapacity(t *testing.T) {
+	ctx := context.Background()
+	for _, model := range []struct {
+		name  string
+		model rdma.CapacityModel
+		// Expected values, worked out by hand:
+		pfMode string // pf-mode-four-roots: 4 healthy PFs without VFs
+		vfMode string // vfDevice(3 PFs x 4 VFs, first unhealthy): 2 healthy PFs, 8 VFs
+		mixed  string // one-nic-with-vfs-four-roots: one PF with VFs, three without
+	}{
+		{name: "count", model: rdma.CountModel, pfMode: "4", vfMode: "8", mixed: "error"},
+		{name: "percent", model: rdma.PercentModel, pfMode: "400", vfMode: "200", mixed: "400"},
+	} {
+		t.Run(model.name+" model", func(t *testing.T) {
+			restartManager(t, &managerOptions{rdma: &model.model})
+			t.Cleanup(func() { restartManager(t, nil) })
+			prefix := "rdma-" + model.name + "-"
+
+			t.Run("a PF-mode Device sets capacity and allocatable", func(t *testing.T) {
+				newNode(t, prefix+"pf")
+				if err := admin.Create(ctx, fixtureDevice(t, "pf-mode-four-roots.json", prefix+"pf")); err != nil {
+					t.Fatal(err)
+				}
+				rdmaOf(t, prefix+"pf", model.pfMode, "PF-mode capacity")
+				var n corev1.Node
+				if err := admin.Get(ctx, types.NamespacedName{Name: prefix + "pf"}, &n); err != nil {
+					t.Fatal(err)
+				}
+				if q := n.Status.Capacity[corev1.ResourceCPU]; q.String() != "64" {
+					t.Errorf("cpu capacity %s, want the kubelet's 64 kept", q.String())
+				}
+			})
+
+			t.Run("a VF-mode Device counts healthy PFs' VFs, and a Device written before its node counts", func(t *testing.T) {
+				if err := admin.Create(ctx, vfDevice(prefix+"vf", 3, 4, 1)); err != nil {
+					t.Fatal(err)
+				}
+				newNode(t, prefix+"vf")
+				rdmaOf(t, prefix+"vf", model.vfMode, "VF-mode capacity")
+			})
+
+			t.Run("a changed Device changes the capacity; a deleted one removes it", func(t *testing.T) {
+				dev := vfDevice(prefix+"vf", 3, 4, 0) // all three PFs healthy now
+				var cur unstructured.Unstructured
+				cur.SetGroupVersionKind(operator.DeviceGVK)
+				if err := admin.Get(ctx, types.NamespacedName{Name: prefix + "vf"}, &cur); err != nil {
+					t.Fatal(err)
+				}
+				dev.SetResourceVersion(cur.GetResourceVersion())
+				if err := admin.Update(ctx, dev); err != nil {
+					t.Fatal(err)
+				}
+				want := map[rdma.CapacityModel]string{rdma.CountModel: "12", rdma.PercentModel: "300"}[model.model]
+				rdmaOf(t, prefix+"vf", want, "capacity after the Device changed")
+				if err := admin.Delete(ctx, dev); err != nil {
+					t.Fatal(err)
+				}
+				rdmaOf(t, prefix+"vf", "", "capacity removed with the Device")
+			})
+
+			t.Run("a mixed-mode Device", func(t *testing.T) {
+				newNode(t, prefix+"mixed")
+				if err := admin.Create(ctx, fixtureDevice(t, "one-nic-with-vfs-four-roots.json", prefix+"mixed")); err != nil {
+					t.Fatal(err)
+				}
+				if model.mixed != "error" {
+					rdmaOf(t, prefix+"mixed", model.mixed, "mixed-mode capacity")
+					return
+				}
+				ev := waitEventCluster(t, operator.ReasonRDMACapacityInvalid, prefix+"mixed")
+				if !strings.Contains(ev, prefix+"mixed") {
+					t.Errorf("event %q does not name the Device", ev)
+				}
+				rdmaOf(t, prefix+"mixed", "", "no capacity from a Device that cannot be counted")
+			})
+		})
+	}
+}
+
+// waitEventCluster waits for an event with reason about a cluster-scoped object (its
+// events live in the default namespace) and returns its note.
+func waitEventCluster(t *testing.T, reason, regarding string) string {
+	t.Helper()
+	ev := waitEvent(t, metav1.NamespaceDefault, reason, regarding)
+	if ev == nil {
+		t.Fatal(errors.New("no event"))
+	}
+	return ev.Note
+}
+
+func resourceQty(s string) resource.Quantity { return resource.MustParse(s) }

@@ -1,0 +1,290 @@
+package reload
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"slices"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/kplan-dev/kplan/examples/operator"
+	"github.com/kplan-dev/kplan/revision"
+)
+
+// Config is what the agent serves and for whom.
+type Config struct {
+	// Revision is the pod's wanted revision when the container started (the
+	// downward API resolves it once, at container start).
+	Revision string
+	// HubFile is the hub ConfigMap's revisions file (a ConfigMap volume). When it is
+	// missing or does not hold Revision yet (the kubelet refreshes ConfigMap volumes
+	// only about once a minute), the hub is read from the API server.
+	HubFile string
+	// DataDir is the shared volume the files are written into.
+	DataDir string
+	// SetName, Namespace and PodName name the ConfigMapSet and the pod.
+	SetName, Namespace, PodName string
+	// Poll is how often the pod is read (default 2s).
+	Poll time.Duration
+}
+
+// ConfigFromEnv reads the configuration the webhook injects: revision.EnvRevision,
+// EnvHubFile and EnvDataDir (revision.Inject) and operator.EnvSetName, EnvPodName and
+// EnvPodNamespace (the example operator's webhook).
+func ConfigFromEnv(getenv func(string) string) Config {
+	return Config{
+		Revision:  getenv(revision.EnvRevision),
+		HubFile:   getenv(revision.EnvHubFile),
+		DataDir:   getenv(revision.EnvDataDir),
+		SetName:   getenv(operator.EnvSetName),
+		Namespace: getenv(operator.EnvPodNamespace),
+		PodName:   getenv(operator.EnvPodName),
+	}
+}
+
+func (c Config) check() error {
+	var missing []string
+	for _, f := range []struct{ name, v string }{
+		{revision.EnvDataDir, c.DataDir}, {operator.EnvSetName, c.SetName}, {operator.EnvPodNamespace, c.Namespace}, {operator.EnvPodName, c.PodName},
+	} {
+		if f.v == "" {
+			missing = append(missing, f.name)
+		}
+	}
+	if len(missing) > 0 {
+		return fmt.Errorf("not set: %v", missing)
+	}
+	return nil
+}
+
+// ErrRestart is returned by Run when the container must restart to load another
+// revision: the pod now wants a revision other than Config.Revision, or
+// revision.Restarts lists this sidecar. Exiting lets the kubelet restart the sidecar
+// (a native sidecar restarts whatever its exit code), which resolves the downward
+// API anew.
+var ErrRestart = errors.New("restart to load the pod's wanted revision")
+
+// Agent serves one ConfigMapSet's files to one pod and reports the revision it
+// serves.
+type Agent struct {
+	Config Config
+	// Client reads the pod, the ConfigMapSet and the hub, and patches the pod.
+	Client client.Client
+	// Log receives progress lines.
+	Log io.Writer
+	// Now is the clock (default time.Now).
+	Now func() time.Time
+
+	reported string    // last "waiting for" line, to log each once
+	started  time.Time // when Run started
+}
+
+// statusGrace is how long the agent waits for the pod status to show its own start
+// before it restarts once more (see Run).
+const statusGrace = 5 * time.Second
+
+// Run serves Config.Revision into Config.DataDir and then keeps the pod's current
+// revision annotation right:
+//
+//  1. the revision's files are read from the hub and written atomically
+//     (WriteAtomic); a file name that would leave the directory refuses the whole
+//     revision, nothing is written, and Run retries (the hub may be fixed);
+//  2. every Poll the pod and the ConfigMapSet are read: when the pod wants another
+//     revision, or revision.Restarts lists this sidecar, Run returns ErrRestart;
+//     when revision.MarkCurrent says the pod may be marked, the patch is applied
+//     (with the pod's UID, so a re-created pod is never marked);
+//  3. when revision.Restarts lists injected containers (restartInjectedContainers),
+//     Run logs them and waits: restarting another container needs the node (see
+//     the package documentation for the call a node daemon makes).
+//
+// It returns nil when ctx ends.
+func (a *Agent) Run(ctx context.Context) error {
+	if err := a.Config.check(); err != nil {
+		return err
+	}
+	poll := a.Config.Poll
+	if poll <= 0 {
+		poll = 2 * time.Second
+	}
+	now := a.Now
+	if now == nil {
+		now = time.Now
+	}
+	a.started = now()
+	served := false
+	for {
+		if !served && a.Config.Revision != "" {
+			files, err := a.files(ctx)
+			if err == nil {
+				err = a.write(files, now())
+			}
+			if err != nil {
+				a.once(fmt.Sprintf("revision %s: %v", a.Config.Revision, err))
+			} else {
+				served = true
+			}
+		}
+		err := a.check(ctx, served, now)
+		if errors.Is(err, ErrRestart) {
+			return err
+		}
+		if err != nil {
+			a.once(err.Error())
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(poll):
+		}
+	}
+}
+
+func (a *Agent) write(files map[string]string, now time.Time) error {
+	changed, err := WriteAtomic(a.Config.DataDir, files, now)
+	if err != nil {
+		return err
+	}
+	if changed {
+		a.logf("serving revision %s (%d files) in %s", a.Config.Revision, len(files), a.Config.DataDir)
+	}
+	return nil
+}
+
+// files returns the wanted revision's files, from the hub file when it holds the
+// revision, else from the hub ConfigMap.
+func (a *Agent) files(ctx context.Context) (map[string]string, error) {
+	rev := a.Config.Revision
+	if a.Config.HubFile != "" {
+		if raw, err := os.ReadFile(a.Config.HubFile); err == nil {
+			cm := &corev1.ConfigMap{Data: map[string]string{revision.HubDataKey: string(raw)}}
+			cm.Namespace, cm.Name = a.Config.Namespace, revision.HubName(a.Config.SetName)
+			if hub, err := revision.DecodeHub(cm); err == nil && hub.Index(rev) >= 0 {
+				return hub.Files(rev)
+			}
+		}
+	}
+	var cm corev1.ConfigMap
+	key := types.NamespacedName{Namespace: a.Config.Namespace, Name: revision.HubName(a.Config.SetName)}
+	if err := a.Client.Get(ctx, key, &cm); err != nil {
+		return nil, fmt.Errorf("hub ConfigMap %s: %w", key, err)
+	}
+	hub, err := revision.DecodeHub(&cm)
+	if err != nil {
+		return nil, err
+	}
+	return hub.Files(rev)
+}
+
+// check reads the pod and the set and restarts, waits or marks the pod current.
+func (a *Agent) check(ctx context.Context, served bool, now func() time.Time) error {
+	var pod corev1.Pod
+	if err := a.Client.Get(ctx, types.NamespacedName{Namespace: a.Config.Namespace, Name: a.Config.PodName}, &pod); err != nil {
+		return fmt.Errorf("pod %s/%s: %w", a.Config.Namespace, a.Config.PodName, err)
+	}
+	keys, err := revision.KeysFor(a.Config.SetName)
+	if err != nil {
+		return err
+	}
+	if want := pod.Annotations[keys.UpdateRevision]; want != a.Config.Revision {
+		a.logf("pod %s/%s now wants revision %q, serving %q", pod.Namespace, pod.Name, want, a.Config.Revision)
+		return ErrRestart
+	}
+	if !served {
+		return nil
+	}
+	var set revision.ConfigMapSet
+	if err := a.Client.Get(ctx, types.NamespacedName{Namespace: a.Config.Namespace, Name: a.Config.SetName}, &set); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil // deleted: pods keep the files written, nothing to report
+		}
+		return fmt.Errorf("ConfigMapSet %s/%s: %w", a.Config.Namespace, a.Config.SetName, err)
+	}
+	restarts, err := revision.Restarts(&pod, &set)
+	if err != nil {
+		return err
+	}
+	if slices.Contains(restarts, revision.ReloadSidecarName(set.Name)) {
+		// The kubelet's status may still show the previous run of this container, and
+		// start times have one-second precision: restart only when this process
+		// started before the wanted revision was asked for, or the status has not
+		// caught up after statusGrace.
+		st, err := keys.Read(&pod)
+		if err != nil {
+			return err
+		}
+		if a.started.Before(st.UpdateTimestamp) || now().Sub(a.started) > statusGrace {
+			a.logf("revision.Restarts lists this sidecar (started before the wanted revision's timestamp)")
+			return ErrRestart
+		}
+		a.once("waiting for the pod status to show this container's start")
+		return nil
+	}
+	if len(restarts) > 0 {
+		a.once(fmt.Sprintf("waiting for the node to restart %v", restarts))
+		return nil
+	}
+	patch, ok, err := revision.MarkCurrent(&pod, &set, now())
+	if err != nil || !ok {
+		if err == nil && !podReady(&pod) {
+			a.once("waiting for the pod to be ready")
+		}
+		return err
+	}
+	b, err := mergePatchWithUID(patch)
+	if err != nil {
+		return err
+	}
+	if err := a.Client.Patch(ctx, &pod, client.RawPatch(types.MergePatchType, b)); err != nil {
+		return fmt.Errorf("marking revision %s current: %w", a.Config.Revision, err)
+	}
+	a.logf("pod %s/%s marked current at revision %s", pod.Namespace, pod.Name, a.Config.Revision)
+	return nil
+}
+
+func (a *Agent) once(msg string) {
+	if msg != a.reported {
+		a.reported = msg
+		a.logf("%s", msg)
+	}
+}
+
+func (a *Agent) logf(format string, args ...any) {
+	if a.Log != nil {
+		fmt.Fprintf(a.Log, format+"\n", args...)
+	}
+}
+
+func podReady(p *corev1.Pod) bool {
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
+
+// mergePatchWithUID is p.MergePatch with the pod's UID, so the API server refuses it
+// for a pod re-created under the same name.
+func mergePatchWithUID(p revision.PodPatch) ([]byte, error) {
+	b, err := p.MergePatch()
+	if err != nil || p.UID == "" {
+		return b, err
+	}
+	var m map[string]map[string]any
+	if err := json.Unmarshal(b, &m); err != nil {
+		return nil, err
+	}
+	if m["metadata"] == nil {
+		m["metadata"] = map[string]any{}
+	}
+	m["metadata"]["uid"] = p.UID
+	return json.Marshal(m)
+}

@@ -1,0 +1,67 @@
+package reload
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/config"
+
+	"github.com/kplan-dev/kplan/examples/operator"
+)
+
+// Main runs the agent as a command: configuration from the environment
+// (ConfigFromEnv), flags -poll and -kubeconfig (default: $KUBECONFIG, else the
+// in-cluster configuration), logs to stderr. It returns the exit code: 0 when the
+// sidecar must restart (ErrRestart) or ctx ended, 1 on a configuration error.
+func Main(ctx context.Context, args []string, getenv func(string) string, stderr io.Writer) int {
+	fs := flag.NewFlagSet("configmapset-reload", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	poll := fs.Duration("poll", 0, "how often the pod is read (default 2s)")
+	kubeconfig := fs.String("kubeconfig", "", "kubeconfig file (default: $KUBECONFIG, else in-cluster)")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	cfg := ConfigFromEnv(getenv)
+	cfg.Poll = *poll
+	fail := func(err error) int {
+		fmt.Fprintln(stderr, "configmapset-reload:", err)
+		return 1
+	}
+	path := *kubeconfig
+	if path == "" {
+		path = getenv("KUBECONFIG")
+	}
+	var restCfg *rest.Config
+	var err error
+	if path != "" {
+		restCfg, err = clientcmd.BuildConfigFromFlags("", path)
+	} else {
+		restCfg, err = config.GetConfig()
+	}
+	if err != nil {
+		return fail(err)
+	}
+	scheme, err := operator.NewScheme()
+	if err != nil {
+		return fail(err)
+	}
+	c, err := client.New(restCfg, client.Options{Scheme: scheme})
+	if err != nil {
+		return fail(err)
+	}
+	a := &Agent{Config: cfg, Client: c, Log: stderr}
+	switch err := a.Run(ctx); {
+	case errors.Is(err, ErrRestart):
+		fmt.Fprintln(stderr, "configmapset-reload: exiting:", err)
+		return 0
+	case err != nil:
+		return fail(err)
+	}
+	return 0
+}
