@@ -137,7 +137,8 @@ type BuildOptions struct {
 // server id, merged in member order) in the order opts.Order gives, devices inside a
 // server numerically (lexicographically under Lexicographic). members is not changed
 // and its order does not matter. A pod named twice, a device id twice on one server,
-// or any invalid annotation field is an error naming the pod.
+// or any invalid annotation field is an error naming the pod; so is an unknown
+// opts.Order.
 func Build(members []Member, opts BuildOptions) (*Table, error) {
 	return build(members, opts, true)
 }
@@ -146,7 +147,7 @@ func Build(members []Member, opts BuildOptions) (*Table, error) {
 // already checked.
 func build(members []Member, opts BuildOptions, validate bool) (*Table, error) {
 	if opts.Order < Natural || opts.Order > PodIndex {
-		panic("ranktable: invalid Order " + opts.Order.String())
+		return nil, fmt.Errorf("BuildOptions.Order: %v is not a known order", opts.Order)
 	}
 	ms := make([]*Member, len(members))
 	for i := range members {

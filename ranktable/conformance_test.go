@@ -36,3 +36,45 @@ func TestBuildDuplicateDeviceCheckIsLinearOnOneServer(t *testing.T) {
 		t.Errorf("1024 pods took %v, 128 pods %v: %.0fx for 8x the pods (quadratic is 64x)", large, small, ratio)
 	}
 }
+
+// Out-of-range options and nil arguments are errors that name what is wrong, never
+// panics.
+func TestBadArgumentsAreErrorsNotPanics(t *testing.T) {
+	tm := mustLibrary(t, LibraryMindIERole, LoadOptions{})
+	var nilTemplate *Template
+	cases := []struct {
+		name string
+		call func() error
+		want string
+	}{
+		{"Build with an out-of-range Order", func() error {
+			_, err := Build(oneServerMembers(1, 1), BuildOptions{Order: PodIndex + 1})
+			return err
+		}, "BuildOptions.Order: Order(3) is not a known order"},
+		{"Build with a negative Order", func() error {
+			_, err := Build(nil, BuildOptions{Order: -1})
+			return err
+		}, "BuildOptions.Order: Order(-1) is not a known order"},
+		{"ParsePod(nil)", func() error { _, err := tm.ParsePod(nil); return err }, "pod is nil"},
+		{"ParsePod on a nil Template", func() error { _, err := nilTemplate.ParsePod(nil); return err }, "template is nil"},
+		{"ParseAnnotation on a nil Template", func() error { _, err := nilTemplate.ParseAnnotation("{}"); return err }, "template is nil"},
+		{"Render(nil)", func() error { _, err := tm.Render(nil, RenderOptions{}); return err }, "ranktable template " + tm.Name + ": table is nil"},
+		{"Render on a nil Template", func() error { _, err := nilTemplate.Render(&Table{}, RenderOptions{}); return err }, "template is nil"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			var err error
+			func() {
+				defer func() {
+					if r := recover(); r != nil {
+						t.Fatalf("panic: %v", r)
+					}
+				}()
+				err = c.call()
+			}()
+			if err == nil || err.Error() != c.want {
+				t.Fatalf("error %v, want %q", err, c.want)
+			}
+		})
+	}
+}
