@@ -8,6 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/validation"
 )
 
 // Annotations and labels kplan writes on ranktable ConfigMaps.
@@ -170,6 +171,9 @@ func (in *Input) check() (Level, error) {
 	}
 	if in.Owner.Name == "" || in.Owner.Namespace == "" || in.Owner.UID == "" {
 		return "", fmt.Errorf("input: Owner needs name, namespace and uid")
+	}
+	if errs := validation.IsDNS1123Label(in.Owner.Namespace); len(errs) > 0 {
+		return "", fmt.Errorf("input: Owner.Namespace %q: %s", truncate(in.Owner.Namespace, 80), errs[0])
 	}
 	if in.Order < Natural || in.Order > PodIndex {
 		return "", fmt.Errorf("input: Order %v is not a known order", in.Order)

@@ -233,6 +233,14 @@ func (p *Planner) Plan(in Input) (Result, error) {
 			ge.ownerName, ge.cmName = in.Owner.Name, ConfigMapName(in.Owner.Name, k)
 		}
 		st := GroupStatus{Group: k, ConfigMapName: ge.cmName, Pods: len(refs), Expected: expected}
+		if !isDNSSubdomain(ge.cmName) {
+			// ConfigMapName always gives a valid name; never hand out one that is not.
+			st.Phase, st.Error = PhaseFailed, fmt.Errorf("group %s: ConfigMap name %q is not a valid DNS-1123 subdomain", k, ge.cmName)
+			res.Groups = append(res.Groups, st)
+			res.Events = append(res.Events, failedEvent(in.Owner, st))
+			clear(ge.refs)
+			continue
+		}
 		cur := p.existing[st.ConfigMapName]
 		ready := 0
 		for _, r := range refs {

@@ -117,4 +117,6 @@ func isIP(s string) bool {
 
 func isConfigMapKey(s string) bool { return len(validation.IsConfigMapKey(s)) == 0 }
 
+func isDNSSubdomain(s string) bool { return len(validation.IsDNS1123Subdomain(s)) == 0 }
+
 func isQualifiedName(s string) bool { return len(validation.IsQualifiedName(s)) == 0 }
