@@ -37,6 +37,12 @@ type Grouping struct {
 	RoleIDLabel string
 	// EntryLabel marks the entry pod of a role replica (default LabelEntry).
 	EntryLabel string
+	// OwnerLabel, when set, names a pod label whose value is the owner's name, as
+	// kthena finds a ModelServing's pods (LabelModelServingName): a pod with that
+	// label belongs to the owner whatever its ownerReferences say. When empty (the
+	// default) a pod belongs to the owner only through its controller
+	// ownerReference.
+	OwnerLabel string
 }
 
 func (g Grouping) withDefaults() Grouping {
