@@ -498,3 +498,60 @@ func TestPlanNamesAbsentMembers(t *testing.T) {
 		}
 	})
 }
+
+// Every pod given is accounted for exactly once: in a group or in Result.Unmatched
+// (pods being deleted aside); absent members are never pods that are present.
+func TestPlanAccountsForEveryPod(t *testing.T) {
+	o := testOwner("ms")
+	tm := mustLibrary(t, LibraryMindIERole, LoadOptions{})
+	rapid.Check(t, func(t *rapid.T) {
+		pods, exp := genPods(t, o)
+		for _, p := range pods {
+			switch rapid.IntRange(0, 4).Draw(t, "mutation") {
+			case 1: // found by label only
+				p.OwnerReferences = nil
+				p.Labels[LabelModelServingName] = o.Name
+			case 2: // another ModelServing's pod
+				p.OwnerReferences = nil
+				p.Labels[LabelModelServingName] = "other"
+			case 3:
+				p.Namespace = "elsewhere"
+			}
+		}
+		for k := range exp {
+			if rapid.IntRange(0, 3).Draw(t, "drop expected") == 0 {
+				delete(exp, k)
+			}
+		}
+		var g Grouping
+		if rapid.Bool().Draw(t, "by label") {
+			g.OwnerLabel = LabelModelServingName
+		}
+		res, err := Plan(Input{Owner: o, Template: tm, Pods: pods, Expected: exp, Grouping: g, Now: t0})
+		if err != nil {
+			t.Fatal(err)
+		}
+		counted := len(res.Unmatched)
+		grouped := map[string]bool{} // pods in some group
+		for _, p := range pods {
+			grouped[p.Namespace+"/"+p.Name] = true
+		}
+		for _, u := range res.Unmatched {
+			delete(grouped, u.Pod)
+		}
+		for _, st := range res.Groups {
+			counted += st.Pods
+			if len(st.Absent) > max(st.Expected-st.Pods, 0) {
+				t.Fatalf("group %s: %d absent named, %d of %d pods", st.Group, len(st.Absent), st.Pods, st.Expected)
+			}
+			for _, a := range st.Absent {
+				if grouped[a] {
+					t.Fatalf("group %s: %s is in a group and named absent", st.Group, a)
+				}
+			}
+		}
+		if counted != len(pods) {
+			t.Fatalf("%d pods given, %d in groups or unmatched: %+v", len(pods), counted, res.Unmatched)
+		}
+	})
+}
