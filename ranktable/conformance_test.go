@@ -555,3 +555,12 @@ func TestPlanAccountsForEveryPod(t *testing.T) {
 		}
 	})
 }
+
+func TestIsDNSLabelAgreesWithValidation(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		s := rapid.OneOf(rapid.String(), rapid.StringMatching(`[-a-z0-9A-Z.]{0,70}`)).Draw(t, "s")
+		if got, want := isDNSLabel(s), len(validation.IsDNS1123Label(s)) == 0; got != want {
+			t.Fatalf("isDNSLabel(%q) = %v, validation says %v", s, got, want)
+		}
+	})
+}

@@ -202,8 +202,8 @@ func (in *Input) check() (Level, error) {
 	if in.Owner.Name == "" || in.Owner.Namespace == "" || in.Owner.UID == "" {
 		return "", fmt.Errorf("input: Owner needs name, namespace and uid")
 	}
-	if errs := validation.IsDNS1123Label(in.Owner.Namespace); len(errs) > 0 {
-		return "", fmt.Errorf("input: Owner.Namespace %q: %s", truncate(in.Owner.Namespace, 80), errs[0])
+	if !isDNSLabel(in.Owner.Namespace) {
+		return "", fmt.Errorf("input: Owner.Namespace %q: %s", truncate(in.Owner.Namespace, 80), validation.IsDNS1123Label(in.Owner.Namespace)[0])
 	}
 	if in.Order < Natural || in.Order > PodIndex {
 		return "", fmt.Errorf("input: Order %v is not a known order", in.Order)
