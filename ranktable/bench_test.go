@@ -270,3 +270,32 @@ func BenchmarkSeedReference(b *testing.B) {
 		})
 	}
 }
+
+// oneServerMembers returns pods members on one server (one server id), each with
+// devices devices; device ids are unique across the server: 0..pods*devices-1.
+func oneServerMembers(pods, devices int) []Member {
+	ms := make([]Member, pods)
+	for p := range ms {
+		devs := make([]Device, devices)
+		for d := range devs {
+			id := p*devices + d
+			devs[d] = Device{ID: strconv.Itoa(id), IP: fmt.Sprintf("10.%d.%d.%d", id>>16, id>>8&255, id&255)}
+		}
+		ms[p] = Member{Pod: fmt.Sprintf("ns/pod-%d", p), Data: PodData{ServerID: "192.168.1.10", Devices: devs}, RankIndex: -1}
+	}
+	return ms
+}
+
+// BenchmarkBuildOneServer is Build of 1024 pods x 64 devices that all report one
+// server: every device id is checked against the server's other devices.
+func BenchmarkBuildOneServer(b *testing.B) {
+	ms := oneServerMembers(1024, 64)
+	b.Run("pods=1024,devices=64", func(b *testing.B) {
+		measure(b, func(int) {
+			t, err := Build(ms, BuildOptions{})
+			if err != nil || t.TotalDevices != 1024*64 {
+				b.Fatal(err)
+			}
+		})
+	})
+}

@@ -137,7 +137,8 @@ type BuildOptions struct {
 // server id, merged in member order) in the order opts.Order gives, devices inside a
 // server numerically (lexicographically under Lexicographic). members is not changed
 // and its order does not matter. A pod named twice, a device id twice on one server,
-// or any invalid annotation field is an error naming the pod.
+// or any invalid annotation field is an error naming the pod; so is an unknown
+// opts.Order.
 func Build(members []Member, opts BuildOptions) (*Table, error) {
 	return build(members, opts, true)
 }
@@ -146,7 +147,7 @@ func Build(members []Member, opts BuildOptions) (*Table, error) {
 // already checked.
 func build(members []Member, opts BuildOptions, validate bool) (*Table, error) {
 	if opts.Order < Natural || opts.Order > PodIndex {
-		panic("ranktable: invalid Order " + opts.Order.String())
+		return nil, fmt.Errorf("BuildOptions.Order: %v is not a known order", opts.Order)
 	}
 	ms := make([]*Member, len(members))
 	for i := range members {
@@ -171,6 +172,9 @@ func build(members []Member, opts BuildOptions, validate bool) (*Table, error) {
 		first *Member
 		devs  []Device
 		pods  int
+		// byDevice maps device ids to the pod that gives them, made when a second
+		// pod joins the server, so the duplicate check is linear.
+		byDevice map[string]*Member
 	}
 	byID := make(map[string]int, len(ms))
 	servers := make([]srv, 0, len(ms))
@@ -184,12 +188,17 @@ func build(members []Member, opts BuildOptions, validate bool) (*Table, error) {
 		}
 		s := &servers[i]
 		if s.pods > 0 {
-			for _, d := range m.Data.Devices {
-				for _, e := range s.devs {
-					if e.ID == d.ID {
-						return nil, fmt.Errorf("pod %s: device_id %s on server %s is also given by pod %s", m.Pod, d.ID, m.Data.ServerID, s.first.Pod)
-					}
+			if s.byDevice == nil {
+				s.byDevice = make(map[string]*Member, len(s.devs)+len(m.Data.Devices))
+				for _, d := range s.devs {
+					s.byDevice[d.ID] = s.first
 				}
+			}
+			for _, d := range m.Data.Devices {
+				if other, dup := s.byDevice[d.ID]; dup {
+					return nil, fmt.Errorf("pod %s: device_id %s on server %s is also given by pod %s", m.Pod, d.ID, m.Data.ServerID, other.Pod)
+				}
+				s.byDevice[d.ID] = m
 			}
 		}
 		if s.pods == 0 {

@@ -12,8 +12,11 @@
 //
 //   - Result.ConfigMaps: one ConfigMap per group with ActionCreate, ActionUpdate or
 //     ActionNone;
-//   - Result.Groups: per group Waiting (with the pods that lack the annotation),
-//     Completed or Failed (with the error); one group's failure never blocks another;
+//   - Result.Groups: per group Waiting (with the pods that lack the annotation and
+//     the expected members that have no pod), Completed or Failed (with the error);
+//     one group's failure never blocks another;
+//   - Result.Unmatched: the pods left out of every group, with why (another
+//     namespace or controller, no ownerReference, a group Expected does not list);
 //   - Result.Events: RanktableConfigMapCreated, RanktableGenerated,
 //     RanktableGenerationFailed, PodRanktableAnnotationMissing;
 //   - Result.RequeueAfter: when to look again while a group waits.
@@ -26,6 +29,10 @@
 // ConfigMap whose UID and resourceVersion were already found up to date is returned as
 // it is (ActionNone) without comparing its data. Planner.Forget drops a deleted
 // owner's state.
+//
+// Pods belong to the owner through their controller ownerReference. kthena finds a
+// ModelServing's pods by label instead; set Grouping.OwnerLabel to
+// LabelModelServingName to group such pods, which need no ownerReference.
 //
 // A mutating webhook calls Inject on a copy of each pod and returns
 // webhookpatch.Diff of the two.
@@ -118,6 +125,12 @@
 //     "status": "completed"; the library's mindie-extended writes
 //     "{{ .Status }}" like the design's other templates, so a table rendered while
 //     a group is still initializing says so and the wait container keeps waiting.
+//   - ConfigMaps: kthena's parser ConfigMap names the annotation to read
+//     (annotation-name), which is honoured; data keys kplan does not use (kthena's
+//     init-container-image, init-container-name) are reported in Template.Warnings,
+//     not rejected.
+//   - Names from label values that are not valid in a ConfigMap name (upper case,
+//     '_', spaces) are lowered and given a hash suffix, and every name is validated.
 //   - pod-parser-template is optional (the design's simplified template omits it) and
 //     defaults to BuiltinRanktableJSON; names starting "builtin:" select built-in
 //     parsers that need no parser ConfigMap.

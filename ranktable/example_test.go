@@ -301,3 +301,41 @@ func ExampleTemplate_Render() {
 	fmt.Println(strings.Count(string(out), `"rank_id"`), err)
 	// Output: 2 <nil>
 }
+
+// kthena finds a ModelServing's pods by label, not by ownerReference: with
+// Grouping.OwnerLabel such pods are grouped, and pods of other owners are listed in
+// Result.Unmatched with why. Expected members with no pod are named in Absent.
+func ExamplePlan_ownerLabel() {
+	tmpl, err := ranktable.LoadLibraryTemplate(ranktable.LibraryMindIERole, ranktable.LoadOptions{})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	owner := ranktable.Owner{
+		ObjectMeta: metav1.ObjectMeta{Name: "qwen", Namespace: "default", UID: "ms-uid"},
+		GVK:        schema.GroupVersionKind{Group: "workload.kthena.io", Version: "v1alpha1", Kind: "ModelServing"},
+	}
+	pod := func(ms, name string) *corev1.Pod {
+		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{
+			Name: name, Namespace: "default", UID: types.UID("uid-" + name),
+			Labels:      map[string]string{ranktable.LabelModelServingName: ms, ranktable.LabelGroupName: ms + "-0", ranktable.LabelRoleID: "worker-0"},
+			Annotations: map[string]string{ranktable.DefaultAnnotationName: `{"server_id":"192.168.1.10","devices":[{"device_id":"0","device_ip":"10.20.0.2"}]}`},
+		}}
+	}
+	in := ranktable.Input{
+		Owner: owner, Template: tmpl, Now: time.Unix(0, 0),
+		Pods:     []*corev1.Pod{pod("qwen", "qwen-0-worker-0-0"), pod("llama", "llama-0-worker-0-0")},
+		Expected: map[ranktable.GroupKey]int{{Group: "qwen-0", Role: "worker-0"}: 2},
+		Grouping: ranktable.Grouping{OwnerLabel: ranktable.LabelModelServingName},
+	}
+	res, _ := ranktable.Plan(in)
+	for _, g := range res.Groups {
+		fmt.Println(g.Group, g.Phase, g.Pods, "of", g.Expected, "absent:", g.Absent)
+	}
+	for _, u := range res.Unmatched {
+		fmt.Println(u.Pod, u.Reason)
+	}
+	// Output:
+	// qwen-0/worker-0 Waiting 1 of 2 absent: [default/qwen-0-worker-0-1]
+	// default/llama-0-worker-0-0 has no controller ownerReference and its label modelserving.volcano.sh/name is "llama", not "qwen"
+}

@@ -3,7 +3,9 @@ package ranktable
 import (
 	"cmp"
 	"strconv"
+	"strings"
 
+	"github.com/kplan-dev/kplan/internal/canonhash"
 	"github.com/kplan-dev/kplan/internal/names"
 	"github.com/kplan-dev/kplan/internal/natural"
 	corev1 "k8s.io/api/core/v1"
@@ -35,6 +37,12 @@ type Grouping struct {
 	RoleIDLabel string
 	// EntryLabel marks the entry pod of a role replica (default LabelEntry).
 	EntryLabel string
+	// OwnerLabel, when set, names a pod label whose value is the owner's name, as
+	// kthena finds a ModelServing's pods (LabelModelServingName): a pod with that
+	// label belongs to the owner whatever its ownerReferences say. When empty (the
+	// default) a pod belongs to the owner only through its controller
+	// ownerReference.
+	OwnerLabel string
 }
 
 func (g Grouping) withDefaults() Grouping {
@@ -83,6 +91,12 @@ func KeyOf(pod *corev1.Pod, level Level, g Grouping) GroupKey {
 // ownerName: "{owner}-{group suffix}-{role}-ranktable", where the group suffix is the
 // serving group name without a leading "{owner}-" (kthena names groups "{owner}-{i}").
 // Empty parts are left out; a name over 253 characters is cut and given a hash suffix.
+// When the parts do not make a valid ConfigMap name (label values may hold upper case
+// and '_', hand-written input anything), each part is lowered to its lower-case
+// letters and digits joined by '-', and the name ends in "-" and 8 hex digits of a
+// hash of the original parts, so group "Qwen 0" gets "{owner}-qwen-0-ranktable-{hash}"
+// and stays apart from group "qwen-0". The result is always a valid DNS-1123
+// subdomain of at most 253 characters.
 func ConfigMapName(ownerName string, k GroupKey) string {
 	g := k.Group
 	if len(g) > len(ownerName) && g[:len(ownerName)] == ownerName && g[len(ownerName)] == '-' {
@@ -90,7 +104,31 @@ func ConfigMapName(ownerName string, k GroupKey) string {
 	} else if g == ownerName {
 		g = ""
 	}
-	return names.Subdomain(ownerName, g, k.Role, "ranktable")
+	name := names.Subdomain(ownerName, g, k.Role, "ranktable")
+	if isDNSSubdomain(name) {
+		return name
+	}
+	return names.Subdomain(dnsPart(ownerName), dnsPart(g), dnsPart(k.Role), "ranktable", canonhash.Short(ownerName, g, k.Role))
+}
+
+// dnsPart returns the runs of ASCII letters (lowered) and digits of s joined by '-'.
+func dnsPart(s string) string {
+	b := make([]byte, 0, len(s))
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case c >= 'A' && c <= 'Z':
+			c += 'a' - 'A'
+		case c >= 'a' && c <= 'z' || c >= '0' && c <= '9':
+		default:
+			if len(b) > 0 && b[len(b)-1] != '-' {
+				b = append(b, '-')
+			}
+			continue
+		}
+		b = append(b, c)
+	}
+	return strings.TrimSuffix(string(b), "-")
 }
 
 // rankIndex reads a pod's stable rank index annotation, or -1.

@@ -74,14 +74,23 @@ func (p podInfo) funcs() template.FuncMap {
 // knows the pod). A parser template's pod functions (podIP, nodeName, podName,
 // podNamespace) return "": use ParsePod to give them a pod.
 func (t *Template) ParseAnnotation(annotation string) (PodData, error) {
+	if t == nil {
+		return PodData{}, fmt.Errorf("template is nil")
+	}
 	return t.parseAnnotation(annotation, podInfo{})
 }
 
 // ParsePod decodes the annotation t reads (t.AnnotationName) of pod as
 // ParseAnnotation does, with the pod's IP, node name, name and namespace available to
 // a parser template as podIP, nodeName, podName and podNamespace. A missing annotation
-// is an error.
+// is an error, and so is a nil pod or a nil Template.
 func (t *Template) ParsePod(pod *corev1.Pod) (PodData, error) {
+	if t == nil {
+		return PodData{}, fmt.Errorf("template is nil")
+	}
+	if pod == nil {
+		return PodData{}, fmt.Errorf("pod is nil")
+	}
 	ann, ok := pod.Annotations[t.AnnotationName]
 	if !ok {
 		return PodData{}, fmt.Errorf("annotation %s: missing", t.AnnotationName)

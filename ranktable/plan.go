@@ -8,6 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/validation"
 )
 
 // Annotations and labels kplan writes on ranktable ConfigMaps.
@@ -47,14 +48,21 @@ type Input struct {
 	Owner Owner
 	// Template is the loaded ranktable template and pod parser.
 	Template *Template
-	// Pods are the owner's pods; pods of another controller, of another namespace and
-	// pods being deleted are ignored.
+	// Pods are the owner's pods. A pod belongs to the owner when its controller
+	// ownerReference is the owner, or when Grouping.OwnerLabel is set and the pod's
+	// label of that name is the owner's name. Pods being deleted and nil pods are
+	// ignored; every other pod that does not belong (another namespace, another
+	// controller, no ownerReference) is left out and listed in Result.Unmatched.
 	Pods []*corev1.Pod
 	// ConfigMaps are the existing ranktable ConfigMaps (others are ignored).
 	ConfigMaps []*corev1.ConfigMap
 	// Expected is the number of pods each group must have. When nil, every group that
 	// has pods expects exactly the pods it has. Groups listed with no pods yet are
-	// planned too (their ConfigMaps are created empty).
+	// planned too (their ConfigMaps are created empty). A group expecting 0 pods is
+	// scaled to zero: with no pods it is Completed and its file is empty (it never
+	// waits). Pods of groups not listed are left out and listed in Result.Unmatched.
+	// A negative count, and a key with a role at group level (no pod could match
+	// it), are input errors.
 	Expected map[GroupKey]int
 	// Grouping names the labels that place pods in groups (zero value: kthena's).
 	Grouping Grouping
@@ -121,6 +129,14 @@ type GroupStatus struct {
 	Pods, Expected int
 	// Missing lists pods (namespace/name) without the annotation.
 	Missing []string
+	// Absent names expected members that have no pod at all (at most
+	// MaxAbsentNamed of them, in order). At role level with kthena's labels, when
+	// the group's pods are named as kthena names them ({group}-{role id}-{index}),
+	// absent members are named the same way (namespace/name); otherwise, when every
+	// pod of the group has a stable rank index, by the indexes no pod holds
+	// ("hccl/rankIndex=N"). It is empty when neither is known: Expected-Pods still
+	// counts them.
+	Absent []string
 	// Error says why the group failed; nil otherwise.
 	Error error
 }
@@ -153,7 +169,22 @@ type Result struct {
 	// RequeueAfter is when to look again (0: only on change): the poll interval while
 	// any group waits, shortened to the earliest timeout.
 	RequeueAfter time.Duration
+	// Unmatched lists the pods of Input.Pods left out of every group, with why, in
+	// pod order. A plan with no groups and unmatched pods usually means the pods do
+	// not refer to the owner the way Input says (see Input.Pods).
+	Unmatched []UnmatchedPod
 }
+
+// UnmatchedPod is a pod Plan left out of every group.
+type UnmatchedPod struct {
+	// Pod is the pod's namespace/name.
+	Pod string
+	// Reason says why, e.g. "has no controller ownerReference".
+	Reason string
+}
+
+// MaxAbsentNamed is the most absent members GroupStatus.Absent names.
+const MaxAbsentNamed = 64
 
 // ErrTimeout is wrapped by the error of a group that waited longer than the timeout.
 var ErrTimeout = errors.New("timed out waiting for pod annotations")
@@ -171,6 +202,9 @@ func (in *Input) check() (Level, error) {
 	if in.Owner.Name == "" || in.Owner.Namespace == "" || in.Owner.UID == "" {
 		return "", fmt.Errorf("input: Owner needs name, namespace and uid")
 	}
+	if !isDNSLabel(in.Owner.Namespace) {
+		return "", fmt.Errorf("input: Owner.Namespace %q: %s", truncate(in.Owner.Namespace, 80), validation.IsDNS1123Label(in.Owner.Namespace)[0])
+	}
 	if in.Order < Natural || in.Order > PodIndex {
 		return "", fmt.Errorf("input: Order %v is not a known order", in.Order)
 	}
@@ -181,6 +215,24 @@ func (in *Input) check() (Level, error) {
 			return "", fmt.Errorf("owner %s/%s: annotation %s: %v", in.Owner.Namespace, in.Owner.Name, AnnotationLevel, err)
 		}
 		level = l
+	}
+	// Report the first bad key in key order, whatever the map's order.
+	var bad GroupKey
+	var why string
+	for k, n := range in.Expected {
+		w := ""
+		switch {
+		case n < 0:
+			w = fmt.Sprintf("is %d: a group expects 0 or more pods", n)
+		case level == LevelGroup && k.Role != "":
+			w = fmt.Sprintf("names role %q but the level is group: no pod can match it (use the key %q)", k.Role, k.Group)
+		}
+		if w != "" && (why == "" || keyBefore(k, bad)) {
+			bad, why = k, w
+		}
+	}
+	if why != "" {
+		return "", fmt.Errorf("input: Expected[%s] %s", bad, why)
 	}
 	return level, nil
 }
@@ -193,7 +245,44 @@ func ownerRef(o Owner) metav1.OwnerReference {
 	}
 }
 
-func ownedBy(pod metav1.Object, o Owner) bool {
-	c := metav1.GetControllerOfNoCopy(pod)
-	return c != nil && c.UID == o.UID
+// keyBefore orders keys as results are ordered, ties (natural order treats "01" as
+// "1") broken bytewise.
+func keyBefore(a, b GroupKey) bool {
+	if c := compareKeys(a, b); c != 0 {
+		return c < 0
+	}
+	return a.Group < b.Group || a.Group == b.Group && a.Role < b.Role
+}
+
+// belongs reports whether pod (in the owner's namespace) belongs to o: its controller
+// is o, or its ownerLabel label (when ownerLabel is set) is o's name.
+func belongs(pod *corev1.Pod, o Owner, ownerLabel string) bool {
+	if c := metav1.GetControllerOfNoCopy(pod); c != nil && c.UID == o.UID {
+		return true
+	}
+	if ownerLabel == "" {
+		return false
+	}
+	v, ok := pod.Labels[ownerLabel]
+	return ok && v == o.Name
+}
+
+// whyNotOwned says why pod does not belong to o.
+func whyNotOwned(pod *corev1.Pod, o Owner, ownerLabel string) string {
+	if pod.Namespace != o.Namespace {
+		return fmt.Sprintf("is in namespace %q, the owner in %q", pod.Namespace, o.Namespace)
+	}
+	var why string
+	if c := metav1.GetControllerOfNoCopy(pod); c != nil {
+		why = fmt.Sprintf("is controlled by %s %s (uid %s), not by %s %s", c.Kind, c.Name, c.UID, o.GVK.Kind, o.Name)
+	} else {
+		why = "has no controller ownerReference"
+	}
+	if ownerLabel == "" {
+		return why
+	}
+	if v, ok := pod.Labels[ownerLabel]; ok {
+		return fmt.Sprintf("%s and its label %s is %q, not %q", why, ownerLabel, truncate(v, 80), o.Name)
+	}
+	return fmt.Sprintf("%s and no label %s", why, ownerLabel)
 }

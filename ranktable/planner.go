@@ -4,6 +4,8 @@ import (
 	"cmp"
 	"fmt"
 	"slices"
+	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -76,6 +78,7 @@ type groupEntry struct {
 	owner             types.UID
 	key               GroupKey
 	ownerName, cmName string
+	cmValid           bool     // cmName is a valid ConfigMap name
 	refs              []podRef // the current call's pods
 	seen              uint64
 
@@ -161,6 +164,7 @@ func (p *Planner) Plan(in Input) (Result, error) {
 	bopts := BuildOptions{Order: in.Order, Timestamp: in.Timestamp}
 	owner := in.Owner.UID
 
+	res := Result{Level: level}
 	p.order = p.order[:0]
 	var last *groupEntry
 	touch := func(k GroupKey) *groupEntry {
@@ -184,7 +188,11 @@ func (p *Planner) Plan(in Input) (Result, error) {
 		touch(k)
 	}
 	for _, pod := range in.Pods {
-		if pod == nil || pod.Namespace != in.Owner.Namespace || pod.DeletionTimestamp != nil || !ownedBy(pod, in.Owner) {
+		if pod == nil || pod.DeletionTimestamp != nil {
+			continue
+		}
+		if pod.Namespace != in.Owner.Namespace || !belongs(pod, in.Owner, g.OwnerLabel) {
+			res.Unmatched = append(res.Unmatched, UnmatchedPod{Pod: pod.Namespace + "/" + pod.Name, Reason: whyNotOwned(pod, in.Owner, g.OwnerLabel)})
 			continue
 		}
 		e := p.unchangedPod(pod, owner, t, level, g)
@@ -198,6 +206,8 @@ func (p *Planner) Plan(in Input) (Result, error) {
 		if ge == nil || ge.key != k {
 			if in.Expected != nil {
 				if _, ok := in.Expected[k]; !ok {
+					res.Unmatched = append(res.Unmatched, UnmatchedPod{Pod: pod.Namespace + "/" + pod.Name,
+						Reason: fmt.Sprintf("its %s-level group %q is not in Expected", level, k)})
 					continue
 				}
 			}
@@ -221,7 +231,10 @@ func (p *Planner) Plan(in Input) (Result, error) {
 	}
 	p.sortOrder(now)
 
-	res := Result{Level: level, Groups: make([]GroupStatus, 0, len(p.order)), ConfigMaps: make([]DesiredConfigMap, 0, len(p.order))}
+	res.Groups, res.ConfigMaps = make([]GroupStatus, 0, len(p.order)), make([]DesiredConfigMap, 0, len(p.order))
+	slices.SortFunc(res.Unmatched, func(a, b UnmatchedPod) int {
+		return cmp.Or(natural.Compare(a.Pod, b.Pod), strings.Compare(a.Pod, b.Pod), strings.Compare(a.Reason, b.Reason))
+	})
 	var earliest time.Duration
 	for _, ge := range p.order {
 		k, refs := ge.key, ge.refs
@@ -231,8 +244,17 @@ func (p *Planner) Plan(in Input) (Result, error) {
 		}
 		if ge.cmName == "" || ge.ownerName != in.Owner.Name {
 			ge.ownerName, ge.cmName = in.Owner.Name, ConfigMapName(in.Owner.Name, k)
+			ge.cmValid = isDNSSubdomain(ge.cmName)
 		}
 		st := GroupStatus{Group: k, ConfigMapName: ge.cmName, Pods: len(refs), Expected: expected}
+		if !ge.cmValid {
+			// ConfigMapName always gives a valid name; never hand out one that is not.
+			st.Phase, st.Error = PhaseFailed, fmt.Errorf("group %s: ConfigMap name %q is not a valid DNS-1123 subdomain", k, ge.cmName)
+			res.Groups = append(res.Groups, st)
+			res.Events = append(res.Events, failedEvent(in.Owner, st))
+			clear(ge.refs)
+			continue
+		}
 		cur := p.existing[st.ConfigMapName]
 		ready := 0
 		for _, r := range refs {
@@ -262,8 +284,11 @@ func (p *Planner) Plan(in Input) (Result, error) {
 			st.Phase, st.Error = PhaseFailed, parseErr
 		case len(refs) > expected:
 			st.Phase, st.Error = PhaseFailed, fmt.Errorf("group %s has %d pods, expected %d", k, len(refs), expected)
-		case ready < expected || expected == 0:
+		case expected == 0:
+			st.Phase = PhaseCompleted // scaled to zero: nothing to rank, the file stays empty
+		case ready < expected:
 			st.Phase = PhaseWaiting
+			st.Absent = absentMembers(in.Owner.Namespace, k, level, g, refs, expected)
 			since := latestCreation(cur, refs, func(r podRef) *corev1.Pod { return r.pod })
 			if since.IsZero() {
 				since = in.Now
@@ -272,7 +297,7 @@ func (p *Planner) Plan(in Input) (Result, error) {
 				left := in.Timeout - in.Now.Sub(since)
 				if left <= 0 {
 					st.Phase = PhaseFailed
-					st.Error = fmt.Errorf("group %s: %w: %d of %d pods ready after %s", k, ErrTimeout, ready, expected, in.Timeout)
+					st.Error = fmt.Errorf("group %s: %w: %d of %d pods ready after %s%s", k, ErrTimeout, ready, expected, in.Timeout, absentText(st.Absent))
 				} else if earliest == 0 || left < earliest {
 					earliest = left
 				}
@@ -302,7 +327,7 @@ func (p *Planner) Plan(in Input) (Result, error) {
 			res.Events = append(res.Events, Event{Type: corev1.EventTypeNormal, Reason: ReasonConfigMapCreated, Kind: "ConfigMap",
 				Object: in.Owner.Namespace + "/" + st.ConfigMapName, Message: fmt.Sprintf("ranktable ConfigMap for group %s", k)})
 		}
-		if st.Phase == PhaseCompleted && dc.Action != ActionNone && (cur == nil || cur.Data[t.Filename] != content) {
+		if st.Phase == PhaseCompleted && expected > 0 && dc.Action != ActionNone && (cur == nil || cur.Data[t.Filename] != content) {
 			res.Events = append(res.Events, Event{Type: corev1.EventTypeNormal, Reason: ReasonGenerated, Kind: "ConfigMap",
 				Object: in.Owner.Namespace + "/" + st.ConfigMapName, Message: fmt.Sprintf("ranktable for group %s: %d pods, content hash %s", k, ready, contHash)})
 		}
@@ -322,6 +347,60 @@ func (p *Planner) Plan(in Input) (Result, error) {
 	}
 	p.prune(owner, now)
 	return res, nil
+}
+
+// absentMembers names the expected members of group k that have no pod: see
+// GroupStatus.Absent.
+func absentMembers(namespace string, k GroupKey, level Level, g Grouping, refs []podRef, expected int) []string {
+	n := min(expected-len(refs), MaxAbsentNamed)
+	if n <= 0 {
+		return nil
+	}
+	held := make(map[int]bool, len(refs))
+	var out []string
+	// at reports the members not in held among 0..expected-1, up to n of them.
+	at := func(name func(i int) string) []string {
+		for i := 0; len(out) < n && i < expected; i++ {
+			if !held[i] {
+				out = append(out, name(i))
+			}
+		}
+		return out
+	}
+	if prefix := k.Group + "-" + k.Role + "-"; level == LevelRole && k.Group != "" && k.Role != "" && g == (Grouping{OwnerLabel: g.OwnerLabel}).withDefaults() {
+		named := true
+		for _, r := range refs {
+			name := r.pod.Name
+			if !strings.HasPrefix(name, prefix) || !isSmallInt(name[len(prefix):]) {
+				named = false
+				break
+			}
+			i, _ := strconv.Atoi(name[len(prefix):])
+			held[i] = true
+		}
+		if named {
+			return at(func(i int) string { return namespace + "/" + prefix + strconv.Itoa(i) })
+		}
+		clear(held)
+	}
+	for _, r := range refs {
+		i := rankIndex(r.pod)
+		if i < 0 {
+			return nil
+		}
+		held[i] = true
+	}
+	if len(refs) == 0 {
+		return nil
+	}
+	return at(func(i int) string { return AnnotationRankIndex + "=" + strconv.Itoa(i) })
+}
+
+func absentText(absent []string) string {
+	if len(absent) == 0 {
+		return ""
+	}
+	return "; absent: " + strings.Join(absent, ", ")
 }
 
 func failedEvent(o Owner, st GroupStatus) Event {

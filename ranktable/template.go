@@ -23,7 +23,8 @@ const (
 	KeyAnnotationName    = "annotation-name"
 )
 
-// KeyParserTemplate is the data key of a pod parser template ConfigMap.
+// KeyParserTemplate is the data key of a pod parser template ConfigMap's template. The
+// parser ConfigMap may also hold KeyAnnotationName.
 const KeyParserTemplate = "parser-template"
 
 // Defaults of a ranktable template ConfigMap's optional keys.
@@ -102,10 +103,17 @@ type Template struct {
 	MountPath string
 	// Filename is the table's file and ConfigMap data key (key filename).
 	Filename string
-	// AnnotationName is the pod annotation the parser reads (key annotation-name).
+	// AnnotationName is the pod annotation the parser reads: key annotation-name of
+	// the pod parser ConfigMap (where kthena has it) or of the ranktable template
+	// ConfigMap, else DefaultAnnotationName.
 	AnnotationName string
 	// Text is the ranktable template source.
 	Text string
+	// Warnings describe what LoadTemplate ignored, one sentence each naming the
+	// ConfigMap and the data key: keys it does not know, such as kthena's
+	// init-container-image and init-container-name. A controller may log them or
+	// record them as events.
+	Warnings []string
 
 	tmpl      *template.Template
 	parser    parser
@@ -128,7 +136,10 @@ var allowedKeys = map[string]bool{
 // LoadTemplate validates a ranktable template ConfigMap and the pod parser ConfigMap it
 // names and parses both templates. parserCM may be nil when the ranktable template names
 // a built-in parser (or none: the default is BuiltinRanktableJSON). Neither ConfigMap is
-// changed. Every error names the ConfigMap and the data key.
+// changed. Every error names the ConfigMap and the data key. kthena's ConfigMaps load
+// as they are: the parser ConfigMap's annotation-name key names the annotation to
+// read (naming a different one in both ConfigMaps is an error), and data keys kplan
+// does not know are ignored and reported in Template.Warnings.
 func LoadTemplate(rt, parserCM *corev1.ConfigMap, opts LoadOptions) (*Template, error) {
 	if rt == nil {
 		return nil, fmt.Errorf("ranktable template ConfigMap is nil")
@@ -136,16 +147,6 @@ func LoadTemplate(rt, parserCM *corev1.ConfigMap, opts LoadOptions) (*Template, 
 	id := rt.Namespace + "/" + rt.Name
 	fail := func(key, format string, args ...any) error {
 		return fmt.Errorf("ranktable template ConfigMap %s: data[%s]: %s", id, key, fmt.Sprintf(format, args...))
-	}
-	var unknown []string
-	for k := range rt.Data {
-		if !allowedKeys[k] {
-			unknown = append(unknown, k)
-		}
-	}
-	if len(unknown) > 0 {
-		sort.Strings(unknown)
-		return nil, fail(unknown[0], "unknown key (allowed: %s)", strings.Join(sortedKeys(allowedKeys), ", "))
 	}
 	t := &Template{
 		Name:           id,
@@ -192,11 +193,45 @@ func LoadTemplate(rt, parserCM *corev1.ConfigMap, opts LoadOptions) (*Template, 
 	if !opts.DisableNative {
 		t.native = native
 	}
+	t.Warnings = unknownKeys(nil, "ranktable template ConfigMap "+id, rt.Data, allowedKeys)
 	t.parser, err = loadParser(id, t.ParserName, parserCM)
 	if err != nil {
 		return nil, err
 	}
+	if _, ok := t.parser.(*templateParser); ok {
+		// kthena names the annotation in the parser ConfigMap.
+		pid := parserCM.Namespace + "/" + parserCM.Name
+		if a := parserCM.Data[KeyAnnotationName]; a != "" {
+			if !isQualifiedName(a) {
+				return nil, fmt.Errorf("pod parser ConfigMap %s: data[%s]: %q is not a qualified annotation name", pid, KeyAnnotationName, a)
+			}
+			if rtA := rt.Data[KeyAnnotationName]; rtA != "" && rtA != a {
+				return nil, fmt.Errorf("pod parser ConfigMap %s: data[%s]: %q differs from %q in ranktable template ConfigMap %s: name the annotation in one of them",
+					pid, KeyAnnotationName, a, rtA, id)
+			}
+			t.AnnotationName = a
+		}
+		t.Warnings = unknownKeys(t.Warnings, "pod parser ConfigMap "+pid, parserCM.Data, allowedParserKeys)
+	}
 	return t, nil
+}
+
+var allowedParserKeys = map[string]bool{KeyParserTemplate: true, KeyAnnotationName: true}
+
+// unknownKeys appends to warnings one sentence for each key of data (in order) that
+// allowed does not list.
+func unknownKeys(warnings []string, what string, data map[string]string, allowed map[string]bool) []string {
+	var unknown []string
+	for k := range data {
+		if !allowed[k] {
+			unknown = append(unknown, k)
+		}
+	}
+	sort.Strings(unknown)
+	for _, k := range unknown {
+		warnings = append(warnings, fmt.Sprintf("%s: data[%s]: unknown key ignored (known: %s)", what, truncate(k, 80), strings.Join(sortedKeys(allowed), ", ")))
+	}
+	return warnings
 }
 
 // loadParser resolves the pod-parser-template reference of ranktable template rtID.
@@ -223,11 +258,6 @@ func loadParser(rtID, name string, cm *corev1.ConfigMap) (parser, error) {
 
 func loadParserTemplate(cm *corev1.ConfigMap) (parser, error) {
 	id := cm.Namespace + "/" + cm.Name
-	for k := range cm.Data {
-		if k != KeyParserTemplate {
-			return nil, fmt.Errorf("pod parser ConfigMap %s: data[%s]: unknown key (allowed: %s)", id, k, KeyParserTemplate)
-		}
-	}
 	text := cm.Data[KeyParserTemplate]
 	if strings.TrimSpace(text) == "" {
 		return nil, fmt.Errorf("pod parser ConfigMap %s: data[%s]: missing or empty", id, KeyParserTemplate)

@@ -30,7 +30,6 @@ func TestLoadTemplateErrorsNameConfigMapAndKey(t *testing.T) {
 		parser *corev1.ConfigMap
 		want   string
 	}{
-		{"an unknown key is rejected", func(d map[string]string) { d["mount_path"] = "/x" }, nil, "kthena-system/rt: data[mount_path]: unknown key"},
 		{"a missing engine is rejected", func(d map[string]string) { delete(d, KeyInferenceEngine) }, nil, "data[inference-engine]: missing"},
 		{"an unknown engine is rejected", func(d map[string]string) { d[KeyInferenceEngine] = "sglang" }, nil, `data[inference-engine]: "sglang" is not an inference engine`},
 		{"a bad level is rejected", func(d map[string]string) { d[KeyLevel] = "node" }, nil, `data[ranktable-level]: "node" is not a ranktable level`},
@@ -46,8 +45,8 @@ func TestLoadTemplateErrorsNameConfigMapAndKey(t *testing.T) {
 		{"an unknown builtin parser is rejected", func(d map[string]string) { d[KeyPodParserTemplate] = "builtin:xml" }, nil, `data[pod-parser-template]: "builtin:xml" is not a built-in parser`},
 		{"a missing parser ConfigMap is reported", func(d map[string]string) { d[KeyPodParserTemplate] = "p" }, nil, `data[pod-parser-template]: parser ConfigMap "p" not given`},
 		{"a parser ConfigMap of another name is rejected", func(d map[string]string) { d[KeyPodParserTemplate] = "p" }, parser, `names "p" but parser ConfigMap kthena-system/ascend-pod-ranktable-parser-standard`},
-		{"a parser ConfigMap with an unknown key is rejected", func(d map[string]string) { d[KeyPodParserTemplate] = "p" },
-			&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "ns"}, Data: map[string]string{"parser": "x"}}, "pod parser ConfigMap ns/p: data[parser]: unknown key"},
+		{"a parser ConfigMap without its template is rejected", func(d map[string]string) { d[KeyPodParserTemplate] = "p" },
+			&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "ns"}, Data: map[string]string{"parser": "x"}}, "pod parser ConfigMap ns/p: data[parser-template]: missing or empty"},
 		{"an unparsable parser template is rejected", func(d map[string]string) { d[KeyPodParserTemplate] = "p" },
 			&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "ns"}, Data: map[string]string{KeyParserTemplate: "{{ if }}"}}, "pod parser ConfigMap ns/p: data[parser-template]:"},
 		{"a parser template calling env fails to load", func(d map[string]string) { d[KeyPodParserTemplate] = "p" },

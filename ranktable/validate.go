@@ -117,4 +117,22 @@ func isIP(s string) bool {
 
 func isConfigMapKey(s string) bool { return len(validation.IsConfigMapKey(s)) == 0 }
 
+// isDNSLabel is validation.IsDNS1123Label without its regexp, which allocates now
+// and then (Plan checks the owner's namespace on every call).
+func isDNSLabel(s string) bool {
+	if len(s) == 0 || len(s) > validation.DNS1123LabelMaxLength {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		alnum := c >= 'a' && c <= 'z' || c >= '0' && c <= '9'
+		if !alnum && (c != '-' || i == 0 || i == len(s)-1) {
+			return false
+		}
+	}
+	return true
+}
+
+func isDNSSubdomain(s string) bool { return len(validation.IsDNS1123Subdomain(s)) == 0 }
+
 func isQualifiedName(s string) bool { return len(validation.IsQualifiedName(s)) == 0 }

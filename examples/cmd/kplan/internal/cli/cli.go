@@ -8,8 +8,11 @@ import (
 	"fmt"
 	"io"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -41,6 +44,8 @@ type options struct {
 	files  stringList
 	output string
 	now    timeFlag
+	// warnings are printed on stderr after a successful run.
+	warnings []string
 
 	// ranktable and patch
 	templatesNamespace string
@@ -50,6 +55,7 @@ type options struct {
 	timeout            time.Duration
 	timestamp          string
 	configMapsOnly     bool
+	ownerLabel         string
 
 	// rollout
 	mode, target                   string
@@ -100,7 +106,7 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "kplan: unknown command %q (want one of %s; see kplan --help)\n", args[0], commandNames())
 		return ExitUsage
 	}
-	out, err := runCommand(cmd, args[1:], stdin)
+	out, warnings, err := runCommand(cmd, args[1:], stdin)
 	var ue usageError
 	switch {
 	case errors.Is(err, flag.ErrHelp):
@@ -113,6 +119,9 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "kplan %s: %s\n", cmd.name, oneLine(err.Error()))
 		return ExitError
 	}
+	for _, w := range warnings {
+		fmt.Fprintf(stderr, "kplan %s: warning: %s\n", cmd.name, printable(oneLine(w)))
+	}
 	if _, err := stdout.Write(out); err != nil {
 		fmt.Fprintf(stderr, "kplan %s: writing the plan: %s\n", cmd.name, oneLine(err.Error()))
 		return ExitError
@@ -120,11 +129,39 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	return ExitOK
 }
 
-// runCommand parses the flags, reads the manifests, plans, and renders the output.
-func runCommand(cmd *command, args []string, stdin io.Reader) ([]byte, error) {
+// printable escapes the characters of s that a terminal would act on or not show.
+func printable(s string) string {
+	var b strings.Builder
+	for len(s) > 0 {
+		r, size := utf8.DecodeRuneInString(s)
+		switch {
+		case r == utf8.RuneError && size == 1:
+			fmt.Fprintf(&b, `\x%02x`, s[0])
+		case r == ' ' || unicode.IsGraphic(r):
+			b.WriteString(s[:size])
+		default:
+			q := strconv.QuoteRune(r)
+			b.WriteString(q[1 : len(q)-1])
+		}
+		s = s[size:]
+	}
+	return b.String()
+}
+
+// runCommand parses the flags, reads the manifests, plans, and renders the output; it
+// also returns the warnings the command reported.
+func runCommand(cmd *command, args []string, stdin io.Reader) ([]byte, []string, error) {
+	o := &options{}
+	out, err := o.runCommand(cmd, args, stdin)
+	if err != nil {
+		return nil, nil, err
+	}
+	return out, o.warnings, nil
+}
+
+func (o *options) runCommand(cmd *command, args []string, stdin io.Reader) ([]byte, error) {
 	fs := flag.NewFlagSet("kplan "+cmd.name, flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
-	o := &options{}
 	fs.Var(&o.files, "f", "manifest file, directory, or - for stdin (repeatable)")
 	fs.StringVar(&o.output, "o", "yaml", "output format: yaml or json")
 	cmd.flags(fs, o)

@@ -24,6 +24,11 @@ that ship with kplan, like ascend-ranktable-template-mindie-role, need not be
 given). Prints the desired ConfigMaps with their action, each group's phase,
 the events to record and when to requeue.
 
+Pods belong to the owner through their controller ownerReference or, as kthena
+finds a ModelServing's pods, through the --owner-label label naming the owner.
+Pods that belong to no group are listed under unmatched, and each gets a warning
+on stderr. Unknown keys in the template ConfigMaps are warnings too.
+
   kubectl get modelserving qwen -o yaml > owner.yaml
   kubectl get pods -l modelserving.volcano.sh/name=qwen -o yaml | kplan ranktable -f owner.yaml -f -
 `,
@@ -36,6 +41,7 @@ the events to record and when to requeue.
 		fs.Var(&o.now, "now", "the current time, RFC 3339 (default: the clock)")
 		fs.StringVar(&o.timestamp, "timestamp", "", "the value templates see as .Timestamp")
 		fs.BoolVar(&o.configMapsOnly, "configmaps", false, "print only the ConfigMaps to create or update, as a v1 List for kubectl apply")
+		fs.StringVar(&o.ownerLabel, "owner-label", ranktable.LabelModelServingName, "pod label whose value names the owner (\"\": ownerReferences only)")
 	},
 	run: runRankTable,
 }
@@ -49,6 +55,12 @@ type rankTablePlan struct {
 	ConfigMaps   []configMapOut `json:"configMaps"`
 	Events       []eventOut     `json:"events,omitempty"`
 	RequeueAfter string         `json:"requeueAfter,omitempty"`
+	Unmatched    []unmatchedPod `json:"unmatched,omitempty"`
+}
+
+type unmatchedPod struct {
+	Pod    string `json:"pod"`
+	Reason string `json:"reason"`
 }
 
 type groupStatus struct {
@@ -59,6 +71,7 @@ type groupStatus struct {
 	Pods      int      `json:"pods"`
 	Expected  int      `json:"expected"`
 	Missing   []string `json:"missing,omitempty"`
+	Absent    []string `json:"absent,omitempty"`
 	Error     string   `json:"error,omitempty"`
 }
 
@@ -116,7 +129,7 @@ func runRankTable(o *options, objs []manifest.Object) (any, error) {
 	}
 	in := ranktable.Input{
 		Owner: owner, Template: tmpl, Pods: pods, ConfigMaps: cms, Expected: expected, Order: order,
-		Timeout: o.timeout, Timestamp: o.timestamp,
+		Timeout: o.timeout, Timestamp: o.timestamp, Grouping: ranktable.Grouping{OwnerLabel: o.ownerLabel},
 	}
 	if o.timeout > 0 {
 		in.Now = o.now.Time()
@@ -124,6 +137,10 @@ func runRankTable(o *options, objs []manifest.Object) (any, error) {
 	res, err := ranktable.Plan(in)
 	if err != nil {
 		return nil, blame(err, ownerObj, podObjs)
+	}
+	o.warnings = append(o.warnings, tmpl.Warnings...)
+	for _, u := range res.Unmatched {
+		o.warnings = append(o.warnings, fmt.Sprintf("pod %s is in no group of %s: it %s", u.Pod, ownerObj.ID(), u.Reason))
 	}
 	if o.configMapsOnly {
 		list := objectList{APIVersion: "v1", Kind: "List", Items: []any{}}
@@ -141,7 +158,7 @@ func runRankTable(o *options, objs []manifest.Object) (any, error) {
 	for _, g := range res.Groups {
 		gs := groupStatus{
 			Group: g.Group.Group, Role: g.Group.Role, ConfigMap: g.ConfigMapName, Phase: string(g.Phase),
-			Pods: g.Pods, Expected: g.Expected, Missing: g.Missing,
+			Pods: g.Pods, Expected: g.Expected, Missing: g.Missing, Absent: g.Absent,
 		}
 		if g.Error != nil {
 			gs.Error = g.Error.Error()
@@ -156,6 +173,9 @@ func runRankTable(o *options, objs []manifest.Object) (any, error) {
 	}
 	if res.RequeueAfter > 0 {
 		out.RequeueAfter = res.RequeueAfter.String()
+	}
+	for _, u := range res.Unmatched {
+		out.Unmatched = append(out.Unmatched, unmatchedPod{Pod: u.Pod, Reason: u.Reason})
 	}
 	return out, nil
 }

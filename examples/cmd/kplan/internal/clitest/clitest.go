@@ -64,10 +64,11 @@ func Load(path string) ([]Case, error) {
 	return cases, sc.Err()
 }
 
-// Check verifies one run of c in dir: the exit code; on success an empty stderr and
-// stdout equal to golden/NAME.out; on failure an empty stdout and exactly one line on
-// stderr equal to golden/NAME.err. With update it rewrites the golden file instead of
-// comparing with it (the other checks still apply).
+// Check verifies one run of c in dir: the exit code; on success stdout equal to
+// golden/NAME.out and stderr (warnings) equal to golden/NAME.warn, or empty when there
+// is no such file; on failure an empty stdout and exactly one line on stderr equal to
+// golden/NAME.err. With update it rewrites the golden files instead of comparing with
+// them (the other checks still apply).
 func Check(t testing.TB, dir string, c Case, stdout, stderr []byte, code int, update bool) {
 	t.Helper()
 	if code != c.Exit {
@@ -76,9 +77,7 @@ func Check(t testing.TB, dir string, c Case, stdout, stderr []byte, code int, up
 	var got []byte
 	var golden string
 	if c.Exit == 0 {
-		if len(stderr) > 0 {
-			t.Errorf("stderr is not empty: %s", stderr)
-		}
+		checkWarnings(t, filepath.Join(dir, "golden", c.Name+".warn"), stderr, update)
 		if len(stdout) == 0 {
 			t.Errorf("stdout is empty")
 		}
@@ -104,5 +103,30 @@ func Check(t testing.TB, dir string, c Case, stdout, stderr []byte, code int, up
 	}
 	if !bytes.Equal(got, want) {
 		t.Errorf("output differs from %s (check, then run with -update):\n--- got\n%s\n--- want\n%s", golden, got, want)
+	}
+}
+
+// checkWarnings compares the stderr of a successful run with the golden file (absent:
+// stderr must be empty), or rewrites it with update.
+func checkWarnings(t testing.TB, golden string, stderr []byte, update bool) {
+	t.Helper()
+	if update {
+		var err error
+		if len(stderr) > 0 {
+			err = os.WriteFile(golden, stderr, 0o644)
+		} else if err = os.Remove(golden); os.IsNotExist(err) {
+			err = nil
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(golden)
+	if err != nil && !os.IsNotExist(err) {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(stderr, want) {
+		t.Errorf("stderr differs from %s (check, then run with -update):\n--- got\n%s\n--- want\n%s", golden, stderr, want)
 	}
 }
