@@ -1,6 +1,7 @@
 package rollouttest
 
 import (
+	"context"
 	"fmt"
 	"maps"
 	"slices"
@@ -56,26 +57,25 @@ func NewSimulator(sc Scenario, faults Faults) *Simulator {
 	return &Simulator{Strategy: sc.Strategy, Replicas: Clone(sc.Replicas), GangSize: max(sc.GangSize, 1), Faults: faults}
 }
 
-// Reconcile plans one step with Planner, checks it with [Check], and applies it.
+// Reconcile plans one step with Planner, checks it with [Check], and applies it:
+// one [Driver.Reconcile] with the simulator as its [Executor].
 func (s *Simulator) Reconcile() (rollout.Step, error) {
-	s.Reconciles++
-	planner := s.Planner
-	if planner == nil {
-		planner = DefaultPlanner
-	}
-	step, err := planner.Plan(s.Replicas, s.Strategy)
-	if err != nil {
-		return step, err
-	}
-	if err := Check(s.Replicas, s.Strategy, step); err != nil {
-		return step, fmt.Errorf("reconcile %d: %w", s.Reconciles, err)
-	}
-	s.Apply(step)
-	return step, nil
+	d := s.driver()
+	step, err := d.Reconcile(context.Background())
+	s.Reconciles = d.Reconciles
+	return step, err
+}
+
+// driver is a Driver over the simulator, with its Planner, Strategy and count.
+func (s *Simulator) driver() *Driver {
+	return &Driver{Executor: s, Planner: s.Planner, Strategy: s.Strategy, Reconciles: s.Reconciles}
 }
 
 // Apply applies a step's actions without checking them.
-func (s *Simulator) Apply(step rollout.Step) {
+func (s *Simulator) Apply(step rollout.Step) { s.apply(step, s.Strategy) }
+
+// apply applies step; created replicas serve strategy's TargetDataRevision.
+func (s *Simulator) apply(step rollout.Step, strategy rollout.Strategy) {
 	idx := make(map[string]int, len(s.Replicas))
 	for i := range s.Replicas {
 		idx[s.Replicas[i].Name] = i
@@ -102,9 +102,9 @@ func (s *Simulator) Apply(step rollout.Step) {
 	for _, c := range step.Create {
 		for range c.Count {
 			r := rollout.Replica{Name: fmt.Sprintf("sim-%d", s.created), Revision: c.Revision, Column: c.Column, State: pending,
-				DataRevision: s.Strategy.TargetDataRevision}
+				DataRevision: strategy.TargetDataRevision}
 			s.created++
-			if s.Strategy.Mode == rollout.Gang {
+			if strategy.Mode == rollout.Gang {
 				for m := range s.GangSize {
 					r.Members = append(r.Members, rollout.Member{Name: fmt.Sprintf("%s-%d", r.Name, m), State: pending})
 				}
@@ -167,19 +167,14 @@ func counts(st rollout.State) bool {
 }
 
 // Run reconciles and settles (with a nil t) until the plan is complete, at most
-// limit times, and returns how many reconciles it took. Each step is checked.
+// limit times (0 or less means [ProgressBound]), and returns how many reconciles
+// it took: [Driver.Run] with the simulator as its [Executor]. Each step is
+// checked, and the end state must pass [Converged].
 func (s *Simulator) Run(limit int) (int, error) {
-	for range limit {
-		step, err := s.Reconcile()
-		if err != nil {
-			return s.Reconciles, err
-		}
-		if step.Complete {
-			return s.Reconciles, nil
-		}
-		s.Settle(nil)
-	}
-	return s.Reconciles, fmt.Errorf("not complete after %d reconciles", limit)
+	d := s.driver()
+	n, err := d.Run(context.Background(), limit)
+	s.Reconciles = d.Reconciles
+	return n, err
 }
 
 // Converged reports whether the replicas match what the strategy asks for: per
