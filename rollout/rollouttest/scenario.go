@@ -38,15 +38,15 @@ func describeStrategy(s rollout.Strategy, gangSize int) string {
 	parts = append(parts, target)
 	switch s.Mode {
 	case rollout.Gang:
-		parts = append(parts, fmt.Sprintf("%d gangs of %d", s.Replicas, gangSize))
+		parts = append(parts, fmt.Sprintf("%s of %s", count(s.Replicas, "gang"), count(gangSize, "member")))
 	case rollout.Group:
-		cols := fmt.Sprintf("%d rows", s.Replicas)
+		cols := count(s.Replicas, "row")
 		if len(s.Columns) > 0 {
 			cols += " x columns " + strings.Join(s.Columns, " ")
 		}
 		parts = append(parts, cols)
 	default:
-		parts = append(parts, fmt.Sprintf("%d replicas", s.Replicas))
+		parts = append(parts, count(s.Replicas, "replica"))
 	}
 	budget := func(name string, v *intstr.IntOrString, def intstr.IntOrString) string {
 		if v == nil {
@@ -64,6 +64,14 @@ func describeStrategy(s rollout.Strategy, gangSize int) string {
 		parts = append(parts, "history "+strings.Join(s.History, " "))
 	}
 	return strings.Join(parts, ", ")
+}
+
+// count is "1 gang", "2 gangs".
+func count(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
 }
 
 func quoteEmpty(s string) string {
