@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"strings"
 	"time"
 
 	"pgregory.net/rapid"
@@ -39,7 +40,7 @@ type Executor interface {
 	// Execute carries out step, planned under strategy from replicas Observe
 	// returned. Created replicas run the Create's revision and serve
 	// strategy.TargetDataRevision. It returns an error when some actions were not
-	// done; what was done stays done.
+	// done; what was done stays done. It must not modify step.
 	Execute(ctx context.Context, strategy rollout.Strategy, step rollout.Step) error
 	// Advance lets the world move on to now: pending replicas become ready or
 	// fail, available ones may become unready, failed ones may recover. t draws
@@ -53,9 +54,13 @@ func (s *Simulator) Observe(context.Context) ([]rollout.Replica, error) {
 }
 
 // Execute applies step like [Simulator.Apply], creating replicas that serve
-// strategy.TargetDataRevision. It never fails.
+// strategy.TargetDataRevision. Updates and deletes of replicas that do not exist
+// (a step planned from a stale observation) are skipped and reported in the
+// error, as an API server would answer NotFound; the rest is applied.
 func (s *Simulator) Execute(_ context.Context, strategy rollout.Strategy, step rollout.Step) error {
-	s.apply(step, strategy)
+	if notFound := s.apply(step, strategy); len(notFound) > 0 {
+		return fmt.Errorf("replicas not found: %s", strings.Join(notFound, ", "))
+	}
 	return nil
 }
 

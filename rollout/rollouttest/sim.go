@@ -71,18 +71,25 @@ func (s *Simulator) driver() *Driver {
 	return &Driver{Executor: s, Planner: s.Planner, Strategy: s.Strategy, Reconciles: s.Reconciles}
 }
 
-// Apply applies a step's actions without checking them.
+// Apply applies a step's actions without checking them. Updates and deletes of
+// replicas that do not exist are skipped.
 func (s *Simulator) Apply(step rollout.Step) { s.apply(step, s.Strategy) }
 
-// apply applies step; created replicas serve strategy's TargetDataRevision.
-func (s *Simulator) apply(step rollout.Step, strategy rollout.Strategy) {
+// apply applies step; created replicas serve strategy's TargetDataRevision. It
+// returns the replicas named by updates and deletes that do not exist.
+func (s *Simulator) apply(step rollout.Step, strategy rollout.Strategy) (notFound []string) {
 	idx := make(map[string]int, len(s.Replicas))
 	for i := range s.Replicas {
 		idx[s.Replicas[i].Name] = i
 	}
 	pending := rollout.State{Healthy: true}
 	for _, u := range step.Update {
-		r := &s.Replicas[idx[u.Replica]]
+		i, ok := idx[u.Replica]
+		if !ok {
+			notFound = append(notFound, u.Replica)
+			continue
+		}
+		r := &s.Replicas[i]
 		r.Revision = u.To
 		if u.DataTo != "" {
 			r.DataRevision = u.DataTo
@@ -96,6 +103,9 @@ func (s *Simulator) apply(step rollout.Step, strategy rollout.Strategy) {
 	}
 	gone := map[string]bool{}
 	for _, d := range step.Delete {
+		if _, ok := idx[d]; !ok {
+			notFound = append(notFound, d)
+		}
 		gone[d] = true
 	}
 	s.Replicas = slices.DeleteFunc(s.Replicas, func(r rollout.Replica) bool { return gone[r.Name] })
@@ -112,6 +122,7 @@ func (s *Simulator) apply(step rollout.Step, strategy rollout.Strategy) {
 			s.Replicas = append(s.Replicas, r)
 		}
 	}
+	return notFound
 }
 
 // Settle moves time forward by one reconcile: every replica that is not
