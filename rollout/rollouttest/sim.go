@@ -35,6 +35,10 @@ var NoFaults = Faults{Recovers: 100}
 // disappears. Settle then lets replicas become available, and injects failures.
 // A gang member that is missing is recreated at the next Settle, as a gang
 // controller would, and then settles like any pending member.
+//
+// The Simulator is an [Executor] (Observe, Execute, Advance), so a [Driver] or
+// [Exhaustive] runs it like any other cluster side; its own Reconcile and Run
+// are that driver over itself, with its Planner and Strategy.
 type Simulator struct {
 	// Strategy is planned with by Reconcile.
 	Strategy rollout.Strategy
