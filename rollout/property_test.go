@@ -1,6 +1,7 @@
 package rollout_test
 
 import (
+	"context"
 	"fmt"
 	"reflect"
 	"testing"
@@ -40,16 +41,20 @@ func TestPlanKeepsInvariantsUnderFailures(t *testing.T) {
 					Recovers:    rapid.IntRange(0, 50).Draw(t, "recovers"),
 					Slow:        rapid.IntRange(0, 60).Draw(t, "slow"),
 				}
-				sim := rollouttest.NewSimulator(sc, faults)
-				for i := range 8 {
+				// Through the Executor interface, as a controller under test would be.
+				d := &rollouttest.Driver{Executor: rollouttest.NewSimulator(sc, faults), Strategy: sc.Strategy, T: t}
+				ctx := context.Background()
+				for range 8 {
 					if rapid.IntRange(0, 9).Draw(t, "change") == 0 {
 						// The operator changes course mid-rollout: rollback or a new ratio.
-						sim.Strategy = changeCourse(t, sim.Strategy)
+						d.Strategy = changeCourse(t, d.Strategy)
 					}
-					if _, err := sim.Reconcile(); err != nil {
-						t.Fatalf("reconcile %d: %v", i, err)
+					if _, err := d.Reconcile(ctx); err != nil {
+						t.Fatal(err)
 					}
-					sim.Settle(t)
+					if err := d.Advance(ctx); err != nil {
+						t.Fatal(err)
+					}
 				}
 			})
 		})
@@ -73,11 +78,12 @@ func TestPlanCompletesWithinBoundWithoutFailures(t *testing.T) {
 			rapid.Check(t, func(t *rapid.T) {
 				sc := rollouttest.ScenarioOf(mode, rollouttest.DefaultLimits).Draw(t, "scenario")
 				sim := rollouttest.NewSimulator(sc, rollouttest.NoFaults)
+				d := &rollouttest.Driver{Executor: sim, Strategy: sc.Strategy}
 				bound := progressBound(sc.Strategy)
-				if _, err := sim.Run(bound); err != nil {
+				if _, err := d.Run(context.Background(), bound); err != nil {
 					t.Fatalf("bound %d: %v", bound, err)
 				}
-				if err := rollouttest.Converged(sim.Replicas, sim.Strategy); err != nil {
+				if err := rollouttest.Converged(sim.Replicas, sc.Strategy); err != nil {
 					t.Fatal(err)
 				}
 			})

@@ -1,6 +1,7 @@
 package rollouttest_test
 
 import (
+	"context"
 	"fmt"
 	"time"
 
@@ -132,4 +133,82 @@ func ExampleExhaustive() {
 	// Output:
 	// <nil>
 	// 44 states x strategies = 4896 scenarios, at most 4 reconciles each
+}
+
+// A Driver runs a controller's reconcile loop against an Executor: observe,
+// plan, check the step, execute it, let time pass. Here the Executor is the
+// built-in Simulator; a controller running against a test API server
+// implements the same three methods and is driven, and checked, the same way.
+func ExampleDriver() {
+	s := rollout.Strategy{TargetRevision: "2-b", Replicas: 3,
+		MaxUnavailable: ptr(intstr.FromInt32(1)), MaxSurge: ptr(intstr.FromInt32(0))}
+	sc := rollouttest.Scenario{Strategy: s, Replicas: fleet("web", 3, "1-a", "", 0)}
+	fmt.Println(sc)
+
+	var ex rollouttest.Executor = rollouttest.NewSimulator(sc, rollouttest.NoFaults)
+	d := &rollouttest.Driver{Executor: ex, Strategy: s,
+		Now: time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC), Tick: 30 * time.Second}
+	ctx := context.Background()
+	bound := rollouttest.ProgressBound(s)
+	for {
+		step, err := d.Reconcile(ctx) // observe, plan, Check, execute
+		if err != nil {
+			fmt.Println(err)
+			return
+		}
+		if step.Complete {
+			fmt.Printf("%s reconcile %d: complete\n", d.Now.Format("15:04:05"), d.Reconciles)
+			break
+		}
+		for _, u := range step.Update {
+			fmt.Printf("%s reconcile %d: update %s %s -> %s\n", d.Now.Format("15:04:05"), d.Reconciles, u.Replica, u.From, u.To)
+		}
+		if d.Reconciles == bound {
+			fmt.Println("stuck: not complete within", bound, "reconciles")
+			return
+		}
+		if err := d.Advance(ctx); err != nil { // the updated replica becomes available
+			fmt.Println(err)
+			return
+		}
+	}
+	replicas, _ := ex.Observe(ctx)
+	fmt.Println("within bound", bound, "converged:", rollouttest.Converged(replicas, s))
+	// Output:
+	// rolling to 2-b, 3 replicas, maxUnavailable 1, maxSurge 0, order LessFirst
+	//   web-0 1-a available
+	//   web-1 1-a available
+	//   web-2 1-a available
+	// 12:00:00 reconcile 1: update web-0 1-a -> 2-b
+	// 12:00:30 reconcile 2: update web-1 1-a -> 2-b
+	// 12:01:00 reconcile 3: update web-2 1-a -> 2-b
+	// 12:01:30 reconcile 4: complete
+	// within bound 5 converged: <nil>
+}
+
+// Scenario.Pods turns a scenario into pods that rollout.FromPods reads back, so
+// a test can seed a cluster (here a gang of two with one member missing, at
+// minReadySeconds 30: one member ready for 30s, available).
+func ExampleScenario_Pods() {
+	now := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
+	sc := rollouttest.Scenario{Strategy: rollout.Strategy{Mode: rollout.Gang, TargetRevision: "2-b", Replicas: 1}, GangSize: 2,
+		Replicas: []rollout.Replica{{Name: "g-0", Revision: "1-a", Members: []rollout.Member{
+			{Name: "g-0-0", State: rollout.State{Ready: true, Available: true, Healthy: true}},
+			{Name: "g-0-1", Missing: true}}}}}
+	opts := rollout.PodOptions{Labels: rollout.KthenaLabels, MinReadySeconds: 30, Now: now, GangSize: 2}
+	pods, err := sc.Pods(opts)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	for _, p := range pods {
+		fmt.Println(p.Name, p.Labels[rollout.KthenaLabels.Gang], p.Labels[rollout.KthenaLabels.Revision],
+			p.Status.Conditions[0].Status, p.Status.Conditions[0].LastTransitionTime.Format("15:04:05"))
+	}
+	replicas, err := rollout.FromPods(pods, opts)
+	fmt.Println(rollouttest.Scenario{Strategy: sc.Strategy, GangSize: 2, Replicas: replicas}, err)
+	// Output:
+	// g-0-0 g-0 1-a True 11:59:30
+	// gang to 2-b, 1 gang of 2 members, maxUnavailable 25% (default), maxSurge 25% (default), order LessFirst
+	//   g-0 1-a [g-0-0 available, ready since 2026-01-01T11:59:30Z; g-0-missing-1 missing] <nil>
 }

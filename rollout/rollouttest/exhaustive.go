@@ -1,9 +1,11 @@
 package rollouttest
 
 import (
+	"context"
+	"errors"
 	"fmt"
-	"reflect"
 	"slices"
+	"time"
 
 	"k8s.io/apimachinery/pkg/util/intstr"
 
@@ -91,10 +93,10 @@ type Scope struct {
 // replicas or columns are listed are not enumerated twice. Gang members all run
 // their gang's revision (half-updated gangs are not enumerated).
 //
-// Exhaustive is a struct so that checks can grow without breaking callers: the
-// cluster side of each reconcile is the [Simulator] today (Apply, then Settle),
-// and a field supplying another one (for example a controller running against a
-// test API server) can be added beside Planner without changing it.
+// The cluster side of each rollout is an [Executor]: a [Simulator] without
+// faults by default, or the one Executor starts for the scenario (for example a
+// controller running against a test API server), driven by a [Driver] whose
+// clock starts at [Epoch].
 type Exhaustive struct {
 	// Scope is what is enumerated.
 	Scope Scope
@@ -106,7 +108,16 @@ type Exhaustive struct {
 	AcceptError func(sc Scenario, err error) bool
 	// Bound is how many reconciles a rollout may take; nil means [ProgressBound].
 	Bound func(rollout.Strategy) int
+	// Executor starts the cluster side of one scenario, holding its replicas; nil
+	// means a [Simulator] with [NoFaults]. When it observes other replicas than
+	// the scenario's (other names, say), the checks apply to what it observes.
+	// Its methods are called with context.Background(); an executor that needs
+	// the test's context keeps its own.
+	Executor func(sc Scenario) (Executor, error)
 }
+
+// Epoch is where the clock of the rollouts [Exhaustive] drives starts.
+var Epoch = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 
 // Report counts what [Exhaustive.Run] checked.
 type Report struct {
@@ -135,12 +146,7 @@ type Violation struct {
 }
 
 func (v *Violation) Error() string {
-	var b []byte
-	b = fmt.Appendf(b, "reconcile %d: %v\nstrategy: %s\nreplicas:", v.Reconcile, v.Err, describeStrategy(v.Scenario.Strategy))
-	for _, r := range v.Scenario.Replicas {
-		b = fmt.Appendf(b, "\n  %s", describeReplica(r))
-	}
-	return string(b)
+	return fmt.Sprintf("reconcile %d: %v\n%s", v.Reconcile, v.Err, v.Scenario)
 }
 
 func (v *Violation) Unwrap() error { return v.Err }
@@ -185,41 +191,31 @@ func (e *Exhaustive) check(scen Scenario, planner Planner, bound func(rollout.St
 		return &Violation{Scenario: Scenario{Strategy: scen.Strategy, Replicas: Clone(scen.Replicas), GangSize: scen.GangSize},
 			Reconcile: reconcile, Err: err}
 	}
-	in := Clone(scen.Replicas)
-	rep.Reconciles++
-	step, err := planner.Plan(in, scen.Strategy)
-	if !reflect.DeepEqual(in, scen.Replicas) {
-		return fail(1, fmt.Errorf("the planner modified its input"))
-	}
-	if err != nil {
-		if e.AcceptError != nil && e.AcceptError(scen, err) {
-			rep.Errors++
-			return nil
-		}
-		return fail(1, err)
-	}
-	if err := Check(scen.Replicas, scen.Strategy, step); err != nil {
-		return fail(1, err)
-	}
-	sim := &Simulator{Strategy: scen.Strategy, Replicas: in, GangSize: scen.GangSize, Faults: NoFaults,
-		Planner: planner, Reconciles: 1}
-	limit := bound(scen.Strategy)
-	for !step.Complete {
-		if sim.Reconciles >= limit {
-			return fail(sim.Reconciles, fmt.Errorf("not complete after %d reconciles (the bound)", limit))
-		}
-		sim.Apply(step)
-		sim.Settle(nil)
-		rep.Reconciles++
-		if step, err = sim.Reconcile(); err != nil {
-			return fail(sim.Reconciles, err)
+	var ex Executor
+	if e.Executor == nil {
+		ex = &Simulator{Replicas: Clone(scen.Replicas), GangSize: scen.GangSize, Faults: NoFaults}
+	} else {
+		var err error
+		if ex, err = e.Executor(Scenario{Strategy: scen.Strategy, Replicas: Clone(scen.Replicas), GangSize: scen.GangSize}); err != nil {
+			return fail(0, fmt.Errorf("starting the executor: %w", err))
 		}
 	}
-	rep.MaxReconciles = max(rep.MaxReconciles, sim.Reconciles)
-	if err := Converged(sim.Replicas, sim.Strategy); err != nil {
-		return fail(sim.Reconciles, fmt.Errorf("complete but not converged: %w", err))
+	d := &Driver{Executor: ex, Planner: planner, Strategy: scen.Strategy, Now: Epoch}
+	_, err := d.Run(context.Background(), max(bound(scen.Strategy), 1))
+	rep.Reconciles += d.Reconciles
+	if err == nil {
+		rep.MaxReconciles = max(rep.MaxReconciles, d.Reconciles)
+		return nil
 	}
-	return nil
+	var re *reconcileError
+	if !errors.As(err, &re) {
+		return fail(d.Reconciles, err)
+	}
+	if re.n == 1 && re.plan && e.AcceptError != nil && e.AcceptError(scen, re.err) {
+		rep.Errors++
+		return nil
+	}
+	return fail(re.n, re.err)
 }
 
 func (sc Scope) withDefaults() Scope {
@@ -436,45 +432,5 @@ func (sc Scope) states(n int) [][]rollout.Replica {
 		}
 	}
 	rec(0, 0)
-	return out
-}
-
-func describeStrategy(s rollout.Strategy) string {
-	ratio := "nil"
-	if s.LatestRatio != nil {
-		ratio = s.LatestRatio.String()
-	}
-	return fmt.Sprintf("mode %s, target %s, data %q, replicas %d, maxUnavailable %s, maxSurge %s, latestRatio %s, order %s, history %v, columns %v",
-		s.Mode, s.TargetRevision, s.TargetDataRevision, s.Replicas, s.MaxUnavailable, s.MaxSurge, ratio, s.VersionOrder, s.History, s.Columns)
-}
-
-func describeReplica(r rollout.Replica) string {
-	st := func(s rollout.State) string {
-		switch {
-		case s.Failed:
-			return "failed"
-		case s.Available && s.Ready && s.Healthy:
-			return "available"
-		case s.Ready && s.Healthy:
-			return "ready"
-		case s.Healthy:
-			return "not ready"
-		}
-		return fmt.Sprintf("%+v", s)
-	}
-	out := fmt.Sprintf("%s %s data %q", r.Name, r.Revision, r.DataRevision)
-	if r.Column != "" {
-		out += " column " + r.Column
-	}
-	if len(r.Members) == 0 {
-		return out + " " + st(r.State)
-	}
-	for _, m := range r.Members {
-		if m.Missing {
-			out += " [missing]"
-		} else {
-			out += " [" + st(m.State) + "]"
-		}
-	}
 	return out
 }

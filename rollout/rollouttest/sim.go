@@ -1,6 +1,7 @@
 package rollouttest
 
 import (
+	"context"
 	"fmt"
 	"maps"
 	"slices"
@@ -34,6 +35,10 @@ var NoFaults = Faults{Recovers: 100}
 // disappears. Settle then lets replicas become available, and injects failures.
 // A gang member that is missing is recreated at the next Settle, as a gang
 // controller would, and then settles like any pending member.
+//
+// The Simulator is an [Executor] (Observe, Execute, Advance), so a [Driver] or
+// [Exhaustive] runs it like any other cluster side; its own Reconcile and Run
+// are that driver over itself, with its Planner and Strategy.
 type Simulator struct {
 	// Strategy is planned with by Reconcile.
 	Strategy rollout.Strategy
@@ -56,33 +61,39 @@ func NewSimulator(sc Scenario, faults Faults) *Simulator {
 	return &Simulator{Strategy: sc.Strategy, Replicas: Clone(sc.Replicas), GangSize: max(sc.GangSize, 1), Faults: faults}
 }
 
-// Reconcile plans one step with Planner, checks it with [Check], and applies it.
+// Reconcile plans one step with Planner, checks it with [Check], and applies it:
+// one [Driver.Reconcile] with the simulator as its [Executor].
 func (s *Simulator) Reconcile() (rollout.Step, error) {
-	s.Reconciles++
-	planner := s.Planner
-	if planner == nil {
-		planner = DefaultPlanner
-	}
-	step, err := planner.Plan(s.Replicas, s.Strategy)
-	if err != nil {
-		return step, err
-	}
-	if err := Check(s.Replicas, s.Strategy, step); err != nil {
-		return step, fmt.Errorf("reconcile %d: %w", s.Reconciles, err)
-	}
-	s.Apply(step)
-	return step, nil
+	d := s.driver()
+	step, err := d.Reconcile(context.Background())
+	s.Reconciles = d.Reconciles
+	return step, err
 }
 
-// Apply applies a step's actions without checking them.
-func (s *Simulator) Apply(step rollout.Step) {
+// driver is a Driver over the simulator, with its Planner, Strategy and count.
+func (s *Simulator) driver() *Driver {
+	return &Driver{Executor: s, Planner: s.Planner, Strategy: s.Strategy, Reconciles: s.Reconciles}
+}
+
+// Apply applies a step's actions without checking them. Updates and deletes of
+// replicas that do not exist are skipped.
+func (s *Simulator) Apply(step rollout.Step) { s.apply(step, s.Strategy) }
+
+// apply applies step; created replicas serve strategy's TargetDataRevision. It
+// returns the replicas named by updates and deletes that do not exist.
+func (s *Simulator) apply(step rollout.Step, strategy rollout.Strategy) (notFound []string) {
 	idx := make(map[string]int, len(s.Replicas))
 	for i := range s.Replicas {
 		idx[s.Replicas[i].Name] = i
 	}
 	pending := rollout.State{Healthy: true}
 	for _, u := range step.Update {
-		r := &s.Replicas[idx[u.Replica]]
+		i, ok := idx[u.Replica]
+		if !ok {
+			notFound = append(notFound, u.Replica)
+			continue
+		}
+		r := &s.Replicas[i]
 		r.Revision = u.To
 		if u.DataTo != "" {
 			r.DataRevision = u.DataTo
@@ -96,15 +107,18 @@ func (s *Simulator) Apply(step rollout.Step) {
 	}
 	gone := map[string]bool{}
 	for _, d := range step.Delete {
+		if _, ok := idx[d]; !ok {
+			notFound = append(notFound, d)
+		}
 		gone[d] = true
 	}
 	s.Replicas = slices.DeleteFunc(s.Replicas, func(r rollout.Replica) bool { return gone[r.Name] })
 	for _, c := range step.Create {
 		for range c.Count {
 			r := rollout.Replica{Name: fmt.Sprintf("sim-%d", s.created), Revision: c.Revision, Column: c.Column, State: pending,
-				DataRevision: s.Strategy.TargetDataRevision}
+				DataRevision: strategy.TargetDataRevision}
 			s.created++
-			if s.Strategy.Mode == rollout.Gang {
+			if strategy.Mode == rollout.Gang {
 				for m := range s.GangSize {
 					r.Members = append(r.Members, rollout.Member{Name: fmt.Sprintf("%s-%d", r.Name, m), State: pending})
 				}
@@ -112,6 +126,7 @@ func (s *Simulator) Apply(step rollout.Step) {
 			s.Replicas = append(s.Replicas, r)
 		}
 	}
+	return notFound
 }
 
 // Settle moves time forward by one reconcile: every replica that is not
@@ -167,19 +182,14 @@ func counts(st rollout.State) bool {
 }
 
 // Run reconciles and settles (with a nil t) until the plan is complete, at most
-// limit times, and returns how many reconciles it took. Each step is checked.
+// limit times (0 or less means [ProgressBound]), and returns how many reconciles
+// it took: [Driver.Run] with the simulator as its [Executor]. Each step is
+// checked, and the end state must pass [Converged].
 func (s *Simulator) Run(limit int) (int, error) {
-	for range limit {
-		step, err := s.Reconcile()
-		if err != nil {
-			return s.Reconciles, err
-		}
-		if step.Complete {
-			return s.Reconciles, nil
-		}
-		s.Settle(nil)
-	}
-	return s.Reconciles, fmt.Errorf("not complete after %d reconciles", limit)
+	d := s.driver()
+	n, err := d.Run(context.Background(), limit)
+	s.Reconciles = d.Reconciles
+	return n, err
 }
 
 // Converged reports whether the replicas match what the strategy asks for: per
