@@ -3,11 +3,11 @@ package rdma
 import (
 	"encoding/json"
 	"fmt"
-	"reflect"
 	"slices"
 	"strings"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	"pgregory.net/rapid"
 )
@@ -160,8 +160,11 @@ func TestAllocateIsValidAndComplete(t *testing.T) {
 			}
 		}
 		slices.Sort(wantRoots)
-		if !reflect.DeepEqual(wantPFs, a.ExclusivePFs) || !reflect.DeepEqual(wantRoots, a.ExclusiveRoots) {
-			t.Fatalf("exclusivity recorded as %v %v", a.ExclusivePFs, a.ExclusiveRoots)
+		if diff := cmp.Diff(wantPFs, a.ExclusivePFs); diff != "" {
+			t.Fatalf("ExclusivePFs (-want +got):\n%s", diff)
+		}
+		if diff := cmp.Diff(wantRoots, a.ExclusiveRoots); diff != "" {
+			t.Fatalf("ExclusiveRoots (-want +got):\n%s", diff)
 		}
 	})
 }
@@ -226,6 +229,10 @@ func TestAllocateIsDeterministicAndPure(t *testing.T) {
 		if req.VFSelector != nil {
 			reqCopy.VFSelector = req.VFSelector.DeepCopy()
 		}
+		if req.GPUSelector != nil {
+			reqCopy.GPUSelector = req.GPUSelector.DeepCopy()
+		}
+		reqCopy.WithGPUs = slices.Clone(req.WithGPUs)
 		inv, err := NewInventory(n)
 		if err != nil {
 			t.Fatal(err)
@@ -236,11 +243,20 @@ func TestAllocateIsDeterministicAndPure(t *testing.T) {
 			t.Fatal(err)
 		}
 		b, errB := Allocate(inv2, used, req)
-		if fmt.Sprint(errA) != fmt.Sprint(errB) || !reflect.DeepEqual(a, b) {
-			t.Fatalf("order changed the answer:\n%+v %v\n%+v %v", a, errA, b, errB)
+		if fmt.Sprint(errA) != fmt.Sprint(errB) {
+			t.Fatalf("order changed the error: %v -> %v", errA, errB)
 		}
-		if !reflect.DeepEqual(n, nCopy) || !reflect.DeepEqual(used, usedCopy) || !reflect.DeepEqual(req, reqCopy) {
-			t.Fatal("an input was mutated")
+		if diff := cmp.Diff(a, b); diff != "" {
+			t.Fatalf("order changed the answer (-node as given +shuffled):\n%s", diff)
+		}
+		if diff := cmp.Diff(nCopy, n); diff != "" {
+			t.Fatalf("Allocate mutated the node (-before +after):\n%s", diff)
+		}
+		if diff := cmp.Diff(usedCopy, used, cmp.AllowUnexported(Used{})); diff != "" {
+			t.Fatalf("Allocate mutated used (-before +after):\n%s", diff)
+		}
+		if diff := cmp.Diff(reqCopy, req); diff != "" {
+			t.Fatalf("Allocate mutated the request (-before +after):\n%s", diff)
 		}
 		if errA == nil {
 			ea, _ := EncodeAllocated("", a, CountModel)

@@ -2,11 +2,11 @@ package rdma
 
 import (
 	"fmt"
-	"reflect"
 	"slices"
 	"sync"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	"pgregory.net/rapid"
 )
@@ -97,8 +97,8 @@ func TestNodeStateMachine(t *testing.T) {
 				if len(got) == 0 {
 					got = nil
 				}
-				if !reflect.DeepEqual(got, want) {
-					t.Fatalf("pods hold %v, model %v", got, want)
+				if diff := cmp.Diff(want, got); diff != "" {
+					t.Fatalf("PFs and VFs the pods hold differ from the model (-model +pods):\n%s", diff)
 				}
 			},
 		})
@@ -131,8 +131,12 @@ func TestInventoryIsSafeToShare(t *testing.T) {
 			defer wg.Done()
 			for i := 0; i < 50; i++ {
 				a, err := Allocate(inv, Used{}, req)
-				if err != nil || !reflect.DeepEqual(a, want) {
-					errs <- fmt.Errorf("got %+v %v", a, err)
+				if err != nil {
+					errs <- err
+					return
+				}
+				if diff := cmp.Diff(want, a); diff != "" {
+					errs <- fmt.Errorf("allocation differs from the first one (-want +got):\n%s", diff)
 					return
 				}
 			}
@@ -143,7 +147,8 @@ func TestInventoryIsSafeToShare(t *testing.T) {
 	for err := range errs {
 		t.Fatal(err)
 	}
-	if !reflect.DeepEqual(inv, fresh) {
-		t.Fatal("Allocate changed the inventory")
+	// The inventory is all unexported fields; compare every one, as reflect.DeepEqual would.
+	if diff := cmp.Diff(fresh, inv, cmp.AllowUnexported(Inventory{}, pfInfo{}, vfInfo{}, vfRef{}, gpuInfo{})); diff != "" {
+		t.Fatalf("Allocate changed the inventory (-fresh +after):\n%s", diff)
 	}
 }

@@ -2,9 +2,9 @@ package revision
 
 import (
 	"encoding/json"
-	"reflect"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -54,8 +54,8 @@ func TestDeepCopy(t *testing.T) {
 	want, _ := json.Marshal(orig)
 	t.Run("ConfigMapSet", func(t *testing.T) {
 		c := orig.DeepCopyObject().(*ConfigMapSet)
-		if !reflect.DeepEqual(c, orig) {
-			t.Fatal("copy differs")
+		if diff := cmp.Diff(orig, c, exact); diff != "" {
+			t.Fatalf("copy differs (-original +copy):\n%s", diff)
 		}
 		mutate(c)
 		if got, _ := json.Marshal(orig); string(got) != string(want) {

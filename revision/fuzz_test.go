@@ -2,11 +2,11 @@ package revision
 
 import (
 	"path"
-	"reflect"
 	"strconv"
 	"strings"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -48,8 +48,8 @@ func FuzzDecodeHub(f *testing.F) {
 		if err != nil {
 			t.Fatalf("re-decoding %q: %v", enc, err)
 		}
-		if !reflect.DeepEqual(h, h2) {
-			t.Fatalf("round trip changed the hub:\n%+v\n%+v", h, h2)
+		if diff := cmp.Diff(h, h2); diff != "" {
+			t.Fatalf("round trip changed the hub (-decoded +re-decoded):\n%s", diff)
 		}
 		if enc2, _ := h2.Encode(); enc2 != enc {
 			t.Fatalf("encoding is not stable: %q then %q", enc, enc2)

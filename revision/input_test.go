@@ -1,11 +1,11 @@
 package revision
 
 import (
-	"reflect"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -60,8 +60,8 @@ func TestInjectSidecarNameConflict(t *testing.T) {
 			if err == nil || !strings.Contains(err.Error(), "pod ns/p") || !strings.Contains(err.Error(), sidecar) {
 				t.Errorf("err = %v, want a conflict naming the pod and %s", err, sidecar)
 			}
-			if !reflect.DeepEqual(p, tc.pod) {
-				t.Errorf("pod changed on conflict")
+			if diff := cmp.Diff(tc.pod, p, exact); diff != "" {
+				t.Errorf("pod changed on conflict (-before +after):\n%s", diff)
 			}
 		})
 	}
@@ -89,14 +89,14 @@ func TestEntryPointsDoNotMutateInputs(t *testing.T) {
 	}
 	check := func(what string) {
 		t.Helper()
-		if !reflect.DeepEqual(set, setBefore) {
-			t.Errorf("%s changed the set", what)
+		if diff := cmp.Diff(setBefore, set, exact); diff != "" {
+			t.Errorf("%s changed the set (-before +after):\n%s", what, diff)
 		}
-		if !reflect.DeepEqual(pod, podBefore) {
-			t.Errorf("%s changed the pod", what)
+		if diff := cmp.Diff(podBefore, pod, exact); diff != "" {
+			t.Errorf("%s changed the pod (-before +after):\n%s", what, diff)
 		}
-		if !reflect.DeepEqual(others, othersBefore) {
-			t.Errorf("%s changed the other pods", what)
+		if diff := cmp.Diff(othersBefore, others, exact); diff != "" {
+			t.Errorf("%s changed the other pods (-before +after):\n%s", what, diff)
 		}
 	}
 

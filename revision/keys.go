@@ -21,18 +21,18 @@ const keySetPrefix = "configmapset."
 
 // Suffixes of the name part of the pod keys, after the (possibly shortened) set name.
 const (
-	suffixUpdateRevision          = "updateRevision"
-	suffixUpdateRevisionTimestamp = "updateRevisionTimestamp"
-	suffixCurrentRevision         = "currentRevision"
-	suffixCurrentRevisionTimestmp = "currentRevisionTimestamp"
-	suffixUpdateOrder             = "updateOrder"
+	suffixUpdateRevision           = "updateRevision"
+	suffixUpdateRevisionTimestamp  = "updateRevisionTimestamp"
+	suffixCurrentRevision          = "currentRevision"
+	suffixCurrentRevisionTimestamp = "currentRevisionTimestamp"
+	suffixUpdateOrder              = "updateOrder"
 )
 
 // MaxSetNameInKey is the longest set name used verbatim inside a key: the name part
 // of a qualified key is at most 63 characters and the longest suffix is
 // ".currentRevisionTimestamp". Longer names are shortened to a prefix plus 8 hex
 // digits of their hash (internal/names), so every key stays valid.
-const MaxSetNameInKey = names.MaxLabelLength - len(keySetPrefix) - len(".") - len(suffixCurrentRevisionTimestmp)
+const MaxSetNameInKey = names.MaxLabelLength - len(keySetPrefix) - len(".") - len(suffixCurrentRevisionTimestamp)
 
 // UpdateOrderValue is the value of the update-order label.
 const UpdateOrderValue = "1"
@@ -75,7 +75,7 @@ func KeysFor(setName string) (Keys, error) {
 		UpdateRevision:           k(suffixUpdateRevision),
 		UpdateRevisionTimestamp:  k(suffixUpdateRevisionTimestamp),
 		CurrentRevision:          k(suffixCurrentRevision),
-		CurrentRevisionTimestamp: k(suffixCurrentRevisionTimestmp),
+		CurrentRevisionTimestamp: k(suffixCurrentRevisionTimestamp),
 		UpdateOrder:              k(suffixUpdateOrder),
 	}
 	for _, key := range []string{keys.UpdateRevision, keys.UpdateRevisionTimestamp, keys.CurrentRevision, keys.CurrentRevisionTimestamp, keys.UpdateOrder} {
@@ -94,7 +94,7 @@ const (
 	FieldUpdateRevision           KeyField = suffixUpdateRevision
 	FieldUpdateRevisionTimestamp  KeyField = suffixUpdateRevisionTimestamp
 	FieldCurrentRevision          KeyField = suffixCurrentRevision
-	FieldCurrentRevisionTimestamp KeyField = suffixCurrentRevisionTimestmp
+	FieldCurrentRevisionTimestamp KeyField = suffixCurrentRevisionTimestamp
 	FieldUpdateOrder              KeyField = suffixUpdateOrder
 )
 

@@ -4,11 +4,11 @@ import (
 	"cmp"
 	"fmt"
 	"maps"
-	"reflect"
 	"slices"
 	"testing"
 	"time"
 
+	gocmp "github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -257,12 +257,16 @@ func (m *machine) plan(t *rapid.T, pure bool) Result {
 		t.Fatalf("plan: %v", err)
 	}
 	if pure {
-		if !reflect.DeepEqual(in, snapshot) {
-			t.Fatal("Plan changed its input")
+		if diff := gocmp.Diff(snapshot, in, exact); diff != "" {
+			t.Fatalf("Plan changed its input (-before +after):\n%s", diff)
 		}
 		shuffled := rapid.Permutation(pods).Draw(t, "shuffled")
-		if res2, err := Plan(Input{Set: m.set, Hub: m.hub, Pods: shuffled, Now: m.now}); err != nil || !reflect.DeepEqual(res, res2) {
-			t.Fatalf("Plan depends on pod order: %v", err)
+		res2, err := Plan(Input{Set: m.set, Hub: m.hub, Pods: shuffled, Now: m.now})
+		if err != nil {
+			t.Fatalf("Plan fails on shuffled pods: %v", err)
+		}
+		if diff := gocmp.Diff(res, res2, exact); diff != "" {
+			t.Fatalf("Plan depends on pod order (-pods as listed +shuffled):\n%s", diff)
 		}
 	}
 

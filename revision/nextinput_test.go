@@ -3,12 +3,12 @@ package revision
 import (
 	"encoding/json"
 	"fmt"
-	"reflect"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"pgregory.net/rapid"
@@ -161,8 +161,8 @@ func TestEveryOutputIsAcceptedAsTheNextInput(t *testing.T) {
 			if err != nil {
 				t.Fatalf("the next Plan at %s rejects the outputs of the one at %s: %v", at, now, err)
 			}
-			if !reflect.DeepEqual(again.Status.LastContainersTimestamp, next.Status.LastContainersTimestamp) {
-				t.Fatalf("lastContainersTimestamp %v, then %v", next.Status.LastContainersTimestamp, again.Status.LastContainersTimestamp)
+			if diff := cmp.Diff(next.Status.LastContainersTimestamp, again.Status.LastContainersTimestamp, exact); diff != "" {
+				t.Fatalf("lastContainersTimestamp changed on the next Plan at %s (-first +next):\n%s", at, diff)
 			}
 		}
 	})

@@ -1,12 +1,12 @@
 package revision
 
 import (
-	"reflect"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -418,8 +418,8 @@ func TestPlanListsColdPods(t *testing.T) {
 				set.Status.LastContainersTimestamp = tt.changed
 			}
 			res := mustPlan(t, Input{Set: set, Hub: hub, Pods: tt.pods, Now: now})
-			if !reflect.DeepEqual(res.Cold, tt.want) {
-				t.Errorf("cold = %+v\nwant   %+v", res.Cold, tt.want)
+			if diff := cmp.Diff(tt.want, res.Cold); diff != "" {
+				t.Errorf("Result.Cold (-want +got):\n%s", diff)
 			}
 			for _, pp := range res.Pods {
 				for _, c := range res.Cold {

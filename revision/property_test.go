@@ -2,11 +2,11 @@ package revision
 
 import (
 	"fmt"
-	"reflect"
 	"slices"
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"pgregory.net/rapid"
@@ -102,14 +102,17 @@ func TestPlanProperties(t *testing.T) {
 		in := drawInput(t)
 		before := copyInput(in)
 		res, err := Plan(in)
-		if !reflect.DeepEqual(in, before) {
-			t.Fatal("Plan changed its input")
+		if diff := cmp.Diff(before, in, exact); diff != "" {
+			t.Fatalf("Plan changed its input (-before +after):\n%s", diff)
 		}
 		shuffled := in
 		shuffled.Pods = rapid.Permutation(in.Pods).Draw(t, "shuffled")
 		res2, err2 := Plan(shuffled)
-		if fmt.Sprint(err) != fmt.Sprint(err2) || !reflect.DeepEqual(res, res2) {
-			t.Fatalf("pod order changed the result: %v / %v", err, err2)
+		if fmt.Sprint(err) != fmt.Sprint(err2) {
+			t.Fatalf("pod order changed the error: %v / %v", err, err2)
+		}
+		if diff := cmp.Diff(res, res2, exact); diff != "" {
+			t.Fatalf("pod order changed the result (-pods as drawn +shuffled):\n%s", diff)
 		}
 		if err != nil {
 			t.Fatalf("valid input: %v", err)

@@ -2,10 +2,10 @@ package webhookpatch
 
 import (
 	"errors"
-	"reflect"
 	"strings"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 
 	pf "github.com/kplan-dev/kplan/internal/podfixture"
@@ -243,8 +243,8 @@ func TestEnsurePrimitives(t *testing.T) {
 				if errors.Is(err, ErrConflict) != c.conflict {
 					t.Errorf("errors.Is(err, ErrConflict) = %v, want %v", !c.conflict, c.conflict)
 				}
-				if !reflect.DeepEqual(pod, c.pod) {
-					t.Error("a failed call changed the pod")
+				if diff := cmp.Diff(c.pod, pod, exact); diff != "" {
+					t.Errorf("a failed call changed the pod (-before +after):\n%s", diff)
 				}
 				return
 			}
@@ -279,8 +279,8 @@ func TestStripRefusesToLeaveAMountDangling(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), `container "engine" still mounts volume "ranktable" at /x`) {
 		t.Fatalf("err = %v", err)
 	}
-	if !reflect.DeepEqual(pod, before) {
-		t.Fatal("a failed Strip changed the pod")
+	if diff := cmp.Diff(before, pod, exact); diff != "" {
+		t.Fatalf("a failed Strip changed the pod (-before +after):\n%s", diff)
 	}
 	must(t, func() (bool, error) { return other.Strip(pod) })
 	must(t, func() (bool, error) { return rankTable.Strip(pod) })

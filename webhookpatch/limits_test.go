@@ -2,10 +2,10 @@ package webhookpatch
 
 import (
 	"encoding/json"
-	"reflect"
 	"strings"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 
 	pf "github.com/kplan-dev/kplan/internal/podfixture"
@@ -53,8 +53,8 @@ func TestPrimitivesKeepAnnotationsWithinTheLimit(t *testing.T) {
 			if err == nil || !strings.Contains(err.Error(), "pod ns/p: metadata.annotations") || !strings.Contains(err.Error(), "more than the limit of 262144") {
 				t.Fatalf("changed=%v err=%v, want the annotation limit named", changed, err)
 			}
-			if !reflect.DeepEqual(pod, before) {
-				t.Error("a failed call changed the pod")
+			if diff := cmp.Diff(before, pod, exact); diff != "" {
+				t.Errorf("a failed call changed the pod (-before +after):\n%s", diff)
 			}
 		})
 	}

@@ -3,11 +3,11 @@ package webhookpatch
 import (
 	"encoding/json"
 	"errors"
-	"reflect"
 	"slices"
 	"strings"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
 	jsonpatch "gopkg.in/evanphx/json-patch.v4"
 	corev1 "k8s.io/api/core/v1"
 	"pgregory.net/rapid"
@@ -32,8 +32,11 @@ func TestDiffOfPrimitivesAppliesToAfter(t *testing.T) {
 		}
 		beforeCopy, afterCopy := before.DeepCopy(), after.DeepCopy()
 		applyDiff(t, before, after)
-		if !reflect.DeepEqual(before, beforeCopy) || !reflect.DeepEqual(after, afterCopy) {
-			t.Fatal("Diff mutated its input")
+		if diff := cmp.Diff(beforeCopy, before, exact); diff != "" {
+			t.Fatalf("Diff mutated its first pod (-before +after the call):\n%s", diff)
+		}
+		if diff := cmp.Diff(afterCopy, after, exact); diff != "" {
+			t.Fatalf("Diff mutated its second pod (-before +after the call):\n%s", diff)
 		}
 	})
 }
@@ -117,8 +120,8 @@ func TestPrimitivesAreIdempotent(t *testing.T) {
 		p := genPrimitive(t, "p")
 		before := pod.DeepCopy()
 		if _, err := p.apply(pod); err != nil {
-			if !reflect.DeepEqual(pod, before) {
-				t.Fatalf("%s failed (%v) but changed the pod", p.desc, err)
+			if diff := cmp.Diff(before, pod, exact); diff != "" {
+				t.Fatalf("%s failed (%v) but changed the pod (-before +after):\n%s", p.desc, err, diff)
 			}
 			return
 		}
@@ -127,8 +130,8 @@ func TestPrimitivesAreIdempotent(t *testing.T) {
 		if err != nil || changed {
 			t.Fatalf("%s second call: changed=%v err=%v", p.desc, changed, err)
 		}
-		if !reflect.DeepEqual(pod, once) {
-			t.Fatalf("%s second call changed the pod", p.desc)
+		if diff := cmp.Diff(once, pod, exact); diff != "" {
+			t.Fatalf("%s second call changed the pod (-once +twice):\n%s", p.desc, diff)
 		}
 		if ops, _ := Diff(once, pod); len(ops) != 0 {
 			t.Fatalf("%s second call: Diff has %d operations", p.desc, len(ops))
