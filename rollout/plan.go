@@ -63,29 +63,6 @@ type planner struct {
 	// Group mode: countBy[k*len(revs.names)+v] is how many replicas of version
 	// v pool k has, rowMin[v] its minimum over pools (v's whole rows).
 	countBy, rowMin []int
-	touched         uint32 // sum of the slots read ahead; kept so they are read
-}
-
-// nameBatch is how many names collect hashes ahead of using them.
-const nameBatch = 256
-
-// memberBatch is how many gangs collect reads ahead of inspecting them.
-const memberBatch = 32
-
-// touchMembers reads both ends of every member of rs (a Member spans two cache
-// lines) and returns a value that depends on them.
-func touchMembers(rs []Replica) uint32 {
-	var n uint32
-	for i := range rs {
-		for j := range rs[i].Members {
-			m := &rs[i].Members[j]
-			n += uint32(len(m.Name))
-			if m.State.UnreadySince.IsZero() {
-				n++
-			}
-		}
-	}
-	return n
 }
 
 // Size limits. [Plan], [PlanRecover] and [PlanLockstep] reject larger input with
@@ -154,7 +131,7 @@ func Plan(replicas []Replica, strategy Strategy) (Step, error) {
 // collect validates replicas and sorts them into pools.
 func (p *planner) collect(replicas []Replica) error {
 	p.replicas = replicas
-	index := newNameTable(replicas)
+	index := make(map[string]int, len(replicas))
 	revSet := map[string]bool{p.s.TargetRevision: true}
 	for _, h := range p.s.History {
 		revSet[h] = true
@@ -170,52 +147,29 @@ func (p *planner) collect(replicas []Replica) error {
 	}
 	p.names = make([]byte, 0, 2*size)
 	lastRev := ""
-	// Names are read in batches: the replicas are in any order, so their names
-	// are scattered over the heap, and once there are more of them than the
-	// caches hold, every name and every index slot is a cache miss. Reading the
-	// first byte of a batch of names in a tight loop, then their index slots,
-	// keeps many of those misses in flight at once; the batch's names and slots
-	// are then in cache for the real work.
-	var hashes [nameBatch]uint64
 	// The first few revisions seen, to spare a map access per replica.
 	seen := make([]string, 0, 8)
-	var touched uint32
-	for base := 0; base < len(replicas); base += nameBatch {
-		batch := replicas[base:min(base+nameBatch, len(replicas))]
-		for i := range batch {
-			if name := batch[i].Name; name != "" {
-				touched += uint32(name[0])
-			}
+	for i := range replicas {
+		r := &replicas[i]
+		if !p.validReplica(r) {
+			return errInvalidReplicas
 		}
-		for i := range batch {
-			hashes[i] = nameHash(batch[i].Name)
+		if _, dup := index[r.Name]; dup {
+			return fmt.Errorf("replica %s: name: repeated", r.Name)
 		}
-		for i := range batch {
-			touched += index.slots[hashes[i]&index.mask].tag
-		}
-		for j := range batch {
-			i := base + j
-			r := &replicas[i]
-			if !p.validReplica(r) {
-				return errInvalidReplicas
-			}
-			if index.insertHashed(i, hashes[j]) >= 0 {
-				return fmt.Errorf("replica %s: name: repeated", r.Name)
-			}
-			if r.Revision != lastRev {
-				lastRev = r.Revision
-				if !slices.Contains(seen, lastRev) {
-					revSet[lastRev] = true
-					if len(seen) < cap(seen) {
-						seen = append(seen, lastRev)
-					}
+		index[r.Name] = i
+		if r.Revision != lastRev {
+			lastRev = r.Revision
+			if !slices.Contains(seen, lastRev) {
+				revSet[lastRev] = true
+				if len(seen) < cap(seen) {
+					seen = append(seen, lastRev)
 				}
 			}
-			p.names = appendNaturalKey(p.names, r.Name)
-			nameEnd[i] = uint32(len(p.names))
 		}
+		p.names = appendNaturalKey(p.names, r.Name)
+		nameEnd[i] = uint32(len(p.names))
 	}
-	p.touched = touched
 	revs := make([]string, 0, len(revSet))
 	for r := range revSet {
 		revs = append(revs, r)
@@ -230,7 +184,7 @@ func (p *planner) collect(replicas []Replica) error {
 		if r.ReplacementFor == "" || !live(r) {
 			continue
 		}
-		if j := index.lookup(r.ReplacementFor); j >= 0 && live(&replicas[j]) {
+		if j, ok := index[r.ReplacementFor]; ok && live(&replicas[j]) {
 			if replaced == nil {
 				replaced = map[int]bool{}
 			}
@@ -285,8 +239,8 @@ func (p *planner) collect(replicas []Replica) error {
 		poolOf[i] = -1
 		skip := !live(r)
 		if !skip && r.ReplacementFor != "" {
-			j := index.lookup(r.ReplacementFor)
-			skip = j >= 0 && live(&replicas[j])
+			j, ok := index[r.ReplacementFor]
+			skip = ok && live(&replicas[j])
 		}
 		if skip {
 			// Not planned, but still validated (planned replicas are in the next loop).
@@ -336,11 +290,6 @@ func (p *planner) collect(replicas []Replica) error {
 	lastRev, lastRank := "", int32(-1)
 	newestOld := int32(-1)
 	for i := range replicas {
-		if i%memberBatch == 0 && p.s.Mode == Gang {
-			// Gang members live in one array per gang, scattered over the heap:
-			// read a batch of them ahead (see nameBatch).
-			p.touched += touchMembers(replicas[i:min(i+memberBatch, len(replicas))])
-		}
 		k := poolOf[i]
 		if k < 0 {
 			continue

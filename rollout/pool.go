@@ -261,46 +261,26 @@ func (p *planner) update(u *unit, to, column string) {
 }
 
 // fillUpdates fills in each Update's replica name, current revision and, for a
-// gang, the members, carved from one slab instead of one allocation each. The
-// replicas and their member arrays are scattered over the heap and long out of
-// cache by now, so they are read in batches: first one word of each, in a
-// tight loop that keeps the cache misses in flight together, then the rest.
+// gang, the members, carved from one slab instead of one allocation each.
 func (p *planner) fillUpdates() {
-	const batch = 16
 	total := 0
-	for base := 0; base < len(p.updated); base += batch {
-		ris := p.updated[base:min(base+batch, len(p.updated))]
-		for _, ri := range ris {
-			p.touched += uint32(len(p.replicas[ri].Name))
-		}
-		for j, ri := range ris {
-			r := &p.replicas[ri]
-			up := &p.step.Update[base+j]
-			up.Replica, up.From = r.Name, r.Revision
-			total += len(r.Members)
-		}
+	for i, ri := range p.updated {
+		r := &p.replicas[ri]
+		up := &p.step.Update[i]
+		up.Replica, up.From = r.Name, r.Revision
+		total += len(r.Members)
 	}
 	if total == 0 {
 		return
 	}
 	slab := make([]string, 0, total)
-	for base := 0; base < len(p.updated); base += batch {
-		ris := p.updated[base:min(base+batch, len(p.updated))]
-		for _, ri := range ris {
-			ms := p.replicas[ri].Members
-			for k := range ms {
-				p.touched += uint32(len(ms[k].Name))
-			}
+	for i, ri := range p.updated {
+		n := len(slab)
+		for _, m := range p.replicas[ri].Members {
+			slab = append(slab, m.Name)
 		}
-		for j, ri := range ris {
-			n := len(slab)
-			ms := p.replicas[ri].Members
-			for k := range ms {
-				slab = append(slab, ms[k].Name)
-			}
-			if len(slab) > n {
-				p.step.Update[base+j].Members = slab[n:len(slab):len(slab)]
-			}
+		if len(slab) > n {
+			p.step.Update[i].Members = slab[n:len(slab):len(slab)]
 		}
 	}
 }
@@ -329,22 +309,13 @@ func (p *planner) explain() {
 		}
 	}
 	p.step.Waiting = slices.Grow(p.step.Waiting, n)
-	const batch = 64
 	for k := range p.pools {
 		pl := &p.pools[k]
 		w := pl.waits
-		for base := 0; base < len(pl.units); base += batch {
-			us := pl.units[base:min(base+batch, len(pl.units))]
-			// Units are in planning order, their replicas anywhere: read the
-			// batch's names ahead, in a loop whose cache misses overlap.
-			for i := range us {
-				p.touched += uint32(len(p.replica(&us[i]).Name))
-			}
-			for i := range us {
-				u := &us[i]
-				if reason := p.reason(u, &w); reason != "" {
-					p.step.Waiting = append(p.step.Waiting, Wait{Replica: p.replica(u).Name, Reason: reason})
-				}
+		for i := range pl.units {
+			u := &pl.units[i]
+			if reason := p.reason(u, &w); reason != "" {
+				p.step.Waiting = append(p.step.Waiting, Wait{Replica: p.replica(u).Name, Reason: reason})
 			}
 		}
 	}
