@@ -462,7 +462,6 @@ func (p *planner) rank() {
 		largest = max(largest, len(p.pools[k].units))
 	}
 	recs := make([]sortRec, 0, largest)
-	tmp := make([]sortRec, largest)
 	names := p.names
 	for k := range p.pools {
 		us := p.pools[k].units
@@ -492,7 +491,7 @@ func (p *planner) rank() {
 				idx:  uint32(i),
 			})
 		}
-		byOrder := sortRecs(recs, tmp, func(a, b sortRec) int {
+		slices.SortFunc(recs, func(a, b sortRec) int {
 			if a.key != b.key {
 				return cmp.Compare(a.key, b.key)
 			}
@@ -512,7 +511,7 @@ func (p *planner) rank() {
 		// misses overlap (following the permutation's cycles in place would
 		// chain them).
 		sorted := make([]unit, len(us))
-		for i, rc := range byOrder {
+		for i, rc := range recs {
 			sorted[i] = us[rc.idx]
 		}
 		p.pools[k].units = sorted
@@ -555,95 +554,6 @@ func namePrefix(key []byte, from int) uint64 {
 		}
 	}
 	return v
-}
-
-// radixMin is the smallest slice sortRecs sorts by radix; below it a comparison
-// sort is as fast.
-const radixMin = 256
-
-// sortRecs sorts recs by cmp, whose order must be (key, cost, name) and then
-// some tie-break, and returns the sorted records: recs or tmp (len(tmp) >=
-// len(recs)). Large slices are sorted by an LSD radix sort on the 24 bytes of
-// (key, cost, name), one stable counting pass per byte that is not the same in
-// every record, which takes linear time and reads and writes memory
-// sequentially; runs that tie on all 24 bytes are then sorted with cmp.
-func sortRecs(recs, tmp []sortRec, cmp func(a, b sortRec) int) []sortRec {
-	n := len(recs)
-	if n < radixMin {
-		slices.SortFunc(recs, cmp)
-		return recs
-	}
-	// Digit d (0 least significant) is byte d%8 of name, cost (sign flipped,
-	// so that unsigned order is signed order) and key for d/8 = 0, 1, 2.
-	var counts [24][256]uint32
-	for i := range recs {
-		r := &recs[i]
-		nm, c, k := r.name, uint64(r.cost)^1<<63, r.key
-		for b := range 8 {
-			counts[b][byte(nm>>(8*b))]++
-			counts[8+b][byte(c>>(8*b))]++
-			counts[16+b][byte(k>>(8*b))]++
-		}
-	}
-	src, dst := recs, tmp[:n]
-	for d := range 24 {
-		word, shift := d/8, uint(d%8)*8
-		cnt := &counts[d]
-		if cnt[recDigit(&src[0], word, shift)] == uint32(n) {
-			continue // every record has the same byte here
-		}
-		var off [256]uint32
-		sum := uint32(0)
-		for v := range off {
-			off[v] = sum
-			sum += cnt[v]
-		}
-		switch word {
-		case 0:
-			for i := range src {
-				v := byte(src[i].name >> shift)
-				dst[off[v]] = src[i]
-				off[v]++
-			}
-		case 1:
-			for i := range src {
-				v := byte((uint64(src[i].cost) ^ 1<<63) >> shift)
-				dst[off[v]] = src[i]
-				off[v]++
-			}
-		default:
-			for i := range src {
-				v := byte(src[i].key >> shift)
-				dst[off[v]] = src[i]
-				off[v]++
-			}
-		}
-		src, dst = dst, src
-	}
-	// Records equal in key, cost and name prefix: order them by the full name.
-	for i := 0; i < n; {
-		j := i + 1
-		for j < n && src[j].key == src[i].key && src[j].cost == src[i].cost && src[j].name == src[i].name {
-			j++
-		}
-		if j-i > 1 {
-			slices.SortFunc(src[i:j], cmp)
-		}
-		i = j
-	}
-	return src
-}
-
-// recDigit is byte shift/8 of r's name, cost (sign flipped) or key, for word
-// 0, 1 or 2.
-func recDigit(r *sortRec, word int, shift uint) byte {
-	switch word {
-	case 0:
-		return byte(r.name >> shift)
-	case 1:
-		return byte((uint64(r.cost) ^ 1<<63) >> shift)
-	}
-	return byte(r.key >> shift)
 }
 
 // replica is u's replica.
