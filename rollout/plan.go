@@ -132,19 +132,6 @@ func (p *planner) collect(replicas []Replica) error {
 	for _, h := range p.s.History {
 		revSet[h] = true
 	}
-	// Natural keys of all names in replica order, built while each name is in
-	// cache: replica i's key is p.names[nameEnd[i-1]:nameEnd[i]].
-	nameEnd := make([]uint32, len(replicas))
-	// A natural key is rarely more than twice its name (each digit run adds 5
-	// bytes); append grows p.names when it is.
-	size := 0
-	for i := range replicas {
-		size += len(replicas[i].Name)
-	}
-	p.names = make([]byte, 0, 2*size)
-	lastRev := ""
-	// The first few revisions seen, to spare a map access per replica.
-	seen := make([]string, 0, 8)
 	for i := range replicas {
 		r := &replicas[i]
 		if !p.validReplica(r) {
@@ -154,17 +141,7 @@ func (p *planner) collect(replicas []Replica) error {
 			return fmt.Errorf("replica %s: name: repeated", r.Name)
 		}
 		index[r.Name] = i
-		if r.Revision != lastRev {
-			lastRev = r.Revision
-			if !slices.Contains(seen, lastRev) {
-				revSet[lastRev] = true
-				if len(seen) < cap(seen) {
-					seen = append(seen, lastRev)
-				}
-			}
-		}
-		p.names = appendNaturalKey(p.names, r.Name)
-		nameEnd[i] = uint32(len(p.names))
+		revSet[r.Revision] = true
 	}
 	revs := make([]string, 0, len(revSet))
 	for r := range revSet {
@@ -174,49 +151,25 @@ func (p *planner) collect(replicas []Replica) error {
 	p.target = int32(p.revs.rank[p.s.TargetRevision])
 
 	// Which replicas are being replaced by recovery.
-	var replaced map[int]bool
+	replaced := map[int]bool{}
 	for i := range replicas {
 		r := &replicas[i]
 		if r.ReplacementFor == "" || !live(r) {
 			continue
 		}
 		if j, ok := index[r.ReplacementFor]; ok && live(&replicas[j]) {
-			if replaced == nil {
-				replaced = map[int]bool{}
-			}
 			replaced[j] = true
 		}
 	}
-	colIndex := map[string]int32{}
-	addPool := func(col string) int32 {
-		if k, ok := colIndex[col]; ok {
-			return k
+	poolOf := map[string]int{}
+	addPool := func(col string) *pool {
+		k, ok := poolOf[col]
+		if !ok {
+			k = len(p.pools)
+			poolOf[col] = k
+			p.pools = append(p.pools, pool{column: col})
 		}
-		colIndex[col] = int32(len(p.pools))
-		p.pools = append(p.pools, pool{column: col})
-		return int32(len(p.pools) - 1)
-	}
-	// poolOfColumn is addPool with the last column remembered and a scan of
-	// few columns, sparing a map access per replica.
-	lastCol, lastPool := "", int32(-1)
-	poolOfColumn := func(col string) int32 {
-		if lastPool >= 0 && col == lastCol {
-			return lastPool
-		}
-		k := int32(-1)
-		if len(p.pools) <= 16 {
-			for j := range p.pools {
-				if p.pools[j].column == col {
-					k = int32(j)
-					break
-				}
-			}
-		}
-		if k < 0 {
-			k = addPool(col)
-		}
-		lastCol, lastPool = col, k
-		return k
+		return &p.pools[k]
 	}
 	if p.s.Mode == Group {
 		for _, c := range p.s.Columns {
@@ -225,101 +178,37 @@ func (p *planner) collect(replicas []Replica) error {
 	} else {
 		addPool("")
 	}
-	// First pass: each replica's pool (-1: not planned), and pool sizes, so that
-	// all units live in one slice.
-	poolOf := make([]int32, len(replicas))
-	var sizes, keyBytes []int
-	planned := 0
-	for i := range replicas {
-		r := &replicas[i]
-		poolOf[i] = -1
-		skip := !live(r)
-		if !skip && r.ReplacementFor != "" {
-			j, ok := index[r.ReplacementFor]
-			skip = ok && live(&replicas[j])
-		}
-		if skip {
-			// Not planned, but still validated (planned replicas are in the next loop).
-			for j := range r.Members {
-				if r.Members[j].Name == "" {
-					return unnamedMember(r, j)
-				}
-			}
-			continue
-		}
-		k := int32(0)
-		if p.s.Mode == Group {
-			k = poolOfColumn(r.Column)
-		}
-		poolOf[i] = k
-		for len(sizes) < len(p.pools) {
-			sizes = append(sizes, 0)
-			keyBytes = append(keyBytes, 0)
-		}
-		sizes[k]++
-		keyBytes[k] += int(nameEnd[i])
-		if i > 0 {
-			keyBytes[k] -= int(nameEnd[i-1])
-		}
-		planned++
-	}
-	units := make([]unit, planned)
-	off := 0
-	for k := range sizes {
-		p.pools[k].units = units[off : off : off+sizes[k]]
-		off += sizes[k]
-	}
-	// With several pools (group mode), each pool's natural keys are copied
-	// together, so that sorting a pool reads its keys from one compact range
-	// instead of every tenth key of all of them.
-	var keys []byte
-	var keyOff []uint32
-	if len(sizes) > 1 {
-		total := 0
-		keyOff = make([]uint32, len(sizes))
-		for k, b := range keyBytes {
-			keyOff[k] = uint32(total)
-			total += b
-		}
-		keys = make([]byte, total)
-	}
-	lastRev, lastRank := "", int32(-1)
 	newestOld := int32(-1)
 	for i := range replicas {
-		k := poolOf[i]
-		if k < 0 {
-			continue
-		}
 		r := &replicas[i]
-		if r.Revision != lastRev || lastRank < 0 {
-			lastRev, lastRank = r.Revision, p.revs.lookup(r.Revision)
-			if lastRank != p.target && lastRank > newestOld {
-				newestOld = lastRank
-			}
-		}
-		// A replica being replaced, and a replacement standing in for a replica
-		// already gone, are counted but left to recovery.
-		u := unit{ri: int32(i), rev: lastRank, recovering: replaced[i] || r.ReplacementFor != "",
-			priority: r.Priority, cost: r.DeletionCost,
-			stale: p.s.TargetDataRevision != "" && r.DataRevision != p.s.TargetDataRevision}
 		eff, partial, unnamed := inspectFlags(r)
 		if unnamed >= 0 {
 			return unnamedMember(r, unnamed)
 		}
-		u.partial = partial
-		u.avail = counts(eff)
-		u.health = uint8(healthRank(eff))
-		if i > 0 {
-			u.name0 = nameEnd[i-1]
+		if !live(r) {
+			continue
 		}
-		u.name1 = nameEnd[i]
-		if keys != nil {
-			key := p.names[u.name0:u.name1]
-			u.name0 = keyOff[k]
-			u.name1 = u.name0 + uint32(copy(keys[u.name0:], key))
-			keyOff[k] = u.name1
+		if j, ok := index[r.ReplacementFor]; ok && r.ReplacementFor != "" && live(&replicas[j]) {
+			continue // its failed replica still exists: left to recovery
 		}
-		pl := &p.pools[k]
+		rev := int32(p.revs.rank[r.Revision])
+		if rev != p.target {
+			newestOld = max(newestOld, rev)
+		}
+		// A replica being replaced, and a replacement standing in for a replica
+		// already gone, are counted but left to recovery.
+		u := unit{ri: int32(i), rev: rev, recovering: replaced[i] || r.ReplacementFor != "",
+			priority: r.Priority, cost: r.DeletionCost,
+			stale:   p.s.TargetDataRevision != "" && r.DataRevision != p.s.TargetDataRevision,
+			partial: partial, avail: counts(eff), health: uint8(healthRank(eff))}
+		u.name0 = uint32(len(p.names))
+		p.names = appendNaturalKey(p.names, r.Name)
+		u.name1 = uint32(len(p.names))
+		col := ""
+		if p.s.Mode == Group {
+			col = r.Column
+		}
+		pl := addPool(col)
 		pl.units = append(pl.units, u)
 		if u.avail {
 			pl.avail++
@@ -330,9 +219,6 @@ func (p *planner) collect(replicas []Replica) error {
 				pl.latestAvail++
 			}
 		}
-	}
-	if keys != nil {
-		p.names = keys
 	}
 	slices.SortFunc(p.pools, func(a, b pool) int { return natural.Compare(a.column, b.column) })
 	p.stable = p.stableRevision(newestOld)
