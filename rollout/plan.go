@@ -1,7 +1,6 @@
 package rollout
 
 import (
-	"bytes"
 	"cmp"
 	"errors"
 	"fmt"
@@ -15,19 +14,17 @@ import (
 type unit struct {
 	ri int32 // index of the replica in planner.replicas; no pointer, so that
 	// the garbage collector need not scan units nor moving them pay write barriers
-	// name is the replica's natural key (appendNaturalKey): planner.names[name0:name1].
-	name0, name1 uint32
-	rev          int32 // rank in the revision table, oldest 0
-	priority     int32 // the replica's Priority and DeletionCost, copied while
-	cost         int64 // collect reads it so that rank does not chase r
-	health       uint8 // healthRank of the effective state
-	avail        bool
-	partial      bool
-	recovering   bool
-	stale        bool // serves data other than Strategy.TargetDataRevision
-	surplus      bool // its version is more available in this pool than in all
-	done         bool // acted on in this step
-	rowWait      bool // group mode: beyond its version's whole rows, kept by the floor
+	rev        int32 // rank in the revision table, oldest 0
+	priority   int32 // the replica's Priority and DeletionCost, copied while
+	cost       int64 // collect reads it so that rank does not chase r
+	health     uint8 // healthRank of the effective state
+	avail      bool
+	partial    bool
+	recovering bool
+	stale      bool // serves data other than Strategy.TargetDataRevision
+	surplus    bool // its version is more available in this pool than in all
+	done       bool // acted on in this step
+	rowWait    bool // group mode: beyond its version's whole rows, kept by the floor
 }
 
 // pool is the set of replicas one availability floor applies to: all replicas in
@@ -54,7 +51,6 @@ type planner struct {
 	pools    []pool
 	step     Step
 	replicas []Replica // the caller's, only read
-	names    []byte    // natural keys of all names, see unit.name0
 	updated  []int32   // replica of each Step.Update, see fillUpdates
 	// Group mode: countBy[k*len(revs.names)+v] is how many replicas of version
 	// v pool k has, rowMin[v] its minimum over pools (v's whole rows).
@@ -201,9 +197,6 @@ func (p *planner) collect(replicas []Replica) error {
 			priority: r.Priority, cost: r.DeletionCost,
 			stale:   p.s.TargetDataRevision != "" && r.DataRevision != p.s.TargetDataRevision,
 			partial: partial, avail: counts(eff), health: uint8(healthRank(eff))}
-		u.name0 = uint32(len(p.names))
-		p.names = appendNaturalKey(p.names, r.Name)
-		u.name1 = uint32(len(p.names))
 		col := ""
 		if p.s.Mode == Group {
 			col = r.Column
@@ -332,7 +325,6 @@ func (p *planner) rank() {
 	for i, v := range order {
 		pos[v] = uint32(i)
 	}
-	names := p.names
 	for k := range p.pools {
 		us := p.pools[k].units
 		for i := range us {
@@ -360,9 +352,6 @@ func (p *planner) rank() {
 				return c
 			}
 			if c := cmp.Compare(a.cost, b.cost); c != 0 {
-				return c
-			}
-			if c := bytes.Compare(names[a.name0:a.name1], names[b.name0:b.name1]); c != 0 {
 				return c
 			}
 			return natural.Compare(p.replica(&a).Name, p.replica(&b).Name)
