@@ -37,6 +37,14 @@ type pool struct {
 	// latestAvail is how many available units run the target revision.
 	latestAvail int
 	waits       waits // what the pool lacks once planned, for explain
+	revs        []revCount
+}
+
+// revCount is how many of a pool's units run one revision, and how many of
+// those are available.
+type revCount struct {
+	rev      int32
+	n, avail int
 }
 
 type planner struct {
@@ -52,9 +60,11 @@ type planner struct {
 	step     Step
 	replicas []Replica // the caller's, only read
 	updated  []int32   // replica of each Step.Update, see fillUpdates
-	// Group mode: countBy[k*len(revs.names)+v] is how many replicas of version
-	// v pool k has, rowMin[v] its minimum over pools (v's whole rows).
-	countBy, rowMin []int
+	// Group mode: rowMin[v] is the fewest replicas of version v in a column
+	// (v's whole rows); otherRows sums it over versions other than the target
+	// and the stable one.
+	rowMin    []int
+	otherRows int
 }
 
 // Size limits. [Plan], [PlanRecover] and [PlanLockstep] reject larger input with
@@ -259,46 +269,54 @@ func (p *planner) stableRevision(newestOld int32) int32 {
 // rank computes each unit's sort key and sorts every pool once.
 func (p *planner) rank() {
 	nrev := len(p.revs.names)
-	// availability of each version per pool, and its minimum over pools.
-	availBy := make([]int, nrev*len(p.pools))
-	var countBy []int // group mode: replicas of each version per pool
-	if p.s.Mode == Group {
-		countBy = make([]int, nrev*len(p.pools))
-	}
+	// Per version: its fewest available replicas in a pool and, in group mode,
+	// its fewest replicas in a column (its whole rows), 0 when a pool has none;
+	// in how many pools it runs. Counts are kept only for the versions each pool
+	// runs (pool.revs), so memory grows with the input, not with versions times
+	// columns.
+	minAvail := make([]int, nrev)
+	rowMin := make([]int, nrev)
+	in := make([]int, nrev)
+	count, avail := make([]int, nrev), make([]int, nrev) // one pool's, zero between pools
 	for k := range p.pools {
-		for i := range p.pools[k].units {
-			u := &p.pools[k].units[i]
+		pl := &p.pools[k]
+		for i := range pl.units {
+			u := &pl.units[i]
+			if count[u.rev] == 0 {
+				pl.revs = append(pl.revs, revCount{rev: u.rev})
+			}
+			count[u.rev]++
 			if u.avail {
-				availBy[k*nrev+int(u.rev)]++
-			}
-			if countBy != nil {
-				countBy[k*nrev+int(u.rev)]++
+				avail[u.rev]++
 			}
 		}
-	}
-	minOver := func(by []int) []int {
-		out := make([]int, nrev)
-		for v := range nrev {
-			m := -1
-			for k := range p.pools {
-				if a := by[k*nrev+v]; m < 0 || a < m {
-					m = a
-				}
+		for j := range pl.revs {
+			c := &pl.revs[j]
+			v := c.rev
+			c.n, c.avail = count[v], avail[v]
+			count[v], avail[v] = 0, 0
+			if in[v] == 0 || c.avail < minAvail[v] {
+				minAvail[v] = c.avail
 			}
-			out[v] = max(m, 0)
+			if in[v] == 0 || c.n < rowMin[v] {
+				rowMin[v] = c.n
+			}
+			in[v]++
 		}
-		return out
 	}
-	minAvail := minOver(availBy)
-	if countBy != nil {
-		p.countBy, p.rowMin = countBy, minOver(countBy)
+	for v := range nrev {
+		if in[v] < len(p.pools) {
+			minAvail[v], rowMin[v] = 0, 0
+		}
+	}
+	if p.s.Mode == Group {
+		p.rowMin = rowMin
 		for v := range nrev {
-			present := false
-			for k := range p.pools {
-				present = present || countBy[k*nrev+v] > 0
+			if in[v] > 0 {
+				p.step.Rows = append(p.step.Rows, RevisionRows{Revision: p.revs.names[v], Rows: rowMin[v], AvailableRows: minAvail[v]})
 			}
-			if present {
-				p.step.Rows = append(p.step.Rows, RevisionRows{Revision: p.revs.names[v], Rows: p.rowMin[v], AvailableRows: minAvail[v]})
+			if int32(v) != p.target && int32(v) != p.stable {
+				p.otherRows += rowMin[v]
 			}
 		}
 	}
@@ -327,13 +345,19 @@ func (p *planner) rank() {
 	}
 	for k := range p.pools {
 		us := p.pools[k].units
+		for _, c := range p.pools[k].revs {
+			avail[c.rev] = c.avail
+		}
 		for i := range us {
 			u := &us[i]
 			if u.partial && u.health > 1 {
 				u.health = 1 // a half-updated gang goes with the unready ones
 			}
 			// Cutting a surplus replica does not lower its version's serving capacity.
-			u.surplus = availBy[k*nrev+int(u.rev)] > minAvail[u.rev]
+			u.surplus = avail[u.rev] > minAvail[u.rev]
+		}
+		for _, c := range p.pools[k].revs {
+			avail[c.rev] = 0
 		}
 		slices.SortFunc(us, func(a, b unit) int {
 			if c := cmp.Compare(a.health, b.health); c != 0 {

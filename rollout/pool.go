@@ -43,16 +43,15 @@ func (p *planner) wholeRows() bool {
 // Replicas (so some replicas stay old), how many replicas of
 // each version other than the target and the stable one pool k runs beyond
 // that version's whole rows: they serve in no whole row and move to the stable
-// revision. nil otherwise.
-func (p *planner) rowExtra(k int) []int {
+// revision. Versions the pool does not run are left out. nil otherwise.
+func (p *planner) rowExtra(k int) map[int32]int {
 	if p.rowMin == nil || p.stable < 0 || p.latest >= p.n {
 		return nil
 	}
-	nrev := len(p.rowMin)
-	extra := make([]int, nrev)
-	for v := range nrev {
-		if int32(v) != p.target && int32(v) != p.stable {
-			extra[v] = p.countBy[k*nrev+v] - p.rowMin[v]
+	extra := make(map[int32]int, len(p.pools[k].revs))
+	for _, c := range p.pools[k].revs {
+		if c.rev != p.target && c.rev != p.stable {
+			extra[c.rev] = c.n - p.rowMin[c.rev]
 		}
 	}
 	return extra
@@ -91,13 +90,12 @@ func (p *planner) planPool(k, t int) bool {
 	extra := p.rowExtra(k)
 	stableCnt, stableQuota := 0, 0
 	if extra != nil {
-		stableQuota = n - t
-		for v, m := range p.rowMin {
-			if int32(v) != p.target && int32(v) != p.stable {
-				stableQuota -= m
+		stableQuota = n - t - p.otherRows
+		for _, c := range pl.revs {
+			if c.rev == p.stable {
+				stableCnt = c.n
 			}
 		}
-		stableCnt = p.countBy[k*len(p.rowMin)+int(p.stable)]
 	}
 	// 1. Surplus: delete over-quota replicas, unavailable first, keeping the floor.
 	newOver, oldOver := 0, 0
