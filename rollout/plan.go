@@ -59,7 +59,6 @@ type planner struct {
 	pools    []pool
 	step     Step
 	replicas []Replica // the caller's, only read
-	updated  []int32   // replica of each Step.Update, see fillUpdates
 	// Group mode: rowMin[v] is the fewest replicas of version v in a column
 	// (v's whole rows); otherRows sums it over versions other than the target
 	// and the stable one.
@@ -125,8 +124,6 @@ func Plan(replicas []Replica, strategy Strategy) (Step, error) {
 	p.step.Budget = p.b
 	p.rank()
 	p.run()
-	p.fillUpdates()
-	p.fillData()
 	return p.step, nil
 }
 
@@ -187,7 +184,7 @@ func (p *planner) collect(replicas []Replica) error {
 	newestOld := int32(-1)
 	for i := range replicas {
 		r := &replicas[i]
-		eff, partial, unnamed := inspectFlags(r)
+		eff, partial, unnamed := inspect(r)
 		if unnamed >= 0 {
 			return unnamedMember(r, unnamed)
 		}

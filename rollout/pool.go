@@ -1,7 +1,5 @@
 package rollout
 
-import "slices"
-
 // run picks each pool's target count and plans every pool.
 func (p *planner) run() {
 	latest := p.latest
@@ -253,34 +251,16 @@ func (p *planner) create(rev int32, column string, count int) {
 
 func (p *planner) update(u *unit, to, column string) {
 	u.done = true
-	// The replica's name, revision and members are filled in by fillUpdates.
-	p.updated = append(p.updated, u.ri)
-	p.step.Update = append(p.step.Update, Update{To: to, Column: column})
-}
-
-// fillUpdates fills in each Update's replica name, current revision and, for a
-// gang, the members, carved from one slab instead of one allocation each.
-func (p *planner) fillUpdates() {
-	total := 0
-	for i, ri := range p.updated {
-		r := &p.replicas[ri]
-		up := &p.step.Update[i]
-		up.Replica, up.From = r.Name, r.Revision
-		total += len(r.Members)
+	r := p.replica(u)
+	up := Update{Replica: r.Name, From: r.Revision, To: to, Column: column}
+	for _, m := range r.Members {
+		up.Members = append(up.Members, m.Name)
 	}
-	if total == 0 {
-		return
+	if p.s.TargetDataRevision != "" {
+		// An updated replica always ends at the target data.
+		up.DataFrom, up.DataTo = r.DataRevision, p.s.TargetDataRevision
 	}
-	slab := make([]string, 0, total)
-	for i, ri := range p.updated {
-		n := len(slab)
-		for _, m := range p.replicas[ri].Members {
-			slab = append(slab, m.Name)
-		}
-		if len(slab) > n {
-			p.step.Update[i].Members = slab[n:len(slab):len(slab)]
-		}
-	}
+	p.step.Update = append(p.step.Update, up)
 }
 
 // waits is what a pool still lacks after its actions.
@@ -293,20 +273,8 @@ type waits struct {
 }
 
 // explain records why each untouched replica that still has to change waits.
-// It runs once all pools are planned, and counts the waiting replicas first (a
-// pass over the units alone), so that Waiting is allocated once.
+// It runs once all pools are planned.
 func (p *planner) explain() {
-	n := 0
-	for k := range p.pools {
-		pl := &p.pools[k]
-		w := pl.waits
-		for i := range pl.units {
-			if p.reason(&pl.units[i], &w) != "" {
-				n++
-			}
-		}
-	}
-	p.step.Waiting = slices.Grow(p.step.Waiting, n)
 	for k := range p.pools {
 		pl := &p.pools[k]
 		w := pl.waits
