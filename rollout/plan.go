@@ -1,7 +1,9 @@
 package rollout
 
 import (
+	"bytes"
 	"cmp"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"slices"
@@ -14,17 +16,18 @@ import (
 type unit struct {
 	ri int32 // index of the replica in planner.replicas; no pointer, so that
 	// the garbage collector need not scan units nor moving them pay write barriers
-	rev        int32 // rank in the revision table, oldest 0
-	priority   int32 // the replica's Priority and DeletionCost, copied while
-	cost       int64 // collect reads it so that rank does not chase r
-	health     uint8 // healthRank of the effective state
-	avail      bool
-	partial    bool
-	recovering bool
-	stale      bool // serves data other than Strategy.TargetDataRevision
-	surplus    bool // its version is more available in this pool than in all
-	done       bool // acted on in this step
-	rowWait    bool // group mode: beyond its version's whole rows, kept by the floor
+	// name is the replica's natural key (appendNaturalKey): planner.names[name0:name1].
+	name0, name1 uint32
+	rev          int32 // rank in the revision table, oldest 0
+	priority     int32 // the replica's Priority and DeletionCost, copied while
+	cost         int64 // collect reads it so that rank does not chase r
+	health       uint8 // healthRank of the effective state
+	avail        bool
+	partial      bool
+	recovering   bool
+	stale        bool // serves data other than Strategy.TargetDataRevision
+	done         bool // acted on in this step
+	rowWait      bool // group mode: beyond its version's whole rows, kept by the floor
 }
 
 // pool is the set of replicas one availability floor applies to: all replicas in
@@ -36,8 +39,12 @@ type pool struct {
 	avail  int
 	// latestAvail is how many available units run the target revision.
 	latestAvail int
-	waits       waits // what the pool lacks once planned, for explain
-	revs        []revCount
+	// lcp is the length of the prefix the natural keys of all units share,
+	// -1 before the first unit; first is the first unit's key.
+	lcp   int
+	first []byte
+	waits waits // what the pool lacks once planned, for explain
+	revs  []revCount
 }
 
 // revCount is how many of a pool's units run one revision, and how many of
@@ -59,6 +66,7 @@ type planner struct {
 	pools    []pool
 	step     Step
 	replicas []Replica // the caller's, only read
+	names    []byte    // natural keys of all names, see unit.name0
 	// Group mode: rowMin[v] is the fewest replicas of version v in a column
 	// (v's whole rows); otherRows sums it over versions other than the target
 	// and the stable one.
@@ -170,7 +178,7 @@ func (p *planner) collect(replicas []Replica) error {
 		if !ok {
 			k = len(p.pools)
 			poolOf[col] = k
-			p.pools = append(p.pools, pool{column: col})
+			p.pools = append(p.pools, pool{column: col, lcp: -1})
 		}
 		return &p.pools[k]
 	}
@@ -209,6 +217,15 @@ func (p *planner) collect(replicas []Replica) error {
 			col = r.Column
 		}
 		pl := addPool(col)
+		u.name0 = uint32(len(p.names))
+		p.names = appendNaturalKey(p.names, r.Name)
+		u.name1 = uint32(len(p.names))
+		key := p.names[u.name0:u.name1]
+		if pl.lcp < 0 {
+			pl.first, pl.lcp = key, len(key)
+		} else {
+			pl.lcp = commonPrefix(pl.first[:pl.lcp], key)
+		}
 		pl.units = append(pl.units, u)
 		if u.avail {
 			pl.avail++
@@ -340,53 +357,106 @@ func (p *planner) rank() {
 	for i, v := range order {
 		pos[v] = uint32(i)
 	}
+	largest := 0
+	for k := range p.pools {
+		largest = max(largest, len(p.pools[k].units))
+	}
+	recs := make([]sortRec, 0, largest)
+	names := p.names
 	for k := range p.pools {
 		us := p.pools[k].units
+		lcp := max(p.pools[k].lcp, 0)
 		for _, c := range p.pools[k].revs {
 			avail[c.rev] = c.avail
 		}
+		recs = recs[:0]
 		for i := range us {
 			u := &us[i]
-			if u.partial && u.health > 1 {
-				u.health = 1 // a half-updated gang goes with the unready ones
+			h := uint64(u.health)
+			if u.partial && h > 1 {
+				h = 1 // a half-updated gang goes with the unready ones
 			}
-			// Cutting a surplus replica does not lower its version's serving capacity.
-			u.surplus = avail[u.rev] > minAvail[u.rev]
+			surplus := uint64(1)
+			if avail[u.rev] > minAvail[u.rev] {
+				surplus = 0 // cutting it does not lower its version's serving capacity
+			}
+			fresh := uint64(1)
+			if u.stale {
+				fresh = 0 // its data must change too: one update does both
+			}
+			recs = append(recs, sortRec{
+				// health (2 bits), surplus (1), version position (28), fresh data
+				// (1), priority with its sign bit flipped so that unsigned order is
+				// signed order.
+				key:  h<<62 | surplus<<61 | uint64(pos[u.rev])<<33 | fresh<<32 | uint64(uint32(u.priority)^1<<31),
+				cost: u.cost,
+				name: namePrefix(names[u.name0:u.name1], lcp),
+				idx:  uint32(i),
+			})
 		}
 		for _, c := range p.pools[k].revs {
 			avail[c.rev] = 0
 		}
-		slices.SortFunc(us, func(a, b unit) int {
-			if c := cmp.Compare(a.health, b.health); c != 0 {
+		slices.SortFunc(recs, func(a, b sortRec) int {
+			if a.key != b.key {
+				return cmp.Compare(a.key, b.key)
+			}
+			if a.cost != b.cost {
+				return cmp.Compare(a.cost, b.cost)
+			}
+			if a.name != b.name {
+				return cmp.Compare(a.name, b.name)
+			}
+			ua, ub := &us[a.idx], &us[b.idx]
+			if c := bytes.Compare(names[ua.name0:ua.name1], names[ub.name0:ub.name1]); c != 0 {
 				return c
 			}
-			if a.surplus != b.surplus {
-				return first(a.surplus)
-			}
-			if c := cmp.Compare(pos[a.rev], pos[b.rev]); c != 0 {
-				return c
-			}
-			if a.stale != b.stale {
-				return first(a.stale) // its data must change too: one update does both
-			}
-			if c := cmp.Compare(a.priority, b.priority); c != 0 {
-				return c
-			}
-			if c := cmp.Compare(a.cost, b.cost); c != 0 {
-				return c
-			}
-			return natural.Compare(p.replica(&a).Name, p.replica(&b).Name)
+			return natural.Compare(p.replica(ua).Name, p.replica(ub).Name)
 		})
+		sorted := make([]unit, len(us))
+		for i, rc := range recs {
+			sorted[i] = us[rc.idx]
+		}
+		p.pools[k].units = sorted
 	}
 }
 
-// first is the comparison result that puts the unit whose flag is a first,
-// given that the flags differ.
-func first(a bool) int {
-	if a {
-		return -1
+// sortRec is what sorting a pool moves around: the order's leading fields packed
+// in 32 bytes, and the unit's index.
+type sortRec struct {
+	key  uint64 // health, surplus, version position, priority
+	cost int64
+	name uint64 // 8 bytes of the natural key after the pool's common prefix
+	idx  uint32
+}
+
+// commonPrefix is the length of the common prefix of a and b.
+func commonPrefix(a, b []byte) int {
+	n := min(len(a), len(b))
+	j := 0
+	for j+8 <= n && binary.LittleEndian.Uint64(a[j:]) == binary.LittleEndian.Uint64(b[j:]) {
+		j += 8
 	}
-	return 1
+	for j < n && a[j] == b[j] {
+		j++
+	}
+	return j
+}
+
+// namePrefix packs key[from:from+8] big-endian, zero-padded: when two packs
+// differ they order the keys as bytes.Compare does.
+func namePrefix(key []byte, from int) uint64 {
+	if from+8 <= len(key) {
+		return binary.BigEndian.Uint64(key[from:])
+	}
+	var v uint64
+	for i := range 8 {
+		v <<= 8
+		if j := from + i; j < len(key) {
+			v |= uint64(key[j])
+		}
+	}
+	return v
 }
 
 // replica is u's replica.
