@@ -187,8 +187,15 @@ func (p *planner) collect(replicas []Replica) error {
 			addPool(c)
 		}
 	} else {
-		addPool("")
+		addPool("").units = make([]unit, 0, len(replicas))
 	}
+	// A natural key is rarely more than twice its name (each digit run adds 5
+	// bytes); append grows names when it is.
+	size := 0
+	for i := range replicas {
+		size += len(replicas[i].Name)
+	}
+	p.names = make([]byte, 0, 2*size)
 	newestOld := int32(-1)
 	for i := range replicas {
 		r := &replicas[i]
