@@ -157,8 +157,8 @@ func evictCaches() {
 	}
 }
 
-// TestPlanLargeShuffled runs the benchmark scenarios at sizes where Plan sorts
-// by radix and reads ahead in batches, and checks that the same replicas in
+// TestPlanLargeShuffled runs the benchmark scenarios at a few thousand
+// replicas, and checks that the same replicas in
 // another order give the same Step, that the input is not modified, and that
 // rollouttest.Check accepts the step.
 func TestPlanLargeShuffled(t *testing.T) {

@@ -15,7 +15,7 @@ func checkData(s *Strategy, b Budget) error {
 // planData moves replicas whose data is not TargetDataRevision in place, under
 // the budget the pod changes left: it runs after every pool is planned. A
 // replica already updated this step for its pod revision takes its new data in
-// the same update (fillData), so it counts once; a replica being deleted needs
+// the same update, so it counts once; a replica being deleted needs
 // nothing. The rest go in the pool's order (least healthy first: an unavailable
 // replica costs nothing), an available one only while availability stays at or
 // above the floor, and only once its pod revision is final: while the pool still
@@ -62,16 +62,4 @@ func (p *planner) planData() bool {
 		}
 	}
 	return done
-}
-
-// fillData sets every update's DataFrom and DataTo when the strategy manages
-// data: an updated replica always ends at TargetDataRevision.
-func (p *planner) fillData() {
-	if p.s.TargetDataRevision == "" {
-		return
-	}
-	for i, ri := range p.updated {
-		up := &p.step.Update[i]
-		up.DataFrom, up.DataTo = p.replicas[ri].DataRevision, p.s.TargetDataRevision
-	}
 }

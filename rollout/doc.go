@@ -202,13 +202,8 @@
 //   - Errors are plain errors naming the replica and field ("replica r-3:
 //     revision: must not be empty"), not a field.ErrorList: a plan stops at the
 //     first bad replica, and callers of a planner have no object path to report.
-//   - Names sort in natural order ("r-9" before "r-10"). Plan builds a private
-//     byte key per name once, so sorting compares bytes; the order is exactly
-//     natural order, ties in leading zeros included. Pools of 256 replicas or
-//     more are sorted by an LSD radix sort on a packed 24-byte record (health,
-//     surplus, version position, priority, deletion cost, 8 name-key bytes),
-//     which takes linear time; only records equal in all 24 bytes are then
-//     compared by full name. The order is the same as a comparison sort's.
+//   - Names sort in natural order ("r-9" before "r-10"), ties in leading zeros
+//     included.
 //   - A generation is ASCII digits only ("+5-a" and " 5-a" have none).
 //   - Size limits: [MaxReplicas] replicas per call, [MaxNameLength] bytes per name.
 //

@@ -100,20 +100,3 @@ func newRevisionTable(revs []string, history []string) revisionTable {
 	}
 	return revisionTable{names: names, rank: rank}
 }
-
-// lookup is rank[rev], by a scan of names when there are few (cheaper than a
-// map access per replica), -1 if rev is unknown.
-func (t *revisionTable) lookup(rev string) int32 {
-	if len(t.names) <= 8 {
-		for i, n := range t.names {
-			if n == rev {
-				return int32(i)
-			}
-		}
-		return -1
-	}
-	if i, ok := t.rank[rev]; ok {
-		return int32(i)
-	}
-	return -1
-}

@@ -39,8 +39,7 @@ func TestPlanChoosesInCompareReplicasOrder(t *testing.T) {
 }
 
 // TestPlanChoosesInCompareReplicasOrderLarge is the same check with pools of
-// 256 to 1000 replicas, which Plan sorts by radix instead of by comparison:
-// names share long prefixes ("replica-set-0001-"), differ in leading zeros and
+// 256 to 1000 replicas, whose packed sort records often tie: names share long prefixes ("replica-set-0001-"), differ in leading zeros and
 // beyond their first 8 key bytes, and health, priority and cost take few values,
 // so that many replicas tie on everything but the name.
 func TestPlanChoosesInCompareReplicasOrderLarge(t *testing.T) {

@@ -44,6 +44,14 @@ type pool struct {
 	lcp   int
 	first []byte
 	waits waits // what the pool lacks once planned, for explain
+	revs  []revCount
+}
+
+// revCount is how many of a pool's units run one revision, and how many of
+// those are available.
+type revCount struct {
+	rev      int32
+	n, avail int
 }
 
 type planner struct {
@@ -59,33 +67,11 @@ type planner struct {
 	step     Step
 	replicas []Replica // the caller's, only read
 	names    []byte    // natural keys of all names, see unit.name0
-	updated  []int32   // replica of each Step.Update, see fillUpdates
-	// Group mode: countBy[k*len(revs.names)+v] is how many replicas of version
-	// v pool k has, rowMin[v] its minimum over pools (v's whole rows).
-	countBy, rowMin []int
-	touched         uint32 // sum of the slots read ahead; kept so they are read
-}
-
-// nameBatch is how many names collect hashes ahead of using them.
-const nameBatch = 256
-
-// memberBatch is how many gangs collect reads ahead of inspecting them.
-const memberBatch = 32
-
-// touchMembers reads both ends of every member of rs (a Member spans two cache
-// lines) and returns a value that depends on them.
-func touchMembers(rs []Replica) uint32 {
-	var n uint32
-	for i := range rs {
-		for j := range rs[i].Members {
-			m := &rs[i].Members[j]
-			n += uint32(len(m.Name))
-			if m.State.UnreadySince.IsZero() {
-				n++
-			}
-		}
-	}
-	return n
+	// Group mode: rowMin[v] is the fewest replicas of version v in a column
+	// (v's whole rows); otherRows sums it over versions other than the target
+	// and the stable one.
+	rowMin    []int
+	otherRows int
 }
 
 // Size limits. [Plan], [PlanRecover] and [PlanLockstep] reject larger input with
@@ -146,76 +132,28 @@ func Plan(replicas []Replica, strategy Strategy) (Step, error) {
 	p.step.Budget = p.b
 	p.rank()
 	p.run()
-	p.fillUpdates()
-	p.fillData()
 	return p.step, nil
 }
 
 // collect validates replicas and sorts them into pools.
 func (p *planner) collect(replicas []Replica) error {
 	p.replicas = replicas
-	index := newNameTable(replicas)
+	index := make(map[string]int, len(replicas))
 	revSet := map[string]bool{p.s.TargetRevision: true}
 	for _, h := range p.s.History {
 		revSet[h] = true
 	}
-	// Natural keys of all names in replica order, built while each name is in
-	// cache: replica i's key is p.names[nameEnd[i-1]:nameEnd[i]].
-	nameEnd := make([]uint32, len(replicas))
-	// A natural key is rarely more than twice its name (each digit run adds 5
-	// bytes); append grows p.names when it is.
-	size := 0
 	for i := range replicas {
-		size += len(replicas[i].Name)
+		r := &replicas[i]
+		if !p.validReplica(r) {
+			return errInvalidReplicas
+		}
+		if _, dup := index[r.Name]; dup {
+			return fmt.Errorf("replica %s: name: repeated", r.Name)
+		}
+		index[r.Name] = i
+		revSet[r.Revision] = true
 	}
-	p.names = make([]byte, 0, 2*size)
-	lastRev := ""
-	// Names are read in batches: the replicas are in any order, so their names
-	// are scattered over the heap, and once there are more of them than the
-	// caches hold, every name and every index slot is a cache miss. Reading the
-	// first byte of a batch of names in a tight loop, then their index slots,
-	// keeps many of those misses in flight at once; the batch's names and slots
-	// are then in cache for the real work.
-	var hashes [nameBatch]uint64
-	// The first few revisions seen, to spare a map access per replica.
-	seen := make([]string, 0, 8)
-	var touched uint32
-	for base := 0; base < len(replicas); base += nameBatch {
-		batch := replicas[base:min(base+nameBatch, len(replicas))]
-		for i := range batch {
-			if name := batch[i].Name; name != "" {
-				touched += uint32(name[0])
-			}
-		}
-		for i := range batch {
-			hashes[i] = nameHash(batch[i].Name)
-		}
-		for i := range batch {
-			touched += index.slots[hashes[i]&index.mask].tag
-		}
-		for j := range batch {
-			i := base + j
-			r := &replicas[i]
-			if !p.validReplica(r) {
-				return errInvalidReplicas
-			}
-			if index.insertHashed(i, hashes[j]) >= 0 {
-				return fmt.Errorf("replica %s: name: repeated", r.Name)
-			}
-			if r.Revision != lastRev {
-				lastRev = r.Revision
-				if !slices.Contains(seen, lastRev) {
-					revSet[lastRev] = true
-					if len(seen) < cap(seen) {
-						seen = append(seen, lastRev)
-					}
-				}
-			}
-			p.names = appendNaturalKey(p.names, r.Name)
-			nameEnd[i] = uint32(len(p.names))
-		}
-	}
-	p.touched = touched
 	revs := make([]string, 0, len(revSet))
 	for r := range revSet {
 		revs = append(revs, r)
@@ -224,159 +162,72 @@ func (p *planner) collect(replicas []Replica) error {
 	p.target = int32(p.revs.rank[p.s.TargetRevision])
 
 	// Which replicas are being replaced by recovery.
-	var replaced map[int]bool
+	replaced := map[int]bool{}
 	for i := range replicas {
 		r := &replicas[i]
 		if r.ReplacementFor == "" || !live(r) {
 			continue
 		}
-		if j := index.lookup(r.ReplacementFor); j >= 0 && live(&replicas[j]) {
-			if replaced == nil {
-				replaced = map[int]bool{}
-			}
+		if j, ok := index[r.ReplacementFor]; ok && live(&replicas[j]) {
 			replaced[j] = true
 		}
 	}
-	colIndex := map[string]int32{}
-	addPool := func(col string) int32 {
-		if k, ok := colIndex[col]; ok {
-			return k
+	poolOf := map[string]int{}
+	addPool := func(col string) *pool {
+		k, ok := poolOf[col]
+		if !ok {
+			k = len(p.pools)
+			poolOf[col] = k
+			p.pools = append(p.pools, pool{column: col, lcp: -1})
 		}
-		colIndex[col] = int32(len(p.pools))
-		p.pools = append(p.pools, pool{column: col, lcp: -1})
-		return int32(len(p.pools) - 1)
-	}
-	// poolOfColumn is addPool with the last column remembered and a scan of
-	// few columns, sparing a map access per replica.
-	lastCol, lastPool := "", int32(-1)
-	poolOfColumn := func(col string) int32 {
-		if lastPool >= 0 && col == lastCol {
-			return lastPool
-		}
-		k := int32(-1)
-		if len(p.pools) <= 16 {
-			for j := range p.pools {
-				if p.pools[j].column == col {
-					k = int32(j)
-					break
-				}
-			}
-		}
-		if k < 0 {
-			k = addPool(col)
-		}
-		lastCol, lastPool = col, k
-		return k
+		return &p.pools[k]
 	}
 	if p.s.Mode == Group {
 		for _, c := range p.s.Columns {
 			addPool(c)
 		}
 	} else {
-		addPool("")
+		addPool("").units = make([]unit, 0, len(replicas))
 	}
-	// First pass: each replica's pool (-1: not planned), and pool sizes, so that
-	// all units live in one slice.
-	poolOf := make([]int32, len(replicas))
-	var sizes, keyBytes []int
-	planned := 0
+	// A natural key is rarely more than twice its name (each digit run adds 5
+	// bytes); append grows names when it is.
+	size := 0
 	for i := range replicas {
-		r := &replicas[i]
-		poolOf[i] = -1
-		skip := !live(r)
-		if !skip && r.ReplacementFor != "" {
-			j := index.lookup(r.ReplacementFor)
-			skip = j >= 0 && live(&replicas[j])
-		}
-		if skip {
-			// Not planned, but still validated (planned replicas are in the next loop).
-			for j := range r.Members {
-				if r.Members[j].Name == "" {
-					return unnamedMember(r, j)
-				}
-			}
-			continue
-		}
-		k := int32(0)
-		if p.s.Mode == Group {
-			k = poolOfColumn(r.Column)
-		}
-		poolOf[i] = k
-		for len(sizes) < len(p.pools) {
-			sizes = append(sizes, 0)
-			keyBytes = append(keyBytes, 0)
-		}
-		sizes[k]++
-		keyBytes[k] += int(nameEnd[i])
-		if i > 0 {
-			keyBytes[k] -= int(nameEnd[i-1])
-		}
-		planned++
+		size += len(replicas[i].Name)
 	}
-	units := make([]unit, planned)
-	off := 0
-	for k := range sizes {
-		p.pools[k].units = units[off : off : off+sizes[k]]
-		off += sizes[k]
-	}
-	// With several pools (group mode), each pool's natural keys are copied
-	// together, so that sorting a pool reads its keys from one compact range
-	// instead of every tenth key of all of them.
-	var keys []byte
-	var keyOff []uint32
-	if len(sizes) > 1 {
-		total := 0
-		keyOff = make([]uint32, len(sizes))
-		for k, b := range keyBytes {
-			keyOff[k] = uint32(total)
-			total += b
-		}
-		keys = make([]byte, total)
-	}
-	lastRev, lastRank := "", int32(-1)
+	p.names = make([]byte, 0, 2*size)
 	newestOld := int32(-1)
 	for i := range replicas {
-		if i%memberBatch == 0 && p.s.Mode == Gang {
-			// Gang members live in one array per gang, scattered over the heap:
-			// read a batch of them ahead (see nameBatch).
-			p.touched += touchMembers(replicas[i:min(i+memberBatch, len(replicas))])
-		}
-		k := poolOf[i]
-		if k < 0 {
-			continue
-		}
 		r := &replicas[i]
-		if r.Revision != lastRev || lastRank < 0 {
-			lastRev, lastRank = r.Revision, p.revs.lookup(r.Revision)
-			if lastRank != p.target && lastRank > newestOld {
-				newestOld = lastRank
-			}
-		}
-		// A replica being replaced, and a replacement standing in for a replica
-		// already gone, are counted but left to recovery.
-		u := unit{ri: int32(i), rev: lastRank, recovering: replaced[i] || r.ReplacementFor != "",
-			priority: r.Priority, cost: r.DeletionCost,
-			stale: p.s.TargetDataRevision != "" && r.DataRevision != p.s.TargetDataRevision}
-		eff, partial, unnamed := inspectFlags(r)
+		eff, partial, unnamed := inspect(r)
 		if unnamed >= 0 {
 			return unnamedMember(r, unnamed)
 		}
-		u.partial = partial
-		u.avail = counts(eff)
-		u.health = uint8(healthRank(eff))
-		if i > 0 {
-			u.name0 = nameEnd[i-1]
+		if !live(r) {
+			continue
 		}
-		u.name1 = nameEnd[i]
+		if j, ok := index[r.ReplacementFor]; ok && r.ReplacementFor != "" && live(&replicas[j]) {
+			continue // its failed replica still exists: left to recovery
+		}
+		rev := int32(p.revs.rank[r.Revision])
+		if rev != p.target {
+			newestOld = max(newestOld, rev)
+		}
+		// A replica being replaced, and a replacement standing in for a replica
+		// already gone, are counted but left to recovery.
+		u := unit{ri: int32(i), rev: rev, recovering: replaced[i] || r.ReplacementFor != "",
+			priority: r.Priority, cost: r.DeletionCost,
+			stale:   p.s.TargetDataRevision != "" && r.DataRevision != p.s.TargetDataRevision,
+			partial: partial, avail: counts(eff), health: uint8(healthRank(eff))}
+		col := ""
+		if p.s.Mode == Group {
+			col = r.Column
+		}
+		pl := addPool(col)
+		u.name0 = uint32(len(p.names))
+		p.names = appendNaturalKey(p.names, r.Name)
+		u.name1 = uint32(len(p.names))
 		key := p.names[u.name0:u.name1]
-		if keys != nil {
-			u.name0 = keyOff[k]
-			u.name1 = u.name0 + uint32(copy(keys[u.name0:], key))
-			keyOff[k] = u.name1
-			key = keys[u.name0:u.name1]
-		}
-		pl := &p.pools[k]
-		// The pool's common key prefix, while the key is in cache.
 		if pl.lcp < 0 {
 			pl.first, pl.lcp = key, len(key)
 		} else {
@@ -392,9 +243,6 @@ func (p *planner) collect(replicas []Replica) error {
 				pl.latestAvail++
 			}
 		}
-	}
-	if keys != nil {
-		p.names = keys
 	}
 	slices.SortFunc(p.pools, func(a, b pool) int { return natural.Compare(a.column, b.column) })
 	p.stable = p.stableRevision(newestOld)
@@ -442,46 +290,54 @@ func (p *planner) stableRevision(newestOld int32) int32 {
 // rank computes each unit's sort key and sorts every pool once.
 func (p *planner) rank() {
 	nrev := len(p.revs.names)
-	// availability of each version per pool, and its minimum over pools.
-	availBy := make([]int, nrev*len(p.pools))
-	var countBy []int // group mode: replicas of each version per pool
-	if p.s.Mode == Group {
-		countBy = make([]int, nrev*len(p.pools))
-	}
+	// Per version: its fewest available replicas in a pool and, in group mode,
+	// its fewest replicas in a column (its whole rows), 0 when a pool has none;
+	// in how many pools it runs. Counts are kept only for the versions each pool
+	// runs (pool.revs), so memory grows with the input, not with versions times
+	// columns.
+	minAvail := make([]int, nrev)
+	rowMin := make([]int, nrev)
+	in := make([]int, nrev)
+	count, avail := make([]int, nrev), make([]int, nrev) // one pool's, zero between pools
 	for k := range p.pools {
-		for i := range p.pools[k].units {
-			u := &p.pools[k].units[i]
+		pl := &p.pools[k]
+		for i := range pl.units {
+			u := &pl.units[i]
+			if count[u.rev] == 0 {
+				pl.revs = append(pl.revs, revCount{rev: u.rev})
+			}
+			count[u.rev]++
 			if u.avail {
-				availBy[k*nrev+int(u.rev)]++
-			}
-			if countBy != nil {
-				countBy[k*nrev+int(u.rev)]++
+				avail[u.rev]++
 			}
 		}
-	}
-	minOver := func(by []int) []int {
-		out := make([]int, nrev)
-		for v := range nrev {
-			m := -1
-			for k := range p.pools {
-				if a := by[k*nrev+v]; m < 0 || a < m {
-					m = a
-				}
+		for j := range pl.revs {
+			c := &pl.revs[j]
+			v := c.rev
+			c.n, c.avail = count[v], avail[v]
+			count[v], avail[v] = 0, 0
+			if in[v] == 0 || c.avail < minAvail[v] {
+				minAvail[v] = c.avail
 			}
-			out[v] = max(m, 0)
+			if in[v] == 0 || c.n < rowMin[v] {
+				rowMin[v] = c.n
+			}
+			in[v]++
 		}
-		return out
 	}
-	minAvail := minOver(availBy)
-	if countBy != nil {
-		p.countBy, p.rowMin = countBy, minOver(countBy)
+	for v := range nrev {
+		if in[v] < len(p.pools) {
+			minAvail[v], rowMin[v] = 0, 0
+		}
+	}
+	if p.s.Mode == Group {
+		p.rowMin = rowMin
 		for v := range nrev {
-			present := false
-			for k := range p.pools {
-				present = present || countBy[k*nrev+v] > 0
+			if in[v] > 0 {
+				p.step.Rows = append(p.step.Rows, RevisionRows{Revision: p.revs.names[v], Rows: rowMin[v], AvailableRows: minAvail[v]})
 			}
-			if present {
-				p.step.Rows = append(p.step.Rows, RevisionRows{Revision: p.revs.names[v], Rows: p.rowMin[v], AvailableRows: minAvail[v]})
+			if int32(v) != p.target && int32(v) != p.stable {
+				p.otherRows += rowMin[v]
 			}
 		}
 	}
@@ -513,20 +369,22 @@ func (p *planner) rank() {
 		largest = max(largest, len(p.pools[k].units))
 	}
 	recs := make([]sortRec, 0, largest)
-	tmp := make([]sortRec, largest)
 	names := p.names
 	for k := range p.pools {
 		us := p.pools[k].units
 		lcp := max(p.pools[k].lcp, 0)
+		for _, c := range p.pools[k].revs {
+			avail[c.rev] = c.avail
+		}
 		recs = recs[:0]
 		for i := range us {
 			u := &us[i]
 			h := uint64(u.health)
 			if u.partial && h > 1 {
-				h = 1
+				h = 1 // a half-updated gang goes with the unready ones
 			}
 			surplus := uint64(1)
-			if availBy[k*nrev+int(u.rev)] > minAvail[u.rev] {
+			if avail[u.rev] > minAvail[u.rev] {
 				surplus = 0 // cutting it does not lower its version's serving capacity
 			}
 			fresh := uint64(1)
@@ -543,7 +401,10 @@ func (p *planner) rank() {
 				idx:  uint32(i),
 			})
 		}
-		byOrder := sortRecs(recs, tmp, func(a, b sortRec) int {
+		for _, c := range p.pools[k].revs {
+			avail[c.rev] = 0
+		}
+		slices.SortFunc(recs, func(a, b sortRec) int {
 			if a.key != b.key {
 				return cmp.Compare(a.key, b.key)
 			}
@@ -559,11 +420,8 @@ func (p *planner) rank() {
 			}
 			return natural.Compare(p.replica(ua).Name, p.replica(ub).Name)
 		})
-		// Gather the units in order: the loads are independent, so their cache
-		// misses overlap (following the permutation's cycles in place would
-		// chain them).
 		sorted := make([]unit, len(us))
-		for i, rc := range byOrder {
+		for i, rc := range recs {
 			sorted[i] = us[rc.idx]
 		}
 		p.pools[k].units = sorted
@@ -606,95 +464,6 @@ func namePrefix(key []byte, from int) uint64 {
 		}
 	}
 	return v
-}
-
-// radixMin is the smallest slice sortRecs sorts by radix; below it a comparison
-// sort is as fast.
-const radixMin = 256
-
-// sortRecs sorts recs by cmp, whose order must be (key, cost, name) and then
-// some tie-break, and returns the sorted records: recs or tmp (len(tmp) >=
-// len(recs)). Large slices are sorted by an LSD radix sort on the 24 bytes of
-// (key, cost, name), one stable counting pass per byte that is not the same in
-// every record, which takes linear time and reads and writes memory
-// sequentially; runs that tie on all 24 bytes are then sorted with cmp.
-func sortRecs(recs, tmp []sortRec, cmp func(a, b sortRec) int) []sortRec {
-	n := len(recs)
-	if n < radixMin {
-		slices.SortFunc(recs, cmp)
-		return recs
-	}
-	// Digit d (0 least significant) is byte d%8 of name, cost (sign flipped,
-	// so that unsigned order is signed order) and key for d/8 = 0, 1, 2.
-	var counts [24][256]uint32
-	for i := range recs {
-		r := &recs[i]
-		nm, c, k := r.name, uint64(r.cost)^1<<63, r.key
-		for b := range 8 {
-			counts[b][byte(nm>>(8*b))]++
-			counts[8+b][byte(c>>(8*b))]++
-			counts[16+b][byte(k>>(8*b))]++
-		}
-	}
-	src, dst := recs, tmp[:n]
-	for d := range 24 {
-		word, shift := d/8, uint(d%8)*8
-		cnt := &counts[d]
-		if cnt[recDigit(&src[0], word, shift)] == uint32(n) {
-			continue // every record has the same byte here
-		}
-		var off [256]uint32
-		sum := uint32(0)
-		for v := range off {
-			off[v] = sum
-			sum += cnt[v]
-		}
-		switch word {
-		case 0:
-			for i := range src {
-				v := byte(src[i].name >> shift)
-				dst[off[v]] = src[i]
-				off[v]++
-			}
-		case 1:
-			for i := range src {
-				v := byte((uint64(src[i].cost) ^ 1<<63) >> shift)
-				dst[off[v]] = src[i]
-				off[v]++
-			}
-		default:
-			for i := range src {
-				v := byte(src[i].key >> shift)
-				dst[off[v]] = src[i]
-				off[v]++
-			}
-		}
-		src, dst = dst, src
-	}
-	// Records equal in key, cost and name prefix: order them by the full name.
-	for i := 0; i < n; {
-		j := i + 1
-		for j < n && src[j].key == src[i].key && src[j].cost == src[i].cost && src[j].name == src[i].name {
-			j++
-		}
-		if j-i > 1 {
-			slices.SortFunc(src[i:j], cmp)
-		}
-		i = j
-	}
-	return src
-}
-
-// recDigit is byte shift/8 of r's name, cost (sign flipped) or key, for word
-// 0, 1 or 2.
-func recDigit(r *sortRec, word int, shift uint) byte {
-	switch word {
-	case 0:
-		return byte(r.name >> shift)
-	case 1:
-		return byte((uint64(r.cost) ^ 1<<63) >> shift)
-	}
-	return byte(r.key >> shift)
 }
 
 // replica is u's replica.

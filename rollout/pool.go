@@ -1,7 +1,5 @@
 package rollout
 
-import "slices"
-
 // run picks each pool's target count and plans every pool.
 func (p *planner) run() {
 	latest := p.latest
@@ -43,16 +41,15 @@ func (p *planner) wholeRows() bool {
 // Replicas (so some replicas stay old), how many replicas of
 // each version other than the target and the stable one pool k runs beyond
 // that version's whole rows: they serve in no whole row and move to the stable
-// revision. nil otherwise.
-func (p *planner) rowExtra(k int) []int {
+// revision. Versions the pool does not run are left out. nil otherwise.
+func (p *planner) rowExtra(k int) map[int32]int {
 	if p.rowMin == nil || p.stable < 0 || p.latest >= p.n {
 		return nil
 	}
-	nrev := len(p.rowMin)
-	extra := make([]int, nrev)
-	for v := range nrev {
-		if int32(v) != p.target && int32(v) != p.stable {
-			extra[v] = p.countBy[k*nrev+v] - p.rowMin[v]
+	extra := make(map[int32]int, len(p.pools[k].revs))
+	for _, c := range p.pools[k].revs {
+		if c.rev != p.target && c.rev != p.stable {
+			extra[c.rev] = c.n - p.rowMin[c.rev]
 		}
 	}
 	return extra
@@ -91,13 +88,12 @@ func (p *planner) planPool(k, t int) bool {
 	extra := p.rowExtra(k)
 	stableCnt, stableQuota := 0, 0
 	if extra != nil {
-		stableQuota = n - t
-		for v, m := range p.rowMin {
-			if int32(v) != p.target && int32(v) != p.stable {
-				stableQuota -= m
+		stableQuota = n - t - p.otherRows
+		for _, c := range pl.revs {
+			if c.rev == p.stable {
+				stableCnt = c.n
 			}
 		}
-		stableCnt = p.countBy[k*len(p.rowMin)+int(p.stable)]
 	}
 	// 1. Surplus: delete over-quota replicas, unavailable first, keeping the floor.
 	newOver, oldOver := 0, 0
@@ -255,54 +251,16 @@ func (p *planner) create(rev int32, column string, count int) {
 
 func (p *planner) update(u *unit, to, column string) {
 	u.done = true
-	// The replica's name, revision and members are filled in by fillUpdates.
-	p.updated = append(p.updated, u.ri)
-	p.step.Update = append(p.step.Update, Update{To: to, Column: column})
-}
-
-// fillUpdates fills in each Update's replica name, current revision and, for a
-// gang, the members, carved from one slab instead of one allocation each. The
-// replicas and their member arrays are scattered over the heap and long out of
-// cache by now, so they are read in batches: first one word of each, in a
-// tight loop that keeps the cache misses in flight together, then the rest.
-func (p *planner) fillUpdates() {
-	const batch = 16
-	total := 0
-	for base := 0; base < len(p.updated); base += batch {
-		ris := p.updated[base:min(base+batch, len(p.updated))]
-		for _, ri := range ris {
-			p.touched += uint32(len(p.replicas[ri].Name))
-		}
-		for j, ri := range ris {
-			r := &p.replicas[ri]
-			up := &p.step.Update[base+j]
-			up.Replica, up.From = r.Name, r.Revision
-			total += len(r.Members)
-		}
+	r := p.replica(u)
+	up := Update{Replica: r.Name, From: r.Revision, To: to, Column: column}
+	for _, m := range r.Members {
+		up.Members = append(up.Members, m.Name)
 	}
-	if total == 0 {
-		return
+	if p.s.TargetDataRevision != "" {
+		// An updated replica always ends at the target data.
+		up.DataFrom, up.DataTo = r.DataRevision, p.s.TargetDataRevision
 	}
-	slab := make([]string, 0, total)
-	for base := 0; base < len(p.updated); base += batch {
-		ris := p.updated[base:min(base+batch, len(p.updated))]
-		for _, ri := range ris {
-			ms := p.replicas[ri].Members
-			for k := range ms {
-				p.touched += uint32(len(ms[k].Name))
-			}
-		}
-		for j, ri := range ris {
-			n := len(slab)
-			ms := p.replicas[ri].Members
-			for k := range ms {
-				slab = append(slab, ms[k].Name)
-			}
-			if len(slab) > n {
-				p.step.Update[base+j].Members = slab[n:len(slab):len(slab)]
-			}
-		}
-	}
+	p.step.Update = append(p.step.Update, up)
 }
 
 // waits is what a pool still lacks after its actions.
@@ -315,36 +273,15 @@ type waits struct {
 }
 
 // explain records why each untouched replica that still has to change waits.
-// It runs once all pools are planned, and counts the waiting replicas first (a
-// pass over the units alone), so that Waiting is allocated once.
+// It runs once all pools are planned.
 func (p *planner) explain() {
-	n := 0
 	for k := range p.pools {
 		pl := &p.pools[k]
 		w := pl.waits
 		for i := range pl.units {
-			if p.reason(&pl.units[i], &w) != "" {
-				n++
-			}
-		}
-	}
-	p.step.Waiting = slices.Grow(p.step.Waiting, n)
-	const batch = 64
-	for k := range p.pools {
-		pl := &p.pools[k]
-		w := pl.waits
-		for base := 0; base < len(pl.units); base += batch {
-			us := pl.units[base:min(base+batch, len(pl.units))]
-			// Units are in planning order, their replicas anywhere: read the
-			// batch's names ahead, in a loop whose cache misses overlap.
-			for i := range us {
-				p.touched += uint32(len(p.replica(&us[i]).Name))
-			}
-			for i := range us {
-				u := &us[i]
-				if reason := p.reason(u, &w); reason != "" {
-					p.step.Waiting = append(p.step.Waiting, Wait{Replica: p.replica(u).Name, Reason: reason})
-				}
+			u := &pl.units[i]
+			if reason := p.reason(u, &w); reason != "" {
+				p.step.Waiting = append(p.step.Waiting, Wait{Replica: p.replica(u).Name, Reason: reason})
 			}
 		}
 	}

@@ -129,39 +129,6 @@ func inspect(r *Replica) (s State, partial bool, unnamed int) {
 	return s, partial, unnamed
 }
 
-// inspectFlags is inspect without the two times, which Plan does not read: a
-// gang's effective Ready, Available, Healthy, Failed, Lost and Terminating, with
-// ReadySince and UnreadySince left zero.
-func inspectFlags(r *Replica) (s State, partial bool, unnamed int) {
-	unnamed = -1
-	if len(r.Members) == 0 {
-		return r.State, false, -1
-	}
-	s = State{Ready: true, Available: true, Healthy: true,
-		Terminating: r.State.Terminating, Failed: r.State.Failed, Lost: r.State.Lost}
-	for i := range r.Members {
-		m := &r.Members[i]
-		if m.Name == "" && unnamed < 0 {
-			unnamed = i
-		}
-		if m.Revision != "" && m.Revision != r.Revision {
-			partial = true
-			s.Available = false
-		}
-		if m.Missing {
-			s.Ready, s.Available, s.Healthy = false, false, false
-			continue
-		}
-		ms := &m.State
-		s.Ready = s.Ready && ms.Ready
-		s.Available = s.Available && ms.Available
-		s.Healthy = s.Healthy && ms.Healthy
-		s.Failed = s.Failed || ms.Failed
-		s.Lost = s.Lost || ms.Lost
-	}
-	return s, partial, unnamed
-}
-
 // earliest returns the earlier of two times, ignoring zero times.
 func earliest(a, b time.Time) time.Time {
 	if a.IsZero() || (!b.IsZero() && b.Before(a)) {
