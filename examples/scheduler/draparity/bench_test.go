@@ -96,6 +96,26 @@ func BenchmarkAllocate(b *testing.B) {
 			}
 		}
 	})
+	// The same claim with the GPU request first: DRA fills requests in order and
+	// backtracks, so with the NICs first it tries every VF pair on the first root
+	// before finding that root's GPUs taken.
+	gpuFirst := c.DeepCopy()
+	r := gpuFirst.Spec.Devices.Requests
+	r[0], r[1] = r[1], r[0]
+	b.Run("structured-gpu-first", func(b *testing.B) {
+		alloc, err := structured.NewAllocator(ctx, structured.Features{}, structured.AllocatedState{AllocatedDevices: allocated}, classLister(classes()), []*resourceapi.ResourceSlice{slice(inv)}, celCache)
+		if err != nil {
+			b.Fatal(err)
+		}
+		node := nodeObject(inv.Name())
+		b.ReportAllocs()
+		for b.Loop() {
+			res, err := alloc.Allocate(ctx, node, []*resourceapi.ResourceClaim{gpuFirst})
+			if err != nil || len(res) == 0 {
+				b.Fatal(res, err)
+			}
+		}
+	})
 	b.Run("structured-with-new-allocator", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
