@@ -275,6 +275,14 @@ func (p *Plugin) Filter(_ context.Context, state fwk.CycleState, _ *corev1.Pod, 
 	return nil
 }
 
+// PreScore skips Score for pods PreFilter skipped (pods without an RDMA request).
+func (p *Plugin) PreScore(_ context.Context, state fwk.CycleState, _ *corev1.Pod, _ []fwk.NodeInfo) *fwk.Status {
+	if _, err := readCycle(state); err != nil {
+		return fwk.NewStatus(fwk.Skip)
+	}
+	return nil
+}
+
 // Score rates the node by rdma.Score (free units after the allocation, and topology).
 func (p *Plugin) Score(_ context.Context, state fwk.CycleState, _ *corev1.Pod, ni fwk.NodeInfo) (int64, *fwk.Status) {
 	d, err := readCycle(state)
