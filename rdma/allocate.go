@@ -2,6 +2,7 @@ package rdma
 
 import (
 	"cmp"
+	"errors"
 	"fmt"
 	"slices"
 
@@ -17,8 +18,29 @@ import (
 // out, e.g.
 //
 //	node n1: rdma: need 2 VFs matching {rdma-type=storage}, 1 free (PF 0000:3b:00.0: 0 of 8 free)
+//
+// Every error wraps exactly one of ErrInsufficient (the request would fit were the
+// devices in used free) and ErrUnsatisfiable (it would not fit even on an idle node,
+// or the arguments are invalid). Telling them apart costs a second allocation
+// attempt against an idle node, made only when the first one fails.
 func Allocate(inv *Inventory, used Used, req Request) (Allocation, error) {
-	p, err := newPlanner(inv, &used, &req)
+	if inv == nil {
+		return Allocation{}, unsatisfiable(errors.New("rdma: allocate: nil inventory"))
+	}
+	a, err := allocate(inv, &used, &req)
+	if err == nil {
+		return a, nil
+	}
+	if !used.IsEmpty() {
+		if _, idle := allocate(inv, &Used{}, &req); idle == nil {
+			return Allocation{}, &classified{ErrInsufficient, err}
+		}
+	}
+	return Allocation{}, unsatisfiable(err)
+}
+
+func allocate(inv *Inventory, used *Used, req *Request) (Allocation, error) {
+	p, err := newPlanner(inv, used, req)
 	if err != nil {
 		return Allocation{}, err
 	}
@@ -83,7 +105,7 @@ func newPlanner(inv *Inventory, used *Used, req *Request) (*planner, error) {
 		switch {
 		case len(req.DesignatedVFs) > 0 || req.VFSelector != nil:
 			p.kind = VFs
-		case req.Count == 0 && !req.All:
+		case req.Count == 0 && !req.All && !(req.NICPerGPURoot && req.joint()):
 			p.kind = WholePF // no NICs asked (e.g. GPUs only): the kind does not matter
 		case inv.mode == ModeVF:
 			p.kind = VFs
@@ -278,7 +300,11 @@ func (p *planner) want() int {
 	if p.req.All {
 		return -1
 	}
-	return max(p.req.Count, len(p.desig))
+	n := max(p.req.Count, len(p.desig))
+	if p.req.NICPerGPURoot && p.req.joint() {
+		n = max(n, 1) // as koordinator: a joint pod gets at least one NIC
+	}
+	return n
 }
 
 func (p *planner) run() (Allocation, error) {

@@ -1,6 +1,7 @@
 package rdma
 
 import (
+	"errors"
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
@@ -46,8 +47,11 @@ const (
 const PercentPerDevice = 100
 
 // Capacity is the node's koordinator.sh/rdma capacity under model. Unhealthy PFs (and
-// their VFs) do not count. The result has the single key ResourceRDMA.
+// their VFs) do not count; a nil inventory is an error. The result has the single key ResourceRDMA.
 func Capacity(inv *Inventory, model CapacityModel) (corev1.ResourceList, error) {
+	if inv == nil {
+		return nil, errors.New("rdma: capacity: nil inventory")
+	}
 	var n int64
 	switch model {
 	case CountModel:

@@ -196,8 +196,8 @@ func (s *spec) check(units []nicUnit, gpus []int32) error {
 		if len(units) == 0 {
 			return fmt.Errorf("all: nothing")
 		}
-	} else if len(units) != max(req.Count, len(req.DesignatedVFs)) {
-		return fmt.Errorf("%d units, want %d", len(units), max(req.Count, len(req.DesignatedVFs)))
+	} else if lo, hi := s.unitRange(gpus); len(units) < lo || len(units) > hi {
+		return fmt.Errorf("%d units, want %d..%d", len(units), lo, hi)
 	}
 	// GPUs.
 	if req.GPUs != len(gpus) {
@@ -247,7 +247,7 @@ func (s *spec) check(units []nicUnit, gpus []int32) error {
 			}
 		}
 	}
-	if req.joint() && req.Joint == JointSamePCIe && len(units) > 0 {
+	if req.joint() && req.Joint == JointSamePCIe && (len(units) > 0 || req.NICPerGPURoot && !req.All) {
 		gr, nr := map[string]bool{}, map[string]bool{}
 		for _, m := range gpus {
 			if rootOf(s.gpus[m]) == "" {
@@ -265,6 +265,28 @@ func (s *spec) check(units []nicUnit, gpus []int32) error {
 	return nil
 }
 
+// unitRange is how many NIC units an allocation with these GPUs may have (not All):
+// Count (or the designated VFs), or with NICPerGPURoot up to one per GPU root, all of
+// them required with SamePCIe.
+func (s *spec) unitRange(gpus []int32) (int, int) {
+	n := max(s.req.Count, len(s.req.DesignatedVFs))
+	if !s.req.NICPerGPURoot || !s.req.joint() {
+		return n, n
+	}
+	roots := map[string]bool{}
+	for _, m := range gpus {
+		if r := rootOf(s.gpus[m]); r != "" {
+			roots[r] = true
+		}
+	}
+	n = max(n, 1)
+	hi := max(n, len(roots))
+	if s.req.Joint == JointSamePCIe {
+		return hi, hi
+	}
+	return n, hi
+}
+
 // feasible searches every combination of GPUs and units (small inventories only).
 func (s *spec) feasible() bool {
 	all := s.units()
@@ -273,7 +295,6 @@ func (s *spec) feasible() bool {
 		gpuMinors = append(gpuMinors, m)
 	}
 	slices.Sort(gpuMinors)
-	n := max(s.req.Count, len(s.req.DesignatedVFs))
 	found := false
 	forSubsets(len(gpuMinors), s.req.GPUs, func(gi []int) bool {
 		gs := make([]int32, len(gi))
@@ -295,7 +316,9 @@ func (s *spec) feasible() bool {
 				try(k)
 			}
 		} else {
-			try(n)
+			// Fewer units satisfy whatever more do, so the smallest count decides.
+			lo, _ := s.unitRange(gs)
+			try(lo)
 		}
 		return !found
 	})

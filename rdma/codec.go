@@ -26,7 +26,8 @@ func annotationError(name string, format string, args ...any) error {
 // DecodeAllocated parses the value of AnnotationDeviceAllocated. An empty value is an
 // empty allocation. RDMA entries may carry the PF BDF in id (koordinator upstream), in
 // busID (the design), in both (they must agree) or in neither (then the PF is known by
-// minor only); every BDF must parse. Errors name the annotation and the field, e.g.
+// minor only); every BDF must parse and every entry needs its minor (an entry that is
+// null or has no minor is an error, never PF 0). Errors name the annotation and the field, e.g.
 // `annotation scheduling.koordinator.sh/device-allocated: rdma[0].extension.vfs[1].busID: …`.
 func DecodeAllocated(value string) (Allocated, error) {
 	var a Allocated
@@ -48,8 +49,25 @@ func DecodeAllocated(value string) (Allocated, error) {
 		if bytes.Equal(bytes.TrimSpace(msg), []byte("null")) {
 			continue
 		}
-		if err := json.Unmarshal(msg, &a.RDMA); err != nil {
+		var items []json.RawMessage
+		if err := json.Unmarshal(msg, &items); err != nil {
 			return Allocated{}, annotationError(AnnotationDeviceAllocated, "rdma: %v", err)
+		}
+		a.RDMA = make([]DeviceAllocation, len(items))
+		for i, item := range items {
+			var keys map[string]json.RawMessage
+			if err := json.Unmarshal(item, &keys); err != nil {
+				return Allocated{}, annotationError(AnnotationDeviceAllocated, "rdma[%d]: %v", i, err)
+			}
+			if keys == nil {
+				return Allocated{}, annotationError(AnnotationDeviceAllocated, "rdma[%d]: null, want an entry", i)
+			}
+			if m, ok := keys["minor"]; !ok || bytes.Equal(bytes.TrimSpace(m), []byte("null")) {
+				return Allocated{}, annotationError(AnnotationDeviceAllocated, "rdma[%d].minor: required", i)
+			}
+			if err := json.Unmarshal(item, &a.RDMA[i]); err != nil {
+				return Allocated{}, annotationError(AnnotationDeviceAllocated, "rdma[%d]: %v", i, err)
+			}
 		}
 	}
 	for i := range a.RDMA {

@@ -5,6 +5,8 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	corev1 "k8s.io/api/core/v1"
 )
 
 func TestEncodeAllocated(t *testing.T) {
@@ -167,4 +169,29 @@ func TestEncodeAllocatedKeepsTheGPUPluginsEntries(t *testing.T) {
 			t.Errorf("gpu list %v %v in %s", m, err, got)
 		}
 	})
+}
+
+// An rdma entry that is null or has no minor used to decode as PF 0 held whole.
+func TestDecodeAllocatedRejectsNullAndMinorlessEntries(t *testing.T) {
+	for value, want := range map[string]string{
+		`{"rdma":[null]}`:                   "rdma[0]: null",
+		`{"rdma":[{}]}`:                     "rdma[0].minor: required",
+		`{"rdma":[{"minor":0},{"id":"x"}]}`: "rdma[1].minor: required",
+		`{"rdma":[{"minor":null}]}`:         "rdma[0].minor: required",
+		`{"rdma":[{"minor":"0"}]}`:          "rdma[0]: json: cannot unmarshal string",
+		`{"rdma":{"minor":0}}`:              "rdma: json: cannot unmarshal object",
+	} {
+		_, err := DecodeAllocated(value)
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: got %v, want an error with %q", value, err, want)
+		}
+		inv := twoRootNode(t)
+		if _, err := UsedByPods(inv, []*corev1.Pod{pod("p", map[string]string{AnnotationDeviceAllocated: value}, 0)}); err == nil {
+			t.Errorf("%s: UsedByPods accepted it", value)
+		}
+	}
+	a, err := DecodeAllocated(`{"rdma":[{"minor":0}],"gpu":[null]}`)
+	if err != nil || len(a.RDMA) != 1 || a.RDMA[0].Minor != 0 {
+		t.Fatalf("a PF by minor 0: %+v, %v", a, err)
+	}
 }

@@ -17,7 +17,8 @@
 //   - [EncodeAllocated] / [DecodeAllocated]: the scheduling.koordinator.sh/device-allocated
 //     annotation. [DecodeAllocateHints], [DecodeJointAllocate] and [RequestFromPod] turn
 //     a pod's hint annotations and resources into a Request.
-//   - [UsedByPods], [Fits], [Score]: scheduler-plugin Filter and Score helpers.
+//   - [UsedByPods], [AllocationFromPod], [Fits], [Score]: scheduler-plugin helpers
+//     (see Scheduler plugins below); [NodeFromDevice] reads the Device object.
 //   - [DeviceIDs], [DeviceIDsFromPod], [PCIDeviceEnv]: what the CNI side (Multus
 //     deviceID, PCIDEVICE_<RESOURCE>) passes into the container.
 //   - [DRADevices]: the same inventory as DRA (resource.k8s.io/v1) devices for a
@@ -43,21 +44,27 @@
 //     node 0. Groups are tried in key order; the first that holds the request wins (as in
 //     DRA, no scoring across groups).
 //  3. GPUs (joint requests). With SamePCIe required (or preferred), the GPU PCIe roots
-//     are chosen first: the smallest set S of roots, earliest in root order, such that
-//     every root in S has a free GPU and a free NIC unit, |S| <= GPUs, |S| <= NICs, and S
-//     holds enough of both. The search is an exact dynamic programme over (root, roots
-//     chosen, GPUs still needed) that keeps the most NIC units reachable, in
-//     O(roots x min(GPUs, NICs) x GPUs) time; no exponential search, so it does not give
-//     up on large nodes. Each root in S gets its
-//     lowest-minor GPU, the rest fill up in root order. When no such S exists, SamePCIe
-//     fails with the per-root counts; Preferred instead takes GPUs from roots with NICs
-//     first, then roots with more free GPUs, unknown roots last.
+//     are chosen first: the smallest set S of roots such that every root in S has a
+//     free GPU and a free NIC unit, |S| <= GPUs, |S| <= NICs (unless NICPerGPURoot or
+//     All, where the NIC count follows the roots), and S holds enough of both. Among
+//     sets of that size it takes the best fit: the first in the order of fewest free
+//     GPUs, then root, so partly used roots are filled before whole ones are broken
+//     into (as koordinator prefers non-empty topology scopes). The search is an exact
+//     dynamic programme over (root, roots chosen, GPUs still needed) that keeps the
+//     most NIC units reachable, in O(roots x min(GPUs, NICs) x GPUs) time; no
+//     exponential search, so it does not give up on large nodes. Each root in S gets
+//     its lowest-minor GPU, the rest fill up the roots in that order. When no such S
+//     exists, SamePCIe fails with the per-root counts; Preferred instead takes GPUs
+//     from roots with NICs first, then roots with more free GPUs, unknown roots last.
 //  4. NICs. Without GPUs: candidates in order of score (for VFs, PFs already shared
 //     first, so whole PFs stay free), then PCIe root, then BDF; each gives its units in
 //     BDF order (one when OneVFPerPF or RailLabel is set). With GPUs: round-robin across
 //     the GPUs' roots (one unit per root per turn, rotating over the root's PFs); with
 //     SamePCIe that is all, and every GPU root must get a NIC; otherwise PFs on the GPUs'
-//     known NUMA nodes follow, then the rest, each by root then BDF.
+//     known NUMA nodes follow, then the rest, each by root then BDF. With
+//     NICPerGPURoot (what RequestFromPod asks for koordinator's joint pods) the count
+//     is one unit per GPU root, or Count if more: koordinator's 2/2/3/4 NICs for
+//     3/4/6/8 GPUs on two-GPU roots.
 //
 // Failures name the node and what ran out: the count needed, the selectors, how many
 // are free, and the PFs that ran out (or all when none did), e.g.
@@ -87,11 +94,19 @@
 //   - The design counts capacity as VFs or PFs; upstream as PFs x 100. Both are offered,
 //     named, chosen by the caller.
 //   - Upstream takes one VF per PF; here VFs fill a PF before the next unless
-//     [Request].OneVFPerPF is set. Plain VF requests prefer PFs already shared.
+//     [Request].OneVFPerPF is set (as [RequestFromPod] does under [PercentModel]).
+//     Plain VF requests prefer PFs already shared.
+//   - Upstream lets several pods share a PF without VFs by percent (koordinator.sh/rdma
+//     below 100 each); here a PF allocated without VFs is held by one pod.
+//   - Koordinator's tests run as data: testdata/koordinator holds the cases of its
+//     allocator tests (v1.8.0) with the devices it expects; kplan gives the same
+//     devices in all but three, each recorded there with the reason (an impossible
+//     fixture, a node mode kplan does not have, and a pod kplan places where
+//     koordinator gives up).
 //   - The inventory type is the indexed [Inventory], not the raw Device object, so it is
 //     validated and indexed once per node, not per pod. Likewise keep each node's
-//     [Used] (from [UsedByPods], updated with [Used.Add] as pods are bound) between
-//     scheduling cycles: decoding every pod's annotation is about nine tenths of a
+//     [Used] (from [UsedByPods], updated with [Used.Add] and [Used.Remove] as pods are
+//     reserved, unreserved and deleted) between scheduling cycles: decoding every pod's annotation is about nine tenths of a
 //     Filter, about 0.2 ms per node of 8 pods, 1 s per pod over 5000 nodes uncached
 //     (BENCHMARKS.md), while [Fits] on a cached Used is about 20 µs.
 //   - A gpu list already in the device-allocated annotation (a GPU plugin's, with its
@@ -111,10 +126,41 @@
 // topology maps onto DRA (resource.k8s.io) device attributes: pcieID is
 // resource.kubernetes.io/pcieRoot, so SamePCIe is DRA's matchAttribute on pcieRoot and
 // RailLabel is distinctAttribute on the rail attribute; selectors correspond to CEL
-// selectors on the device labels. [DRADevices] writes exactly these attributes
-// (standard pcieRoot and pciBusID, plus NUMA node, parent PF and labels under
-// rdma.kplan.dev), leaving unknown NUMA nodes and roots out rather than writing 0. DRA takes the first full solution; Allocate likewise
-// takes the first group in key order, but orders devices inside it by the rules above.
+// selectors on the device labels. [DRADevices] writes exactly these attributes (the
+// standard resource.kubernetes.io pcieRoot, numaNode and pciBusID, plus kind, parent PF,
+// minor and labels under rdma.kplan.dev), leaving unknown NUMA nodes and roots out
+// rather than writing 0. DRA takes the first full solution; Allocate likewise takes the
+// first group in key order, but orders devices inside it by the rules above.
+//
+// # Scheduler plugins
+//
+// A kube-scheduler plugin uses the package per extension point as follows.
+//
+//   - Device objects: watch koordinator's Device ([DeviceGroup], [DeviceVersion],
+//     [DeviceResource]) and build each node's [Inventory] once per object version with
+//     [NodeFromDevice] and [NewInventory]. An inventory error makes the node
+//     unschedulable for RDMA pods (UnschedulableAndUnresolvable) until the object
+//     changes.
+//   - PreFilter: [RequestFromPod] once per pod; skip the pod when the [Request]
+//     [Request.IsZero] (return Skip). A decoding error or a failing [Request.Validate]
+//     means the pod fits no node: UnschedulableAndUnresolvable.
+//   - State: keep one [Used] per node across cycles. Build it from the node's pods'
+//     annotations with [UsedByPods] (at start-up, and after a restart, so nothing is
+//     handed out twice); then Reserve calls [Used.Add] with the pod's [Allocation],
+//     Unreserve and pod deletion call [Used.Remove] with the same Allocation (or, when
+//     only the pod is at hand, with [AllocationFromPod]). Used counts holders, so
+//     releasing one pod never frees a device another pod also holds (GPU shares).
+//     A Used copied by assignment shares its state: give snapshots a [Used.Clone].
+//   - Filter: [Fits]. Every error it (and [Allocate], [Score]) returns wraps exactly
+//     one sentinel, tested with errors.Is:
+//     [ErrInsufficient] (the devices exist but are held now) maps to
+//     framework.Unschedulable, so the pod is retried when pods go and preemption may
+//     help; [ErrUnsatisfiable] (not even an idle node would fit it) maps to
+//     framework.UnschedulableAndUnresolvable. The error's text is the reason to show
+//     in the status and in events.
+//   - Score: [Score], 0..[MaxScore].
+//   - Reserve: [Allocate] (the same result Filter saw for the same Used), then
+//     [Used.Add]. PreBind: [EncodeAllocated] into [AnnotationDeviceAllocated].
 //
 // # Example
 //

@@ -9,13 +9,15 @@ import (
 	resourcev1 "k8s.io/api/resource/v1"
 )
 
-// DRA attribute names DRADevices writes. The first two are Kubernetes' standard ones.
+// DRA attribute names DRADevices writes. The first three are Kubernetes' standard ones
+// (resource.kubernetes.io/numaNode is defined from Kubernetes 1.37; older schedulers
+// treat it as any other attribute).
 const (
 	DRAAttributePCIeRoot resourcev1.QualifiedName = "resource.kubernetes.io/pcieRoot"
+	DRAAttributeNUMANode resourcev1.QualifiedName = "resource.kubernetes.io/numaNode" // an int, only when known
 	DRAAttributePCIBusID resourcev1.QualifiedName = "resource.kubernetes.io/pciBusID"
-	DRAAttributeKind     resourcev1.QualifiedName = "rdma.kplan.dev/kind"     // "gpu", "pf" or "vf"
-	DRAAttributeNUMANode resourcev1.QualifiedName = "rdma.kplan.dev/numaNode" // only when known
-	DRAAttributePF       resourcev1.QualifiedName = "rdma.kplan.dev/pf"       // a VF's PF BDF
+	DRAAttributeKind     resourcev1.QualifiedName = "rdma.kplan.dev/kind" // "gpu", "pf" or "vf"
+	DRAAttributePF       resourcev1.QualifiedName = "rdma.kplan.dev/pf"   // a VF's PF BDF
 	DRAAttributeMinor    resourcev1.QualifiedName = "rdma.kplan.dev/minor"
 	// DRALabelDomain prefixes device (and VF group) labels: rdma-type=storage becomes
 	// label.rdma.kplan.dev/rdma_type = "storage".
@@ -34,8 +36,11 @@ const maxDRAIDLength = 32
 // "". Label keys with a prefix ("a.b/c") are left out; other keys become identifiers
 // (characters other than letters, digits and '_' turn into '_'; at most 32; when two
 // keys map to one identifier the PF's label, then the first key in order, wins).
-// Devices come in order: GPUs by minor, then each PF followed by its VFs, by BDF.
+// A nil inventory has no devices. Devices come in order: GPUs by minor, then each PF followed by its VFs, by BDF.
 func DRADevices(inv *Inventory) []resourcev1.Device {
+	if inv == nil {
+		return nil
+	}
 	var out []resourcev1.Device
 	for i := range inv.gpus {
 		g := &inv.gpus[i]

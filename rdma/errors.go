@@ -1,9 +1,35 @@
 package rdma
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 )
+
+// Every error Allocate, Fits and Score return for a request wraps exactly one of these
+// (test with errors.Is); the error's text says what ran out or what is wrong.
+var (
+	// ErrInsufficient: the node has the devices the request needs, but not enough of
+	// them are free now. Releasing other pods' devices would let it fit. A scheduler
+	// plugin returns Unschedulable: the pod may fit later, and preempting pods helps.
+	ErrInsufficient = errors.New("rdma: not enough free devices now")
+	// ErrUnsatisfiable: the node cannot satisfy the request even with every device
+	// free (too few or unhealthy devices, no matching labels or topology, a NIC mode
+	// that does not fit, an invalid request or inventory). A scheduler plugin returns
+	// UnschedulableAndUnresolvable: preemption on this node cannot help.
+	ErrUnsatisfiable = errors.New("rdma: the node can never satisfy the request")
+)
+
+// classified is an error that wraps one of the sentinels and keeps the cause's text.
+type classified struct {
+	kind error // ErrInsufficient or ErrUnsatisfiable
+	err  error
+}
+
+func (e *classified) Error() string   { return e.err.Error() }
+func (e *classified) Unwrap() []error { return []error{e.kind, e.err} }
+
+func unsatisfiable(err error) error { return &classified{ErrUnsatisfiable, err} }
 
 // maxListed caps the per-PF details in an error.
 const maxListed = 8

@@ -1,11 +1,13 @@
 package rdma_test
 
 import (
+	"errors"
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/kplan-dev/kplan/rdma"
 )
@@ -293,4 +295,77 @@ func ExampleDeviceIDsFromPod() {
 	ids, err := rdma.DeviceIDsFromPod(pod)
 	fmt.Println(ids, err)
 	// Output: [0000:18:00.0 0000:af:00.2 0000:af:00.3] <nil>
+}
+
+// A scheduler plugin's Filter tells "not now" from "never" with errors.Is.
+func ExampleErrInsufficient() {
+	inv, _ := rdma.NewInventory(exampleNode())
+	storage := &metav1.LabelSelector{MatchLabels: map[string]string{"rdma-type": "storage"}}
+	a, _ := rdma.Allocate(inv, rdma.Used{}, rdma.Request{Count: 2, Selector: storage})
+	var used rdma.Used
+	used.Add(a)
+	for _, req := range []rdma.Request{{Count: 1, Selector: storage}, {Count: 3, Selector: storage}} {
+		err := rdma.Fits(inv, used, req)
+		switch {
+		case errors.Is(err, rdma.ErrInsufficient):
+			fmt.Println("Unschedulable:", err)
+		case errors.Is(err, rdma.ErrUnsatisfiable):
+			fmt.Println("UnschedulableAndUnresolvable:", err)
+		}
+	}
+	// Output:
+	// Unschedulable: node n1: rdma: need 1 VF matching {rdma-type=storage}, 0 free (PF 0000:af:00.0: 0 of 2 free)
+	// UnschedulableAndUnresolvable: node n1: rdma: need 3 VFs matching {rdma-type=storage}, 0 free (PF 0000:af:00.0: 0 of 2 free)
+}
+
+// Reserve adds a pod's allocation to the node's Used; Unreserve (or the pod's
+// deletion) removes it again. A GPU two pods share stays held until both are gone.
+func ExampleUsed_Remove() {
+	inv, _ := rdma.NewInventory(exampleNode())
+	var used rdma.Used
+	a, _ := rdma.Allocate(inv, used, rdma.Request{Count: 1, GPUs: 1})
+	used.Add(a)
+	share := rdma.Allocation{GPUs: []rdma.GPUAllocation{{Minor: 0}}} // a GPU plugin's pod
+	used.Add(share)
+	used.Remove(a)
+	fmt.Println(used.VFs(), used.GPUs())
+	used.Remove(share)
+	fmt.Println(used.VFs(), used.GPUs())
+	// Output:
+	// [] [0]
+	// [] []
+}
+
+func ExampleRequest_IsZero() {
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "web"}}
+	req, _ := rdma.RequestFromPod(pod, rdma.CountModel)
+	fmt.Println(req.IsZero(), req.Validate())
+	fmt.Println(rdma.Request{Count: -1}.Validate())
+	// Output:
+	// true <nil>
+	// rdma: request: count -1 is negative
+}
+
+func ExampleNodeFromDevice() {
+	obj := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "scheduling.koordinator.sh/v1alpha1",
+		"kind":       "Device",
+		"metadata":   map[string]any{"name": "n1"},
+		"spec": map[string]any{"devices": []any{
+			map[string]any{"type": "rdma", "id": "0000:18:00.0", "minor": int64(0), "health": true,
+				"topology": map[string]any{"socketID": int64(0), "nodeID": int64(0), "pcieID": "pci0000:17"},
+				"vfGroups": []any{map[string]any{"vfs": []any{map[string]any{"minor": int64(0), "busID": "0000:18:00.2"}}}}},
+		}},
+	}}
+	node, err := rdma.NodeFromDevice(obj)
+	if err != nil {
+		panic(err)
+	}
+	inv, err := rdma.NewInventory(node)
+	if err != nil {
+		panic(err)
+	}
+	a, err := rdma.Allocate(inv, rdma.Used{}, rdma.Request{Count: 1})
+	fmt.Println(inv.Name(), a.NICs[0].VFs[0].BDF, err)
+	// Output: n1 0000:18:00.2 <nil>
 }

@@ -2,6 +2,7 @@ package rdma
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 
@@ -125,68 +126,125 @@ func podRequest(pod *corev1.Pod, r corev1.ResourceName) resource.Quantity {
 func PodName(pod *corev1.Pod) string { return pod.Namespace + "/" + pod.Name }
 
 // RequestFromPod builds a Request from a pod's koordinator.sh/rdma request and its
-// allocate-hint and joint-allocate annotations. Under CountModel the quantity is the
-// number of units (kind Auto). Under PercentModel a multiple of 100 is that many
-// hundreds of units (kind Auto) and a quantity below 100 is one VF. With a
-// joint-allocate annotation naming gpu and rdma, the pod's whole GPUs (nvidia.com/gpu,
-// or koordinator.sh/gpu in hundreds) are allocated jointly. pod is not mutated.
+// allocate-hint and joint-allocate annotations, following koordinator's rules:
+//
+//   - VFs only when the rdma hint has a vfSelector (Kind VFs); otherwise the request is
+//     for PFs: WholePF under PercentModel, Auto (the node's mode) under CountModel.
+//   - CountModel: the quantity is the number of units; allocateStrategy ApplyForAll
+//     asks for all of them instead.
+//   - PercentModel (koordinator upstream): a multiple of 100 above 100 is that many
+//     devices; otherwise ApplyForAll asks for every matching device, RequestsAsCount
+//     takes the quantity as a count, and a quantity up to 100 is one device; anything
+//     else is an error. One VF per PF (OneVFPerPF), as koordinator allocates them.
+//   - A joint-allocate annotation naming gpu and rdma allocates the pod's whole GPUs
+//     (nvidia.com/gpu, or koordinator.sh/gpu in hundreds) jointly, with requiredScope
+//     SamePCIe as JointSamePCIe, else JointPreferred, and NICPerGPURoot: one NIC per
+//     PCIe root of the GPUs allocated (at least the count above). An rdma hint with
+//     ApplyForAll takes rdma out of the joint allocation, as koordinator does: the
+//     GPUs are still allocated, and every matching NIC with them.
+//
+// A zero quantity asks for no NICs, whatever the hints say. Quantities of
+// koordinator.sh/rdma, nvidia.com/gpu and koordinator.sh/gpu must be whole and not
+// negative (1.5, 500m, -100 and 1e30 are errors naming the resource). pod is not
+// mutated; a nil pod is an error.
 func RequestFromPod(pod *corev1.Pod, model CapacityModel) (Request, error) {
+	if pod == nil {
+		return Request{}, errors.New("rdma: request from pod: nil pod")
+	}
 	var req Request
 	fail := func(err error) (Request, error) { return Request{}, fmt.Errorf("pod %s: %w", PodName(pod), err) }
-	q := podRequest(pod, ResourceRDMA)
-	n := q.Value()
-	if q.Sign() < 0 || q.CmpInt64(n) != 0 {
-		return fail(fmt.Errorf("resource %s: %s is not a whole number", ResourceRDMA, q.String()))
-	}
-	switch model {
-	case CountModel:
-		req.Count = int(n)
-	case PercentModel:
-		switch {
-		case n == 0:
-		case n < PercentPerDevice:
-			req.Kind, req.Count = VFs, 1
-		case n%PercentPerDevice == 0:
-			req.Count = int(n / PercentPerDevice)
-		default:
-			return fail(fmt.Errorf("resource %s: %d is neither below 100 nor a multiple of 100", ResourceRDMA, n))
-		}
-	default:
-		return fail(fmt.Errorf("unknown capacity model %d", model))
+	n, err := wholeRequest(pod, ResourceRDMA)
+	if err != nil {
+		return fail(err)
 	}
 	hints, err := DecodeAllocateHints(pod.Annotations[AnnotationDeviceAllocateHint])
 	if err != nil {
 		return fail(err)
 	}
-	if h := hints[RDMA]; h != nil {
-		req.Selector, req.VFSelector = h.Selector, h.VFSelector
-		req.All = h.AllocateStrategy == ApplyForAll
-		req.Scope, req.Exclusive = h.RequiredTopologyScope, h.ExclusivePolicy
-		if h.VFSelector != nil {
-			req.Kind = VFs
-		}
+	h := hints[RDMA]
+	if h == nil {
+		h = &DeviceHint{}
 	}
-	if h := hints[GPU]; h != nil {
-		req.GPUSelector = h.Selector
+	switch model {
+	case CountModel:
+		switch {
+		case n == 0:
+		case h.AllocateStrategy == ApplyForAll:
+			req.All = true
+		default:
+			req.Count = int(n)
+		}
+	case PercentModel:
+		req.Kind, req.OneVFPerPF = WholePF, true
+		switch {
+		case n == 0:
+		case n > PercentPerDevice && n%PercentPerDevice == 0:
+			req.Count = int(n / PercentPerDevice)
+		case h.AllocateStrategy == ApplyForAll:
+			req.All = true
+		case h.AllocateStrategy == RequestsAsCount:
+			req.Count = int(n)
+		case n <= PercentPerDevice:
+			req.Count = 1
+		default:
+			return fail(fmt.Errorf("resource %s: %d is neither at most 100 nor a multiple of 100", ResourceRDMA, n))
+		}
+	default:
+		return fail(fmt.Errorf("unknown capacity model %d", model))
+	}
+	req.Selector, req.VFSelector = h.Selector, h.VFSelector
+	req.Scope, req.Exclusive = h.RequiredTopologyScope, h.ExclusivePolicy
+	if h.VFSelector != nil {
+		req.Kind = VFs
+	}
+	if g := hints[GPU]; g != nil {
+		req.GPUSelector = g.Selector
+	}
+	gpus, err := wholeRequest(pod, ResourceNvidiaGPU)
+	if err != nil {
+		return fail(err)
+	}
+	kgpu, err := wholeRequest(pod, ResourceGPU)
+	if err != nil {
+		return fail(err)
 	}
 	joint, err := DecodeJointAllocate(pod.Annotations[AnnotationDeviceJointAllocate])
 	if err != nil {
 		return fail(err)
 	}
 	if joint != nil && slices.Contains(joint.DeviceTypes, GPU) && slices.Contains(joint.DeviceTypes, RDMA) {
-		nq, kq := podRequest(pod, ResourceNvidiaGPU), podRequest(pod, ResourceGPU)
-		g := nq.Value()
-		if kg := kq.Value(); g == 0 && kg > 0 {
-			if kg%100 != 0 {
-				return fail(fmt.Errorf("annotation %s: joint allocation needs whole GPUs, %s is %d", AnnotationDeviceJointAllocate, ResourceGPU, kg))
+		if gpus == 0 && kgpu > 0 {
+			if kgpu%100 != 0 {
+				return fail(fmt.Errorf("annotation %s: joint allocation needs whole GPUs, %s is %d", AnnotationDeviceJointAllocate, ResourceGPU, kgpu))
 			}
-			g = kg / 100
+			gpus = kgpu / 100
 		}
-		req.GPUs = int(g)
+		req.GPUs = int(gpus)
 		req.Joint = JointPreferred
-		if joint.RequiredScope == JointSamePCIe {
-			req.Joint = JointSamePCIe
+		switch {
+		case req.All: // ApplyForAll: not part of the joint allocation
+		case joint.RequiredScope == JointSamePCIe:
+			req.Joint, req.NICPerGPURoot = JointSamePCIe, true
+		default:
+			req.NICPerGPURoot = true
 		}
 	}
 	return req, nil
+}
+
+// maxPodQuantity bounds the device quantities RequestFromPod accepts (no node has more
+// devices, or percent, than this).
+const maxPodQuantity = 1 << 20
+
+// wholeRequest is the pod's request of r as a whole number, or an error naming r.
+func wholeRequest(pod *corev1.Pod, r corev1.ResourceName) (int64, error) {
+	q := podRequest(pod, r)
+	n := q.Value()
+	if q.Sign() < 0 || q.CmpInt64(n) != 0 {
+		return 0, fmt.Errorf("resource %s: %s is not a whole number", r, q.String())
+	}
+	if n > maxPodQuantity {
+		return 0, fmt.Errorf("resource %s: %s is more than %d", r, q.String(), maxPodQuantity)
+	}
+	return n, nil
 }

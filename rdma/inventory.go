@@ -3,7 +3,10 @@ package rdma
 import (
 	"cmp"
 	"fmt"
+	"regexp"
 	"slices"
+
+	"k8s.io/apimachinery/pkg/util/validation/field"
 )
 
 // Inventory is a validated, indexed node inventory. Build it once per Device object
@@ -18,6 +21,7 @@ type Inventory struct {
 	vfAt  map[BDF]vfRef
 	gpuAt map[int32]int
 	mode  Mode // ModePF, ModeVF, or modeMixed
+	errs  field.ErrorList
 }
 
 type pfInfo struct {
@@ -49,13 +53,26 @@ type gpuInfo struct {
 }
 
 // NewInventory validates n (see ValidateNode) and indexes it. The error names the node
-// and every invalid field. n is not mutated and not retained except for its label maps,
-// which must not be changed afterwards.
+// and every invalid field. One problem does not reject the node: a VF whose busID is
+// not a PCI address is left out (its PF and the other VFs stay usable) and reported by
+// Errors. n is not mutated and not retained except for its label maps, which must not
+// be changed afterwards.
 func NewInventory(n Node) (*Inventory, error) {
+	var skipped field.ErrorList
 	if errs := ValidateNode(n); len(errs) > 0 {
-		return nil, fmt.Errorf("node %s: %w", n.Name, errs.ToAggregate())
+		var fatal field.ErrorList
+		for _, e := range errs {
+			if e.Type == field.ErrorTypeInvalid && vfBusIDPath.MatchString(e.Field) {
+				skipped = append(skipped, e)
+			} else {
+				fatal = append(fatal, e)
+			}
+		}
+		if len(fatal) > 0 {
+			return nil, fmt.Errorf("node %s: %w", n.Name, errs.ToAggregate())
+		}
 	}
-	inv := &Inventory{name: n.Name, byBDF: map[BDF]int32{}, vfAt: map[BDF]vfRef{}, gpuAt: map[int32]int{}}
+	inv := &Inventory{name: n.Name, byBDF: map[BDF]int32{}, vfAt: map[BDF]vfRef{}, gpuAt: map[int32]int{}, errs: skipped}
 	rootSet := map[string]bool{}
 	for i := range n.Devices {
 		d := &n.Devices[i]
@@ -72,7 +89,10 @@ func NewInventory(n Node) (*Inventory, error) {
 			p := pfInfo{minor: *d.Minor, id: d.UUID, bdf: b, root: root, numa: numa, healthy: d.Health, labels: d.Labels}
 			for _, g := range d.VFGroups {
 				for _, vf := range g.VFs {
-					vb, _ := ParseBDF(vf.BusID)
+					vb, err := ParseBDF(vf.BusID)
+					if err != nil {
+						continue // reported in inv.errs
+					}
 					p.vfs = append(p.vfs, vfInfo{minor: vf.Minor, bdf: vb, labels: g.Labels})
 				}
 			}
@@ -116,6 +136,14 @@ func NewInventory(n Node) (*Inventory, error) {
 	slices.Sort(inv.roots)
 	return inv, nil
 }
+
+// vfBusIDPath is the field path of a VF's address in a Node.
+var vfBusIDPath = regexp.MustCompile(`^devices\[\d+\]\.vfGroups\[\d+\]\.vfs\[\d+\]\.busID$`)
+
+// Errors lists the problems NewInventory tolerated, each naming the field: VFs left out
+// because their busID is not a PCI address. Nil when there were none. A controller can
+// report them (e.g. as an event or a condition on the Device object).
+func (inv *Inventory) Errors() field.ErrorList { return slices.Clone(inv.errs) }
 
 // Name is the node's name.
 func (inv *Inventory) Name() string { return inv.name }

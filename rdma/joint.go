@@ -72,10 +72,12 @@ func (p *planner) pickGPUs(g group, need int) ([]int32, error) {
 		return nil, p.errorf("need %d GPUs%s, %d free", G, p.gpuMatching(), len(g.gpus))
 	}
 	stats := p.rootStats(g)
-	wantNICs := need != 0 || len(p.desig) > 0
+	perRoot := p.req.NICPerGPURoot && need >= 0
+	wantNICs := need != 0 || len(p.desig) > 0 || perRoot
 	if wantNICs {
 		N := max(need, len(p.desig), 0)
-		if S, ok := chooseRoots(stats, G, N, need < 0); ok {
+		// With NICPerGPURoot the NIC count follows the roots, so it does not limit them.
+		if S, ok := chooseRoots(stats, G, N, need < 0 || perRoot); ok {
 			return assignGPUs(stats, S, G), nil
 		}
 		if required {
@@ -164,8 +166,8 @@ func (p *planner) rootStats(g group) []rootStat {
 	return stats
 }
 
-// chooseRoots finds the smallest set S of roots (earliest in root order among sets of
-// that size) such that every root in S has a free GPU and a NIC unit, |S| <= G (each
+// chooseRoots finds the smallest set S of roots (among sets of that size, the first in
+// the order of fewest free GPUs, then root) such that every root in S has a free GPU and a NIC unit, |S| <= G (each
 // root gets a GPU), |S| <= N unless all (each root gets a NIC), S holds at least G
 // GPUs and N NIC units, and S contains every mandatory root. It is exact: a dynamic
 // programme over roots, number chosen and GPUs still needed,
@@ -186,6 +188,9 @@ func chooseRoots(stats []rootStat, G, N int, all bool) ([]int, bool) {
 			}
 		}
 	}
+	// Best fit: roots with fewer free GPUs come first, so among sets of the same size
+	// the one taking partly used roots wins and whole roots stay whole.
+	slices.SortStableFunc(rs, func(a, b int) int { return cmp.Compare(len(stats[a].gpus), len(stats[b].gpus)) })
 	for _, s := range stats {
 		if s.mandatory && (len(s.gpus) == 0 || s.nics == 0) {
 			return nil, false
@@ -244,8 +249,8 @@ func chooseRoots(stats []rootStat, G, N int, all bool) ([]int, bool) {
 	return nil, false
 }
 
-// assignGPUs takes one GPU per chosen root, then fills up in root order, lowest minors
-// first.
+// assignGPUs takes one GPU per chosen root, then fills up the roots in the order of S
+// (fewest free GPUs first), lowest minors first.
 func assignGPUs(stats []rootStat, S []int, G int) []int32 {
 	var out []int32
 	for _, i := range S {

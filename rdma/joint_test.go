@@ -140,3 +140,29 @@ func TestSamePCIeOnLargeNodes(t *testing.T) {
 		}
 	})
 }
+
+// Found by TestAllocateErrorKindMatchesAnIdleNode: the designated VF already gives its
+// PCIe root a NIC, so the other GPU's root must get the second one.
+func TestSamePCIeCountsADesignatedVFAsItsRootsNIC(t *testing.T) {
+	inv := mustInv(t, "n1", gpuDev(0, "pci0000:3a", 0), gpuDev(1, "pci0000:ae", 1),
+		nic(0, "0000:3b:00.0", "pci0000:3a", 0, nil, vfRange(0, 0x3b, 2)...),
+		nic(1, "0000:af:00.0", "pci0000:ae", 1, nil, vfRange(0, 0xaf, 2)...))
+	a, err := Allocate(inv, Used{}, Request{Count: 2, GPUs: 2, Joint: JointSamePCIe, DesignatedVFs: []BDF{mustBDF("0000:3b:00.2")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := fmt.Sprint(vfBDFsOf(a)); got != "[0000:3b:00.2 0000:af:00.2]" {
+		t.Fatalf("VFs %s, want the designated one and one on the other GPU's root", got)
+	}
+}
+
+// vfBDFsOf lists an allocation's VF BDFs.
+func vfBDFsOf(a Allocation) []string {
+	var out []string
+	for _, n := range a.NICs {
+		for _, v := range n.VFs {
+			out = append(out, v.BDF.String())
+		}
+	}
+	return out
+}

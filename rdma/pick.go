@@ -80,13 +80,28 @@ func (t *taker) fill(order []int32, need int) {
 }
 
 // roundRobin takes one unit per root per turn, rotating over each root's candidates.
+// A designated VF counts as its root's unit for one turn, so a root that already has
+// one does not take a unit another root needs.
 func (t *taker) roundRobin(byRoot [][]int32, need int) {
 	next := make([]int, len(byRoot))
+	credit := make([]int, len(byRoot))
+	for _, d := range t.p.desig {
+		for r, cs := range byRoot {
+			if slices.Contains(cs, d.c) {
+				credit[r]++
+			}
+		}
+	}
 	for progress := true; progress && !t.done(need); {
 		progress = false
 		for r, cs := range byRoot {
 			if t.done(need) {
 				break
+			}
+			if credit[r] > 0 {
+				credit[r]--
+				progress = true
+				continue
 			}
 			for k := range cs {
 				ci := cs[(next[r]+k)%len(cs)]
@@ -128,6 +143,13 @@ func (p *planner) pickGroup(g group) ([]unit, []int32, error) {
 		return nil, nil, err
 	}
 	roots, numas := p.gpuPlaces(gpus)
+	target := need // units to take
+	if p.req.NICPerGPURoot && need >= 0 {
+		target = max(need, len(roots))
+		if p.req.Joint == JointSamePCIe {
+			need = target // every GPU root must get one
+		}
+	}
 	var byRoot [][]int32
 	var tier1, tier2 []int32
 	for _, r := range roots {
@@ -154,7 +176,7 @@ func (p *planner) pickGroup(g group) ([]unit, []int32, error) {
 	}
 	slices.SortStableFunc(tier1, byRootCmp)
 	slices.SortStableFunc(tier2, byRootCmp)
-	t.roundRobin(byRoot, need)
+	t.roundRobin(byRoot, target)
 	if p.req.Joint == JointSamePCIe {
 		if need >= 0 && len(t.units) < need {
 			return nil, nil, p.errorf("need %s on the GPUs' PCIe roots %s (SamePCIe), %d free there", p.needText(need), strings.Join(roots, ", "), len(t.units))
@@ -164,7 +186,7 @@ func (p *planner) pickGroup(g group) ([]unit, []int32, error) {
 			for _, u := range t.units {
 				got = got || slices.Contains(cs, u.c)
 			}
-			if !got && (need != 0 || len(p.desig) > 0) {
+			if !got && (need != 0 || len(p.desig) > 0 || p.req.NICPerGPURoot) {
 				return nil, nil, p.errorf("SamePCIe: no free NIC on GPU PCIe root %s", roots[i])
 			}
 		}
@@ -174,8 +196,8 @@ func (p *planner) pickGroup(g group) ([]unit, []int32, error) {
 			}
 		}
 	} else {
-		t.fill(tier1, need)
-		t.fill(tier2, need)
+		t.fill(tier1, target)
+		t.fill(tier2, target)
 	}
 	if err := p.checkCount(g, t, need); err != nil {
 		return nil, nil, err

@@ -1,45 +1,76 @@
 package rdma
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 
 	corev1 "k8s.io/api/core/v1"
 )
 
-// UsedByPods computes what the given pods hold on the node: their device-allocated
-// annotations (rdma PFs and VFs, gpu minors) and, from their allocate-hint annotations,
-// the PFs or PCIe roots they hold exclusively. Pods that have finished (Succeeded or
-// Failed) hold nothing. A PF is found by the BDF in busID or id, else by minor. Any GPU
-// share marks the GPU used for joint allocation. Errors name the pod and the field.
-// Pods are not mutated.
+// UsedByPods computes what the given pods hold on the node: the sum of
+// AllocationFromPod over the pods, as Used.Add records it. Pods that have finished
+// (Succeeded or Failed) hold nothing. Errors name the pod and the field; a nil
+// inventory or pod is an error. Pods are not mutated.
 func UsedByPods(inv *Inventory, pods []*corev1.Pod) (Used, error) {
+	if inv == nil {
+		return Used{}, errors.New("rdma: used by pods: nil inventory")
+	}
 	var u Used
-	for _, pod := range pods {
+	for i, pod := range pods {
+		if pod == nil {
+			return Used{}, fmt.Errorf("rdma: used by pods: pods[%d] is nil", i)
+		}
 		if pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed {
 			continue
 		}
-		if err := addPod(inv, &u, pod); err != nil {
-			return Used{}, fmt.Errorf("pod %s: %w", PodName(pod), err)
+		a, err := AllocationFromPod(inv, pod)
+		if err != nil {
+			return Used{}, err
 		}
+		u.Add(a)
 	}
 	return u, nil
 }
 
-func addPod(inv *Inventory, u *Used, pod *corev1.Pod) error {
+// AllocationFromPod is what a pod holds on the node according to its device-allocated
+// annotation (rdma PFs and VFs, gpu minors) and, from its allocate-hint annotation,
+// the PFs or PCIe roots it holds exclusively. A PF is found by the BDF in busID or id,
+// else by minor; an entry without VFs holds its PF whole. Any GPU share counts as
+// holding the GPU. A pod without the annotation holds nothing. The pod's phase is not
+// looked at (UsedByPods skips finished pods). Used.Remove(AllocationFromPod(inv, pod))
+// releases exactly what Used.Add of the same value recorded, so a plugin can release
+// a deleted pod's devices from its annotations alone, e.g. after a restart. Errors
+// name the pod and the field. The pod is not mutated.
+func AllocationFromPod(inv *Inventory, pod *corev1.Pod) (Allocation, error) {
+	switch {
+	case inv == nil:
+		return Allocation{}, errors.New("rdma: allocation from pod: nil inventory")
+	case pod == nil:
+		return Allocation{}, errors.New("rdma: allocation from pod: nil pod")
+	}
+	a, err := podAllocation(inv, pod)
+	if err != nil {
+		return Allocation{}, fmt.Errorf("pod %s: %w", PodName(pod), err)
+	}
+	return a, nil
+}
+
+func podAllocation(inv *Inventory, pod *corev1.Pod) (Allocation, error) {
+	out := Allocation{Node: inv.name}
 	value, ok := pod.Annotations[AnnotationDeviceAllocated]
 	if !ok {
-		return nil
+		return out, nil
 	}
 	a, err := DecodeAllocated(value)
 	if err != nil {
-		return err
+		return Allocation{}, err
 	}
 	var excl Exclusive
 	if h, ok := pod.Annotations[AnnotationDeviceAllocateHint]; ok {
 		hints, err := DecodeAllocateHints(h)
 		if err != nil {
-			return err
+			return Allocation{}, err
 		}
 		if hr := hints[RDMA]; hr != nil {
 			excl = hr.ExclusivePolicy
@@ -50,42 +81,52 @@ func addPod(inv *Inventory, u *Used, pod *corev1.Pod) error {
 		if b, has := EntryPF(d); has {
 			pi, ok = inv.pfIndex(b)
 			if !ok {
-				return annotationError(AnnotationDeviceAllocated, "rdma[%d]: PF %s is not on node %s", i, b, inv.name)
+				return Allocation{}, annotationError(AnnotationDeviceAllocated, "rdma[%d]: PF %s is not on node %s", i, b, inv.name)
 			}
 		} else if pi, ok = inv.pfByMinor(d.Minor); !ok {
-			return annotationError(AnnotationDeviceAllocated, "rdma[%d]: no PF with minor %d on node %s", i, d.Minor, inv.name)
+			return Allocation{}, annotationError(AnnotationDeviceAllocated, "rdma[%d]: no PF with minor %d on node %s", i, d.Minor, inv.name)
 		}
 		pf := &inv.pfs[pi]
 		var vfs []VirtualFunctionSpec
 		if d.Extension != nil {
 			vfs = d.Extension.VirtualFunctions
 		}
-		if len(vfs) == 0 {
-			u.HoldPF(pf.bdf)
-		}
+		n := NICAllocation{Minor: pf.minor, ID: pf.id, BDF: pf.bdf, PCIeRoot: pf.root, NUMANode: pf.numa, Whole: len(vfs) == 0}
 		for j, v := range vfs {
 			b, _ := ParseBDF(v.BusID)
 			ref, ok := inv.vfAt[b]
 			if !ok || int(ref.pf) != pi {
-				return annotationError(AnnotationDeviceAllocated, "rdma[%d].extension.vfs[%d].busID: VF %s is not on PF %s", i, j, b, pf.bdf)
+				return Allocation{}, annotationError(AnnotationDeviceAllocated, "rdma[%d].extension.vfs[%d].busID: VF %s is not on PF %s", i, j, b, pf.bdf)
 			}
-			u.HoldVF(b)
+			n.VFs = append(n.VFs, VFAllocation{Minor: pf.vfs[ref.vf].minor, BDF: b})
 		}
+		slices.SortStableFunc(n.VFs, func(x, y VFAllocation) int { return x.BDF.Compare(y.BDF) })
+		out.NICs = append(out.NICs, n)
 		switch {
 		case excl == ExclusiveDevice, excl == ExclusivePCIe && pf.root == "":
-			u.HoldPFExclusive(pf.bdf)
+			out.ExclusivePFs = append(out.ExclusivePFs, pf.bdf)
 		case excl == ExclusivePCIe:
-			u.HoldRootExclusive(pf.root)
+			out.ExclusiveRoots = append(out.ExclusiveRoots, pf.root)
 		}
 	}
+	slices.SortStableFunc(out.NICs, func(x, y NICAllocation) int { return x.BDF.Compare(y.BDF) })
+	slices.SortFunc(out.ExclusivePFs, BDF.Compare)
+	slices.Sort(out.ExclusiveRoots)
+	out.ExclusiveRoots = slices.Compact(out.ExclusiveRoots) // as Allocate records them
 	gpus, err := a.GPUMinors()
 	if err != nil {
-		return err
+		return Allocation{}, err
 	}
+	slices.Sort(gpus)
 	for _, m := range gpus {
-		u.HoldGPU(m)
+		g := GPUAllocation{Minor: m, NUMANode: UnknownNUMANode}
+		if i, ok := inv.gpuAt[m]; ok {
+			gi := &inv.gpus[i]
+			g.ID, g.PCIeRoot, g.NUMANode = gi.id, gi.root, gi.numa
+		}
+		out.GPUs = append(out.GPUs, g)
 	}
-	return nil
+	return out, nil
 }
 
 // Fits is the Filter phase: nil when req can be allocated on the node, else the error
@@ -128,6 +169,9 @@ type ScoreOptions struct {
 // counting units (VFs or PFs, as allocated) on healthy PFs; a PF held whole counts all
 // its VFs.
 func Score(inv *Inventory, used Used, req Request, opts ScoreOptions) (int64, error) {
+	if inv == nil {
+		return 0, unsatisfiable(errors.New("rdma: score: nil inventory"))
+	}
 	if opts.TopologyWeight < 0 || opts.TopologyWeight > 100 {
 		return 0, fmt.Errorf("rdma: topology weight %d is outside 0..100", opts.TopologyWeight)
 	}

@@ -94,6 +94,7 @@ func genRequest(t *rapid.T, n Node) Request {
 		GPUs:       rapid.SampledFrom([]int{0, 0, 1, 2}).Draw(t, "reqGPUs"),
 		Joint:      rapid.SampledFrom([]Joint{"", JointPreferred, JointSamePCIe}).Draw(t, "joint"),
 	}
+	r.NICPerGPURoot = r.GPUs > 0 && rapid.IntRange(0, 2).Draw(t, "perRoot") == 0
 	if rapid.IntRange(0, 2).Draw(t, "hasSel") == 0 {
 		r.Selector = sel("t", rapid.SampledFrom([]string{"a", "b"}).Draw(t, "selT"))
 	}
@@ -314,9 +315,7 @@ func TestAllocationSequences(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if !reflect.DeepEqual(fromPods.PFs(), used.PFs()) || !reflect.DeepEqual(fromPods.VFs(), used.VFs()) ||
-			!reflect.DeepEqual(fromPods.GPUs(), used.GPUs()) || !reflect.DeepEqual(fromPods.ExclusiveRoots(), used.ExclusiveRoots()) ||
-			!reflect.DeepEqual(fromPods.ExclusivePFs(), used.ExclusivePFs()) {
+		if !sameUsed(fromPods, used) {
 			t.Fatalf("pods give %+v, Add gave %+v", fromPods, used)
 		}
 	})

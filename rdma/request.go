@@ -105,9 +105,59 @@ type Request struct {
 	// Joint is the NIC-to-GPU policy when GPUs or WithGPUs is set; empty means
 	// JointPreferred.
 	Joint Joint
+	// NICPerGPURoot sizes the NIC count of a joint request (GPUs or WithGPUs) from the
+	// GPUs allocated, as koordinator does: one NIC unit per PCIe root the GPUs sit on,
+	// or Count if that is more. With JointSamePCIe every GPU root gets one and the GPUs
+	// may span as many roots as they need (Count does not limit them). With
+	// JointPreferred a GPU root without a free NIC is made up by a NIC elsewhere (same
+	// NUMA node first) when there is one, and only Count units (at least one) are
+	// required. Ignored with All or without GPUs. RequestFromPod sets it for koordinator's joint pods.
+	NICPerGPURoot bool
 }
 
 func (r *Request) joint() bool { return r.GPUs > 0 || len(r.WithGPUs) > 0 }
+
+// IsZero reports whether r asks for nothing: no PFs or VFs (no count, not All, no
+// designated VFs) and no GPUs (neither GPUs nor WithGPUs). Selectors, scope and
+// policies alone ask for nothing. Allocate returns an empty Allocation for such a
+// request on any node, so a scheduler plugin can skip the pod in PreFilter.
+func (r Request) IsZero() bool {
+	return r.Count == 0 && !r.All && len(r.DesignatedVFs) == 0 && !r.joint()
+}
+
+// Validate checks r on its own, without a node: counts not negative, known kind,
+// scope, exclusive and joint policies, selectors that parse, no designated VF named
+// twice, GPUs and WithGPUs not both set, no VF selector or designated VFs with kind
+// WholePF. Allocate makes the same checks; an error here means the request fits no
+// node.
+func (r Request) Validate() error {
+	if err := r.check(); err != nil {
+		return fmt.Errorf("rdma: request: %w", err)
+	}
+	for _, s := range []struct {
+		name string
+		sel  *metav1.LabelSelector
+	}{{"selector", r.Selector}, {"vfSelector", r.VFSelector}, {"gpuSelector", r.GPUSelector}} {
+		if _, err := selector(s.sel); err != nil {
+			return fmt.Errorf("rdma: request: %s: %w", s.name, err)
+		}
+	}
+	seen := make(map[BDF]bool, len(r.DesignatedVFs))
+	for _, b := range r.DesignatedVFs {
+		if seen[b] {
+			return fmt.Errorf("rdma: request: designated VF %s named twice", b)
+		}
+		seen[b] = true
+	}
+	seenGPU := make(map[int32]bool, len(r.WithGPUs))
+	for _, m := range r.WithGPUs {
+		if seenGPU[m] {
+			return fmt.Errorf("rdma: request: withGPUs: GPU %d named twice", m)
+		}
+		seenGPU[m] = true
+	}
+	return nil
+}
 
 func (r *Request) check() error {
 	switch {

@@ -5,22 +5,43 @@ import (
 	"slices"
 )
 
-// Used is what other pods already hold on a node: PFs held whole, VFs, PFs and PCIe
-// roots held exclusively, and GPUs. The zero value holds nothing. Allocate reads it and
-// never changes it; Add and the Hold methods change the receiver.
+// Used is what pods already hold on a node: PFs held whole, VFs, PFs and PCIe roots
+// held exclusively, and GPUs. The zero value holds nothing. Allocate reads it and never
+// changes it; Add, Remove and the Hold methods change the receiver.
+//
+// Used counts holders: a device recorded twice (two pods sharing a GPU, or two pods'
+// annotations naming one VF) stays held until both are removed. So a scheduler plugin
+// can keep one Used per node across scheduling cycles, Add an allocation at Reserve
+// and Remove it at Unreserve or when the pod is deleted, and get back exactly the
+// state it had before the Add.
+//
+// A Used copied by assignment shares its state with the original: changing one
+// changes the other. Use Clone for an independent copy (e.g. to try a pod on a
+// snapshot). Allocate, Fits and Score take Used by value and never change it, so any
+// number of them may read one Used at once; Add, Remove and the Hold methods need the
+// caller's lock when other goroutines use the same Used.
 type Used struct {
-	pfs  map[BDF]struct{}
-	vfs  map[BDF]struct{}
-	exPF map[BDF]struct{}
-	exRt map[string]struct{}
-	gpus map[int32]struct{}
+	pfs  map[BDF]int
+	vfs  map[BDF]int
+	exPF map[BDF]int
+	exRt map[string]int
+	gpus map[int32]int
 }
 
-func put[K comparable](m *map[K]struct{}, k K) {
+func put[K comparable](m *map[K]int, k K) {
 	if *m == nil {
-		*m = map[K]struct{}{}
+		*m = map[K]int{}
 	}
-	(*m)[k] = struct{}{}
+	(*m)[k]++
+}
+
+func drop[K comparable](m map[K]int, k K) {
+	switch n := m[k]; {
+	case n > 1:
+		m[k] = n - 1
+	case n == 1:
+		delete(m, k)
+	}
 }
 
 // HoldPF records a PF held whole.
@@ -39,7 +60,8 @@ func (u *Used) HoldRootExclusive(root string) { put(&u.exRt, root) }
 // HoldGPU records a GPU (by minor) in use.
 func (u *Used) HoldGPU(minor int32) { put(&u.gpus, minor) }
 
-// Add records everything a holds, including its exclusivity.
+// Add records everything a holds, including its exclusivity, as one more holder of
+// each device.
 func (u *Used) Add(a Allocation) {
 	for _, n := range a.NICs {
 		if n.Whole {
@@ -60,33 +82,63 @@ func (u *Used) Add(a Allocation) {
 	}
 }
 
-// Clone returns an independent copy.
+// Remove releases what Add(a) recorded: one holder less of each device a names. A
+// device another allocation also holds stays held. Remove(a) after Add(a) leaves u as
+// it was before the Add. Devices u does not hold are ignored, so removing an
+// allocation that was never added (or removing it twice) releases other holders'
+// devices: remove only what was added.
+func (u *Used) Remove(a Allocation) {
+	for _, n := range a.NICs {
+		if n.Whole {
+			drop(u.pfs, n.BDF)
+		}
+		for _, v := range n.VFs {
+			drop(u.vfs, v.BDF)
+		}
+	}
+	for _, b := range a.ExclusivePFs {
+		drop(u.exPF, b)
+	}
+	for _, r := range a.ExclusiveRoots {
+		drop(u.exRt, r)
+	}
+	for _, g := range a.GPUs {
+		drop(u.gpus, g.Minor)
+	}
+}
+
+// Clone returns an independent copy: changing either afterwards does not change the
+// other.
 func (u Used) Clone() Used {
 	return Used{pfs: maps.Clone(u.pfs), vfs: maps.Clone(u.vfs), exPF: maps.Clone(u.exPF), exRt: maps.Clone(u.exRt), gpus: maps.Clone(u.gpus)}
 }
 
-// PFs lists the PFs held whole, in BDF order.
+// PFs lists the PFs held whole, in BDF order, each once.
 func (u Used) PFs() []BDF { return sortedBDFs(u.pfs) }
 
-// VFs lists the VFs in use, in BDF order.
+// VFs lists the VFs in use, in BDF order, each once.
 func (u Used) VFs() []BDF { return sortedBDFs(u.vfs) }
 
-// ExclusivePFs lists the PFs held exclusively, in BDF order.
+// ExclusivePFs lists the PFs held exclusively, in BDF order, each once.
 func (u Used) ExclusivePFs() []BDF { return sortedBDFs(u.exPF) }
 
-// ExclusiveRoots lists the PCIe roots held exclusively, sorted.
+// ExclusiveRoots lists the PCIe roots held exclusively, sorted, each once.
 func (u Used) ExclusiveRoots() []string { return slices.Sorted(maps.Keys(u.exRt)) }
 
-// GPUs lists the GPU minors in use, sorted.
+// GPUs lists the GPU minors in use, sorted, each once.
 func (u Used) GPUs() []int32 { return slices.Sorted(maps.Keys(u.gpus)) }
 
-func sortedBDFs(m map[BDF]struct{}) []BDF {
+// IsEmpty reports whether u holds nothing.
+func (u Used) IsEmpty() bool {
+	return len(u.pfs)+len(u.vfs)+len(u.exPF)+len(u.exRt)+len(u.gpus) == 0
+}
+
+func sortedBDFs(m map[BDF]int) []BDF {
 	out := slices.Collect(maps.Keys(m))
 	slices.SortFunc(out, BDF.Compare)
 	return out
 }
 
-func has[K comparable](m map[K]struct{}, k K) bool {
-	_, ok := m[k]
-	return ok
+func has[K comparable](m map[K]int, k K) bool {
+	return m[k] > 0
 }

@@ -18,10 +18,6 @@ func TestValidateNode(t *testing.T) {
 			d := nic(0, "0000:5e:00.0", "r", 0, nil)
 			return []DeviceInfo{good, d}
 		}, "devices[1].minor: Duplicate value"},
-		{"a bad VF address is named", func() []DeviceInfo {
-			d := nic(0, "0000:3b:00.0", "r", 0, nil, "0000:3b:00.9")
-			return []DeviceInfo{d}
-		}, "devices[0].vfGroups[0].vfs[0].busID: Invalid value: \"0000:3b:00.9\""},
 		{"an unknown type is named", func() []DeviceInfo { d := good; d.Type = "tpu"; return []DeviceInfo{d} }, "devices[0].type: Unsupported value"},
 		{"an RDMA device without any BDF is named", func() []DeviceInfo {
 			d := nic(0, "", "r", 0, nil)
@@ -122,5 +118,41 @@ func TestModeIgnoresUnhealthyPFs(t *testing.T) {
 	}
 	if len(a.NICs) != 1 || a.NICs[0].Whole || len(a.NICs[0].VFs) != 2 {
 		t.Fatalf("want 2 VFs of the healthy PF, got %+v", a.NICs)
+	}
+}
+
+// A malformed VF address skips that VF only: the node stays schedulable with its other
+// VFs, and the problem is reported by the inventory's Errors (and by ValidateNode).
+func TestMalformedVFAddressIsSkippedAndReported(t *testing.T) {
+	n := Node{Name: "n1", Devices: []DeviceInfo{
+		nic(0, "0000:3b:00.0", "r", 0, nil, "0000:3b:00.9", "0000:3b:00.2", "0000:3b:00.1a"),
+		nic(1, "0000:af:00.0", "r", 0, nil, "0000:af:00.2"),
+	}}
+	if errs := ValidateNode(n); len(errs) != 2 || !strings.Contains(errs.ToAggregate().Error(), `devices[0].vfGroups[0].vfs[0].busID: Invalid value: "0000:3b:00.9"`) {
+		t.Fatalf("ValidateNode: %v", errs)
+	}
+	inv, err := NewInventory(n)
+	if err != nil {
+		t.Fatalf("one bad VF rejected the node: %v", err)
+	}
+	got := inv.Errors()
+	if len(got) != 2 || got[0].Field != "devices[0].vfGroups[0].vfs[0].busID" || got[1].Field != "devices[0].vfGroups[0].vfs[2].busID" {
+		t.Fatalf("inventory errors %v", got)
+	}
+	a, err := Allocate(inv, Used{}, Request{Count: 2})
+	if err != nil || a.Units() != 2 || a.NICs[0].VFs[0].BDF.String() != "0000:3b:00.2" || a.NICs[1].VFs[0].BDF.String() != "0000:af:00.2" {
+		t.Fatalf("allocation %+v, %v", a, err)
+	}
+	if c, _ := Capacity(inv, CountModel); c.Name(ResourceRDMA, "").Value() != 2 {
+		t.Fatalf("capacity %v counts the skipped VFs", c)
+	}
+	if clean := mustInv(t, "n2", nic(0, "0000:3b:00.0", "r", 0, nil, "0000:3b:00.2")); clean.Errors() != nil {
+		t.Fatalf("errors on a clean node: %v", clean.Errors())
+	}
+	bad := n
+	bad.Devices = append([]DeviceInfo{}, n.Devices...)
+	bad.Devices[1].Minor = nil
+	if _, err := NewInventory(bad); err == nil || !strings.Contains(err.Error(), "devices[1].minor") {
+		t.Fatalf("another error still rejects the node: %v", err)
 	}
 }

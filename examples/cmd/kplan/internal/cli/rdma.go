@@ -116,6 +116,11 @@ func runRDMA(o *options, objs []manifest.Object) (any, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: spec: %v", devObj.Where(), err)
 	}
+	// A scheduler skips a VF with a malformed address and keeps the node; a manifest
+	// checker reports it.
+	if errs := inv.Errors(); len(errs) > 0 {
+		return nil, fmt.Errorf("%s: spec: node %s: %v", devObj.Where(), devObj.Name, errs.ToAggregate())
+	}
 	var others []*corev1.Pod
 	var otherObjs []*manifest.Object
 	for i, p := range pods {
