@@ -224,10 +224,10 @@ func (p *Plugin) PreFilter(ctx context.Context, state fwk.CycleState, pod *corev
 	if err != nil {
 		return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, fmt.Sprintf("pod %s: RDMA request: %v", rdma.PodName(pod), err))
 	}
-	if isZero(req) {
+	if req.IsZero() {
 		return nil, fwk.NewStatus(fwk.Skip)
 	}
-	if err := validate(req); err != nil {
+	if err := req.Validate(); err != nil {
 		return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, fmt.Sprintf("pod %s: RDMA request: %v", rdma.PodName(pod), err))
 	}
 	// Before the first allocation the plugin must have seen every bound pod's
@@ -249,9 +249,9 @@ func (p *Plugin) PreFilterExtensions() fwk.PreFilterExtensions { return nil }
 // which may still appear.
 func statusFor(err error) *fwk.Status {
 	switch {
-	case errors.Is(err, errInsufficient):
+	case errors.Is(err, rdma.ErrInsufficient):
 		return fwk.NewStatus(fwk.Unschedulable, "not enough free RDMA devices now: "+err.Error())
-	case errors.Is(err, errUnsatisfiable):
+	case errors.Is(err, rdma.ErrUnsatisfiable):
 		return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, "RDMA request can never fit: "+err.Error())
 	default:
 		return fwk.NewStatus(fwk.Unschedulable, err.Error())
@@ -269,7 +269,7 @@ func (p *Plugin) Filter(_ context.Context, state fwk.CycleState, _ *corev1.Pod, 
 	if err != nil {
 		return statusFor(err)
 	}
-	if err := fits(inv, used, d.req); err != nil {
+	if err := rdma.Fits(inv, used, d.req); err != nil {
 		return statusFor(err)
 	}
 	return nil
@@ -358,7 +358,7 @@ func (p *Plugin) PreBind(ctx context.Context, state fwk.CycleState, pod *corev1.
 // pods without one sign with nothing.
 func (p *Plugin) SignPod(_ context.Context, pod *corev1.Pod) ([]fwk.SignFragment, *fwk.Status) {
 	req, err := rdma.RequestFromPod(pod, p.model)
-	if err != nil || !isZero(req) {
+	if err != nil || !req.IsZero() {
 		return nil, fwk.NewStatus(fwk.Unschedulable, "pods with an RDMA request are placed one by one")
 	}
 	return nil, nil
@@ -394,7 +394,7 @@ func (p *Plugin) hintPodDeleted(_ klog.Logger, pod *corev1.Pod, oldObj, _ any) (
 // device there is free.
 func (p *Plugin) couldEverFit(pod *corev1.Pod) bool {
 	req, err := rdma.RequestFromPod(pod, p.model)
-	if err != nil || validate(req) != nil {
+	if err != nil || req.Validate() != nil {
 		return false
 	}
 	for _, n := range p.state.nodes() {
@@ -402,7 +402,7 @@ func (p *Plugin) couldEverFit(pod *corev1.Pod) bool {
 		if err != nil {
 			continue
 		}
-		if fits(inv, rdma.Used{}, req) == nil {
+		if rdma.Fits(inv, rdma.Used{}, req) == nil {
 			return true
 		}
 	}

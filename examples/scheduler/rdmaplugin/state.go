@@ -63,7 +63,7 @@ func newCluster() *cluster {
 func (c *cluster) setDevice(obj *unstructured.Unstructured) {
 	name := obj.GetName()
 	var d nodeDevices
-	n, err := nodeFromDevice(obj)
+	n, err := rdma.NodeFromDevice(obj)
 	if err == nil {
 		d.inv, err = rdma.NewInventory(n)
 	}
@@ -202,7 +202,7 @@ func (c *cluster) reserve(uid types.UID, node string, req rdma.Request) (rdma.Al
 	if err != nil {
 		return rdma.Allocation{}, err
 	}
-	a, err := allocate(inv, used, req)
+	a, err := rdma.Allocate(inv, used, req)
 	if err != nil {
 		return rdma.Allocation{}, err
 	}
