@@ -300,9 +300,8 @@ type testNode struct {
 	inv  *rdma.Inventory
 }
 
-// createNodes creates Node objects (schedulable, Ready, with koordinator.sh/rdma and
-// nvidia.com/gpu capacity as koordlet would report them) and their Device objects.
-// They are deleted at the end of the test.
+// createNodes creates the nodes (see createNode), deleted at the end of the test, and
+// returns them with their inventories.
 func createNodes(t *testing.T, ctx context.Context, nodes ...rdma.Node) map[string]*testNode {
 	t.Helper()
 	out := map[string]*testNode{}
@@ -312,53 +311,63 @@ func createNodes(t *testing.T, ctx context.Context, nodes ...rdma.Node) map[stri
 			t.Fatal(err)
 		}
 		out[n.Name] = &testNode{node: n, inv: inv}
-		capacity, err := rdma.Capacity(inv, rdma.CountModel)
-		if err != nil {
-			t.Fatal(err)
-		}
-		gpus := 0
-		for _, d := range n.Devices {
-			if d.Type == rdma.GPU {
-				gpus++
-			}
-		}
-		capacity[corev1.ResourceCPU] = resource.MustParse("64")
-		capacity[corev1.ResourceMemory] = resource.MustParse("256Gi")
-		capacity[corev1.ResourcePods] = resource.MustParse("110")
-		capacity[rdma.ResourceNvidiaGPU] = *resource.NewQuantity(int64(gpus), resource.DecimalSI)
-
-		obj, err := deviceObject(n)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := dyn.Resource(deviceGVR).Create(ctx, obj, metav1.CreateOptions{}); err != nil {
-			t.Fatalf("create Device %s: %v", n.Name, err)
-		}
-		node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: n.Name, Labels: map[string]string{"kubernetes.io/hostname": n.Name}}}
-		created, err := cs.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{})
-		if err != nil {
-			t.Fatalf("create Node %s: %v", n.Name, err)
-		}
-		// The API server's admission taints new nodes not-ready; no node controller runs
-		// here to lift it.
-		created.Spec.Taints = nil
-		if created, err = cs.CoreV1().Nodes().Update(ctx, created, metav1.UpdateOptions{}); err != nil {
-			t.Fatal(err)
-		}
-		created.Status.Capacity = capacity
-		created.Status.Allocatable = capacity
-		created.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue, Reason: "KubeletReady", LastHeartbeatTime: metav1.Now(), LastTransitionTime: metav1.Now()}}
-		if _, err := cs.CoreV1().Nodes().UpdateStatus(ctx, created, metav1.UpdateOptions{}); err != nil {
-			t.Fatal(err)
-		}
 		name := n.Name
 		t.Cleanup(func() {
 			ctx := context.Background()
 			_ = cs.CoreV1().Nodes().Delete(ctx, name, metav1.DeleteOptions{})
 			_ = dyn.Resource(deviceGVR).Delete(ctx, name, metav1.DeleteOptions{})
 		})
+		if err := createNode(ctx, n); err != nil {
+			t.Fatal(err)
+		}
 	}
 	return out
+}
+
+// createNode creates a Node object (schedulable, Ready, with koordinator.sh/rdma and
+// nvidia.com/gpu capacity as koordlet would report them) and its Device object.
+func createNode(ctx context.Context, n rdma.Node) error {
+	inv, err := rdma.NewInventory(n)
+	if err != nil {
+		return err
+	}
+	capacity, err := rdma.Capacity(inv, rdma.CountModel)
+	if err != nil {
+		return err
+	}
+	gpus := 0
+	for _, d := range n.Devices {
+		if d.Type == rdma.GPU {
+			gpus++
+		}
+	}
+	capacity[corev1.ResourceCPU] = resource.MustParse("64")
+	capacity[corev1.ResourceMemory] = resource.MustParse("256Gi")
+	capacity[corev1.ResourcePods] = resource.MustParse("110")
+	capacity[rdma.ResourceNvidiaGPU] = *resource.NewQuantity(int64(gpus), resource.DecimalSI)
+	obj, err := deviceObject(n)
+	if err != nil {
+		return err
+	}
+	if _, err := dyn.Resource(deviceGVR).Create(ctx, obj, metav1.CreateOptions{}); err != nil {
+		return fmt.Errorf("create Device %s: %w", n.Name, err)
+	}
+	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: n.Name, Labels: map[string]string{"kubernetes.io/hostname": n.Name}}}
+	created, err := cs.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{})
+	if err != nil {
+		return fmt.Errorf("create Node %s: %w", n.Name, err)
+	}
+	// The API server's admission taints new nodes not-ready; no node controller runs
+	// here to lift it.
+	created.Spec.Taints = nil
+	if created, err = cs.CoreV1().Nodes().Update(ctx, created, metav1.UpdateOptions{}); err != nil {
+		return err
+	}
+	created.Status.Capacity = capacity
+	created.Status.Allocatable = capacity
+	created.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue, Reason: "KubeletReady", LastHeartbeatTime: metav1.Now(), LastTransitionTime: metav1.Now()}}
+	_, err = cs.CoreV1().Nodes().UpdateStatus(ctx, created, metav1.UpdateOptions{})
+	return err
 }
 
 // deviceObject is n as koordinator's Device object. health is required by the CRD, so

@@ -232,11 +232,21 @@ func (p *Plugin) PreFilter(ctx context.Context, state fwk.CycleState, pod *corev
 	}
 	// Before the first allocation the plugin must have seen every bound pod's
 	// annotation, or it could hand out a device a bound pod holds.
-	if !cache.WaitForCacheSync(ctx.Done(), p.synced...) {
+	if !p.hasSynced() && !cache.WaitForCacheSync(ctx.Done(), p.synced...) {
 		return nil, fwk.AsStatus(fmt.Errorf("%s: informers did not sync: %w", Name, context.Cause(ctx)))
 	}
 	state.Write(stateKey, &cycleData{req: req})
 	return nil, nil
+}
+
+// hasSynced reports whether every informer handler has seen its initial list.
+func (p *Plugin) hasSynced() bool {
+	for _, f := range p.synced {
+		if !f() {
+			return false
+		}
+	}
+	return true
 }
 
 // PreFilterExtensions returns nil: preemption's what-if simulation does not release
