@@ -199,6 +199,7 @@ const stateKey fwk.StateKey = Name
 
 type cycleData struct {
 	req   rdma.Request
+	key   string // req's canonical encoding, the key of the plugin's per-node cache
 	alloc *rdma.Allocation
 }
 
@@ -235,7 +236,11 @@ func (p *Plugin) PreFilter(ctx context.Context, state fwk.CycleState, pod *corev
 	if !p.hasSynced() && !cache.WaitForCacheSync(ctx.Done(), p.synced...) {
 		return nil, fwk.AsStatus(fmt.Errorf("%s: informers did not sync: %w", Name, context.Cause(ctx)))
 	}
-	state.Write(stateKey, &cycleData{req: req})
+	key, err := json.Marshal(req) // maps encode with sorted keys: canonical
+	if err != nil {
+		return nil, fwk.AsStatus(err)
+	}
+	state.Write(stateKey, &cycleData{req: req, key: string(key)})
 	return nil, nil
 }
 
@@ -275,11 +280,7 @@ func (p *Plugin) Filter(_ context.Context, state fwk.CycleState, _ *corev1.Pod, 
 	if err != nil {
 		return fwk.AsStatus(err)
 	}
-	inv, used, err := p.state.state(ni.Node().Name)
-	if err != nil {
-		return statusFor(err)
-	}
-	if err := rdma.Fits(inv, used, d.req); err != nil {
+	if err := p.state.filter(ni.Node().Name, d.key, d.req); err != nil {
 		return statusFor(err)
 	}
 	return nil
@@ -299,11 +300,7 @@ func (p *Plugin) Score(_ context.Context, state fwk.CycleState, _ *corev1.Pod, n
 	if err != nil {
 		return 0, fwk.AsStatus(err)
 	}
-	inv, used, err := p.state.state(ni.Node().Name)
-	if err != nil {
-		return 0, nil
-	}
-	s, err := rdma.Score(inv, used, d.req, p.score)
+	s, err := p.state.score(ni.Node().Name, d.key, d.req, p.score)
 	if err != nil {
 		return 0, nil // Filter passed; the node changed since. Reserve will tell.
 	}

@@ -42,7 +42,22 @@ type cluster struct {
 	podNode  map[types.UID]string                 // pod -> node it is counted on
 	reserved map[types.UID]reservation            // pod -> allocation not yet seen bound
 	used     map[string]usedEntry                 // node -> cached Used
+	// results caches Filter and Score per node and request (see filter): the
+	// scheduler tries every pod on hundreds of nodes, and pods of one workload ask the
+	// same, while a binding changes one node.
+	results map[string]map[string]*result // node -> request key -> result
 }
+
+// result is a cached Fits (and, once Score asked, Score) of one request on one node.
+type result struct {
+	fit      error
+	scored   bool
+	score    int64
+	scoreErr error
+}
+
+// maxResults bounds the requests cached per node; past it the node's cache is reset.
+const maxResults = 16
 
 type usedEntry struct {
 	used rdma.Used
@@ -56,7 +71,60 @@ func newCluster() *cluster {
 		podNode:  map[types.UID]string{},
 		reserved: map[types.UID]reservation{},
 		used:     map[string]usedEntry{},
+		results:  map[string]map[string]*result{},
 	}
+}
+
+// invalidate drops what is cached for a node after its inventory or holders changed.
+func (c *cluster) invalidate(node string) {
+	delete(c.used, node)
+	delete(c.results, node)
+}
+
+// filter is rdma.Fits of req (whose canonical encoding is key) on node, cached until
+// the node changes.
+func (c *cluster) filter(node, key string, req rdma.Request) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	r, err := c.resultLocked(node, key, req)
+	if err != nil {
+		return err
+	}
+	return r.fit
+}
+
+// score is rdma.Score of req on node, cached like filter.
+func (c *cluster) score(node, key string, req rdma.Request, opts rdma.ScoreOptions) (int64, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	r, err := c.resultLocked(node, key, req)
+	if err != nil {
+		return 0, err
+	}
+	if !r.scored {
+		inv, used, _ := c.stateLocked(node)
+		r.score, r.scoreErr = rdma.Score(inv, used, req, opts)
+		r.scored = true
+	}
+	return r.score, r.scoreErr
+}
+
+func (c *cluster) resultLocked(node, key string, req rdma.Request) (*result, error) {
+	inv, used, err := c.stateLocked(node)
+	if err != nil {
+		return nil, err
+	}
+	m := c.results[node]
+	if r, ok := m[key]; ok {
+		return r, nil
+	}
+	if m == nil || len(m) >= maxResults {
+		m = map[string]*result{}
+		c.results[node] = m
+	}
+	r := &result{fit: rdma.Fits(inv, used, req)}
+	m[key] = r
+	return r, nil
 }
 
 // setDevice records the inventory of a Device object (named like its node).
@@ -73,7 +141,7 @@ func (c *cluster) setDevice(obj *unstructured.Unstructured) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.devices[name] = d
-	delete(c.used, name)
+	c.invalidate(name)
 }
 
 // deleteDevice forgets a node's inventory.
@@ -81,7 +149,7 @@ func (c *cluster) deleteDevice(name string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	delete(c.devices, name)
-	delete(c.used, name)
+	c.invalidate(name)
 }
 
 // holds reports whether a pod counts as holding devices: bound, not finished, with
@@ -108,11 +176,11 @@ func (c *cluster) setPod(pod *corev1.Pod) {
 	}
 	c.pods[node][pod.UID] = pod
 	c.podNode[pod.UID] = node
-	delete(c.used, node)
+	c.invalidate(node)
 	// The bound pod's annotation now carries what Reserve allocated.
 	if r, ok := c.reserved[pod.UID]; ok {
 		delete(c.reserved, pod.UID)
-		delete(c.used, r.node)
+		c.invalidate(r.node)
 	}
 }
 
@@ -123,7 +191,7 @@ func (c *cluster) deletePod(uid types.UID) {
 	c.dropPod(uid)
 	if r, ok := c.reserved[uid]; ok {
 		delete(c.reserved, uid)
-		delete(c.used, r.node)
+		c.invalidate(r.node)
 	}
 }
 
@@ -137,7 +205,7 @@ func (c *cluster) dropPod(uid types.UID) {
 		delete(c.pods, node)
 	}
 	delete(c.podNode, uid)
-	delete(c.used, node)
+	c.invalidate(node)
 }
 
 // inventory returns a node's inventory; an error when the node has no valid Device
@@ -196,7 +264,7 @@ func (c *cluster) reserve(uid types.UID, node string, req rdma.Request) (rdma.Al
 	defer c.mu.Unlock()
 	if r, ok := c.reserved[uid]; ok { // a retry: release the previous attempt first
 		delete(c.reserved, uid)
-		delete(c.used, r.node)
+		c.invalidate(r.node)
 	}
 	inv, used, err := c.stateLocked(node)
 	if err != nil {
@@ -207,7 +275,7 @@ func (c *cluster) reserve(uid types.UID, node string, req rdma.Request) (rdma.Al
 		return rdma.Allocation{}, err
 	}
 	c.reserved[uid] = reservation{node: node, alloc: a}
-	delete(c.used, node)
+	c.invalidate(node)
 	return a, nil
 }
 
@@ -217,7 +285,7 @@ func (c *cluster) unreserve(uid types.UID) {
 	defer c.mu.Unlock()
 	if r, ok := c.reserved[uid]; ok {
 		delete(c.reserved, uid)
-		delete(c.used, r.node)
+		c.invalidate(r.node)
 	}
 }
 
