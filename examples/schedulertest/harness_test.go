@@ -234,9 +234,9 @@ func schedulerConfig(t *testing.T, dir string, edit func(cfg map[string]any)) st
 	return p
 }
 
-// startScheduler starts kube-scheduler with the plugin; it is stopped at the end of
-// the test, and its log printed when the test failed.
-func startScheduler(t *testing.T, edit func(cfg map[string]any)) *scheduler {
+// startScheduler starts kube-scheduler with the plugin and extra command-line args; it
+// is stopped at the end of the test, and its log printed when the test failed.
+func startScheduler(t *testing.T, edit func(cfg map[string]any), args ...string) *scheduler {
 	t.Helper()
 	dir := t.TempDir()
 	cfg := schedulerConfig(t, dir, edit)
@@ -245,7 +245,7 @@ func startScheduler(t *testing.T, edit func(cfg map[string]any)) *scheduler {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s.cmd = exec.Command(schedBin, "--config="+cfg, "--secure-port=0", "-v=2")
+	s.cmd = exec.Command(schedBin, append([]string{"--config=" + cfg, "--secure-port=0", "-v=2"}, args...)...)
 	s.cmd.Stdout, s.cmd.Stderr = logf, logf
 	if err := s.cmd.Start(); err != nil {
 		t.Fatal(err)

@@ -36,7 +36,7 @@ type nodeDevices struct {
 // from handing out a device twice: PreBind writes the annotation before the pod is
 // bound, so every bound pod carries its devices.
 type cluster struct {
-	mu       sync.Mutex
+	mu       sync.RWMutex
 	devices  map[string]nodeDevices               // node -> inventory
 	pods     map[string]map[types.UID]*corev1.Pod // node -> bound pods with an allocation
 	podNode  map[types.UID]string                 // pod -> node it is counted on
@@ -84,6 +84,13 @@ func (c *cluster) invalidate(node string) {
 // filter is rdma.Fits of req (whose canonical encoding is key) on node, cached until
 // the node changes.
 func (c *cluster) filter(node, key string, req rdma.Request) error {
+	// Hundreds of Filter calls run in parallel per pod; most find their answer cached.
+	c.mu.RLock()
+	r, ok := c.results[node][key]
+	c.mu.RUnlock()
+	if ok {
+		return r.fit
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	r, err := c.resultLocked(node, key, req)
@@ -95,6 +102,13 @@ func (c *cluster) filter(node, key string, req rdma.Request) error {
 
 // score is rdma.Score of req on node, cached like filter.
 func (c *cluster) score(node, key string, req rdma.Request, opts rdma.ScoreOptions) (int64, error) {
+	c.mu.RLock()
+	r, ok := c.results[node][key]
+	if ok && r.scored {
+		c.mu.RUnlock()
+		return r.score, r.scoreErr
+	}
+	c.mu.RUnlock()
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	r, err := c.resultLocked(node, key, req)
