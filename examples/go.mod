@@ -6,6 +6,7 @@ replace github.com/kplan-dev/kplan => ../
 
 require (
 	github.com/go-logr/logr v1.4.3
+	github.com/google/go-cmp v0.7.0
 	github.com/kplan-dev/kplan v0.0.0-00010101000000-000000000000
 	github.com/prometheus/client_golang v1.24.0
 	k8s.io/api v0.37.0

@@ -27,11 +27,11 @@ const examplesModule = "github.com/kplan-dev/kplan/examples"
 var tools = []string{"etcd", "kube-apiserver"}
 
 // ldflags returns the linker flags for a tool: no symbol tables, and for the API
-// server the version fields it reports (a build outside the Kubernetes repository
-// would otherwise report v0.0.0).
+// server and the scheduler the version fields they report (a build outside the
+// Kubernetes repository would otherwise report v0.0.0).
 func ldflags(tool string) string {
 	flags := []string{"-s", "-w"}
-	if tool == "kube-apiserver" {
+	if tool == "kube-apiserver" || tool == schedulerBinary {
 		minor := strings.Split(KubeVersion, ".")[1]
 		for _, pkg := range []string{"k8s.io/component-base/version", "k8s.io/client-go/pkg/version"} {
 			flags = append(flags,
@@ -142,7 +142,7 @@ func EnsureBinaries(ctx context.Context, log io.Writer) (string, error) {
 	for _, tool := range tools {
 		start := time.Now()
 		fmt.Fprintf(log, "testenv: building %s into %s (the first build takes minutes)\n", tool, dir)
-		if err := build(ctx, root, dir, tool); err != nil {
+		if err := buildModule(ctx, filepath.Join(root, "tools", "envtestbin", tool), dir, tool); err != nil {
 			return "", err
 		}
 		fmt.Fprintf(log, "testenv: built %s in %s\n", tool, time.Since(start).Round(time.Second))
@@ -169,12 +169,13 @@ func fresh(dir, stamp string) bool {
 	return err == nil && strings.TrimSpace(string(b)) == stamp && hasTools(dir)
 }
 
-// build builds one tool module into dir/tool, through a temporary file so a failed or
-// interrupted build never leaves a partial binary.
-func build(ctx context.Context, root, dir, tool string) error {
+// buildModule builds the main package of the module in moduleDir into dir/tool,
+// through a temporary file so a failed or interrupted build never leaves a partial
+// binary.
+func buildModule(ctx context.Context, moduleDir, dir, tool string) error {
 	tmp := filepath.Join(dir, "."+tool+".tmp")
 	cmd := exec.CommandContext(ctx, "go", "build", "-ldflags", ldflags(tool), "-o", tmp, ".")
-	cmd.Dir = filepath.Join(root, "tools", "envtestbin", tool)
+	cmd.Dir = moduleDir
 	cmd.Env = buildEnv(os.Environ())
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out

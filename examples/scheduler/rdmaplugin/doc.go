@@ -1,0 +1,36 @@
+// Package rdmaplugin is a kube-scheduler plugin that allocates RDMA NICs (whole PFs or
+// SR-IOV VFs, alone or jointly with GPUs) with kplan's rdma package, from koordinator's
+// Device objects (scheduling.koordinator.sh/v1alpha1, one per node).
+//
+// # Extension points
+//
+//   - PreFilter decodes the pod's request (rdma.RequestFromPod: the koordinator.sh/rdma
+//     resource and the allocate-hint and joint-allocate annotations) once per cycle.
+//     Pods without a request skip the plugin.
+//   - Filter fits the request against the node's inventory and what bound pods (from
+//     their device-allocated annotations) and reserved pods (assumed, still binding)
+//     hold. Not enough free devices now is Unschedulable; a request the node can never
+//     satisfy is UnschedulableAndUnresolvable. The status message is rdma's error,
+//     naming the node and what ran out.
+//   - Score is rdma.Score (LeastAllocated or MostAllocated, plus a topology share).
+//   - Reserve allocates and holds the devices; Unreserve releases them.
+//   - PreBind writes scheduling.koordinator.sh/device-allocated on the pod, before it
+//     is bound.
+//
+// # State
+//
+// The plugin keeps, per node, the inventory (rebuilt when the Device object changes)
+// and what pods hold (rebuilt from the bound pods' annotations when they change, plus
+// reservations). Nothing else is remembered across restarts: a restarted scheduler
+// rebuilds the state from the annotations, which PreBind writes before binding, so no
+// device is handed out twice.
+//
+// Pods rejected by the plugin are requeued when a pod holding devices is deleted (only
+// if the pod could fit some node at all), and when a node or Device object is added
+// or changed.
+//
+// # Arguments
+//
+// See Args: capacityModel (Count or Percent), scoringStrategy (LeastAllocated or
+// MostAllocated), topologyWeight (0..100).
+package rdmaplugin

@@ -1,0 +1,417 @@
+package rdmaplugin
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/dynamic/dynamicinformer"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2"
+	fwk "k8s.io/kube-scheduler/framework"
+	frameworkruntime "k8s.io/kubernetes/pkg/scheduler/framework/runtime"
+
+	"github.com/kplan-dev/kplan/rdma"
+)
+
+// Name is the plugin's name in a KubeSchedulerConfiguration.
+const Name = "KplanRDMA"
+
+// DeviceResource is koordinator's Device resource, one object per node named like it.
+var DeviceResource = schema.GroupVersionResource{Group: "scheduling.koordinator.sh", Version: "v1alpha1", Resource: "devices"}
+
+// deviceEvent is the scheduler's event resource for Device objects (plural.version.group).
+const deviceEvent fwk.EventResource = "devices.v1alpha1.scheduling.koordinator.sh"
+
+// Args are the plugin's arguments (pluginConfig[].args in a KubeSchedulerConfiguration).
+type Args struct {
+	// CapacityModel is how a pod's koordinator.sh/rdma request is counted: "Count"
+	// (the default: the number of PFs or VFs) or "Percent" (100 per PF, as
+	// koordinator upstream).
+	CapacityModel string `json:"capacityModel,omitempty"`
+	// ScoringStrategy is "LeastAllocated" (the default: spread) or "MostAllocated"
+	// (pack).
+	ScoringStrategy string `json:"scoringStrategy,omitempty"`
+	// TopologyWeight (0..100) is the share of the score given to NICs sharing the
+	// GPUs' PCIe roots; default 0.
+	TopologyWeight int64 `json:"topologyWeight,omitempty"`
+}
+
+// Plugin allocates RDMA NICs (PFs or SR-IOV VFs, jointly with GPUs) with kplan's rdma
+// package: PreFilter decodes the pod's request, Filter and Score use the node's
+// Device object and what bound and reserved pods hold, Reserve allocates, Unreserve
+// releases, and PreBind writes the scheduling.koordinator.sh/device-allocated
+// annotation.
+type Plugin struct {
+	handle fwk.Handle
+	model  rdma.CapacityModel
+	score  rdma.ScoreOptions
+	state  *cluster
+	synced []cache.InformerSynced
+}
+
+var (
+	_ fwk.PreFilterPlugin            = (*Plugin)(nil)
+	_ fwk.FilterPlugin               = (*Plugin)(nil)
+	_ fwk.ScorePlugin                = (*Plugin)(nil)
+	_ fwk.ReservePlugin              = (*Plugin)(nil)
+	_ fwk.PreBindPlugin              = (*Plugin)(nil)
+	_ fwk.EnqueueExtensions          = (*Plugin)(nil)
+	_ fwk.SignPlugin                 = (*Plugin)(nil)
+	_ frameworkruntime.PluginFactory = New
+)
+
+// New builds the plugin from its arguments and starts watching Device objects and
+// pods. It is the factory to register with app.WithPlugin(Name, New).
+func New(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, error) {
+	args, err := decodeArgs(obj)
+	if err != nil {
+		return nil, err
+	}
+	p, err := newPlugin(args, h)
+	if err != nil {
+		return nil, err
+	}
+	if h.KubeConfig() == nil || h.SharedInformerFactory() == nil {
+		return p, nil // unit tests feed the state directly
+	}
+	// Pods: the scheduler's own informer, so bound pods are seen as the scheduler
+	// sees them.
+	reg, err := h.SharedInformerFactory().Core().V1().Pods().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(o any) { p.onPod(o) },
+		UpdateFunc: func(_, o any) { p.onPod(o) },
+		DeleteFunc: func(o any) { p.onPodDelete(o) },
+	})
+	if err != nil {
+		return nil, fmt.Errorf("%s: watch pods: %w", Name, err)
+	}
+	p.synced = append(p.synced, reg.HasSynced)
+	dyn, err := dynamic.NewForConfig(h.KubeConfig())
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", Name, err)
+	}
+	factory := dynamicinformer.NewDynamicSharedInformerFactory(dyn, 0)
+	inf := factory.ForResource(DeviceResource).Informer()
+	dreg, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(o any) { p.onDevice(o) },
+		UpdateFunc: func(_, o any) { p.onDevice(o) },
+		DeleteFunc: func(o any) { p.onDeviceDelete(o) },
+	})
+	if err != nil {
+		return nil, fmt.Errorf("%s: watch devices: %w", Name, err)
+	}
+	p.synced = append(p.synced, dreg.HasSynced)
+	factory.Start(ctx.Done())
+	return p, nil
+}
+
+func newPlugin(args Args, h fwk.Handle) (*Plugin, error) {
+	p := &Plugin{handle: h, state: newCluster()}
+	switch args.CapacityModel {
+	case "", "Count":
+		p.model = rdma.CountModel
+	case "Percent":
+		p.model = rdma.PercentModel
+	default:
+		return nil, fmt.Errorf("%s: args.capacityModel: %q is not Count or Percent", Name, args.CapacityModel)
+	}
+	switch args.ScoringStrategy {
+	case "", "LeastAllocated":
+		p.score.Strategy = rdma.LeastAllocated
+	case "MostAllocated":
+		p.score.Strategy = rdma.MostAllocated
+	default:
+		return nil, fmt.Errorf("%s: args.scoringStrategy: %q is not LeastAllocated or MostAllocated", Name, args.ScoringStrategy)
+	}
+	if args.TopologyWeight < 0 || args.TopologyWeight > 100 {
+		return nil, fmt.Errorf("%s: args.topologyWeight: %d is outside 0..100", Name, args.TopologyWeight)
+	}
+	p.score.TopologyWeight = args.TopologyWeight
+	return p, nil
+}
+
+func decodeArgs(obj runtime.Object) (Args, error) {
+	var args Args
+	if obj == nil {
+		return args, nil
+	}
+	if u, ok := obj.(*runtime.Unknown); ok {
+		if len(u.Raw) == 0 {
+			return args, nil
+		}
+		dec := json.NewDecoder(bytes.NewReader(u.Raw))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&args); err != nil {
+			return args, fmt.Errorf("%s: args: %w", Name, err)
+		}
+		return args, nil
+	}
+	if err := frameworkruntime.DecodeInto(obj, &args); err != nil {
+		return args, fmt.Errorf("%s: args: %w", Name, err)
+	}
+	return args, nil
+}
+
+// Name returns the plugin's name.
+func (p *Plugin) Name() string { return Name }
+
+func (p *Plugin) onPod(o any) {
+	if pod, ok := o.(*corev1.Pod); ok {
+		p.state.setPod(pod)
+	}
+}
+
+func (p *Plugin) onPodDelete(o any) {
+	if t, ok := o.(cache.DeletedFinalStateUnknown); ok {
+		o = t.Obj
+	}
+	if pod, ok := o.(*corev1.Pod); ok {
+		p.state.deletePod(pod.UID)
+	}
+}
+
+func (p *Plugin) onDevice(o any) {
+	if u, ok := o.(*unstructured.Unstructured); ok {
+		p.state.setDevice(u)
+	}
+}
+
+func (p *Plugin) onDeviceDelete(o any) {
+	if t, ok := o.(cache.DeletedFinalStateUnknown); ok {
+		o = t.Obj
+	}
+	if u, ok := o.(*unstructured.Unstructured); ok {
+		p.state.deleteDevice(u.GetName())
+	}
+}
+
+// stateKey keys the pod's request (and, after Reserve, its allocation) in CycleState.
+const stateKey fwk.StateKey = Name
+
+type cycleData struct {
+	req   rdma.Request
+	key   string // req's canonical encoding, the key of the plugin's per-node cache
+	alloc *rdma.Allocation
+}
+
+// Clone returns the data itself: it is not changed after PreFilter except by Reserve,
+// which runs once per cycle.
+func (d *cycleData) Clone() fwk.StateData { return d }
+
+func readCycle(state fwk.CycleState) (*cycleData, error) {
+	v, err := state.Read(stateKey)
+	if err != nil {
+		return nil, fmt.Errorf("%s: read cycle state: %w", Name, err)
+	}
+	d, ok := v.(*cycleData)
+	if !ok {
+		return nil, fmt.Errorf("%s: cycle state holds %T", Name, v)
+	}
+	return d, nil
+}
+
+// PreFilter decodes the pod's RDMA request; pods without one skip the plugin.
+func (p *Plugin) PreFilter(ctx context.Context, state fwk.CycleState, pod *corev1.Pod, _ []fwk.NodeInfo) (*fwk.PreFilterResult, *fwk.Status) {
+	req, err := rdma.RequestFromPod(pod, p.model)
+	if err != nil {
+		return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, fmt.Sprintf("pod %s: RDMA request: %v", rdma.PodName(pod), err))
+	}
+	if req.IsZero() {
+		return nil, fwk.NewStatus(fwk.Skip)
+	}
+	if err := req.Validate(); err != nil {
+		return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, fmt.Sprintf("pod %s: RDMA request: %v", rdma.PodName(pod), err))
+	}
+	// Before the first allocation the plugin must have seen every bound pod's
+	// annotation, or it could hand out a device a bound pod holds.
+	if !p.hasSynced() && !cache.WaitForCacheSync(ctx.Done(), p.synced...) {
+		return nil, fwk.AsStatus(fmt.Errorf("%s: informers did not sync: %w", Name, context.Cause(ctx)))
+	}
+	key, err := json.Marshal(req) // maps encode with sorted keys: canonical
+	if err != nil {
+		return nil, fwk.AsStatus(err)
+	}
+	state.Write(stateKey, &cycleData{req: req, key: string(key)})
+	return nil, nil
+}
+
+// hasSynced reports whether every informer handler has seen its initial list.
+func (p *Plugin) hasSynced() bool {
+	for _, f := range p.synced {
+		if !f() {
+			return false
+		}
+	}
+	return true
+}
+
+// PreFilterExtensions returns nil: preemption's what-if simulation does not release
+// devices (the plugin keeps its own state, not NodeInfo's pods).
+func (p *Plugin) PreFilterExtensions() fwk.PreFilterExtensions { return nil }
+
+// statusFor maps an rdma error to a scheduler status: ErrInsufficient (not enough free
+// now) is Unschedulable, anything else (ErrUnsatisfiable, a node without a valid
+// Device object) UnschedulableAndUnresolvable... except a missing Device object,
+// which may still appear.
+func statusFor(err error) *fwk.Status {
+	switch {
+	case errors.Is(err, rdma.ErrInsufficient):
+		return fwk.NewStatus(fwk.Unschedulable, "not enough free RDMA devices now: "+err.Error())
+	case errors.Is(err, rdma.ErrUnsatisfiable):
+		return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, "RDMA request can never fit: "+err.Error())
+	default:
+		return fwk.NewStatus(fwk.Unschedulable, err.Error())
+	}
+}
+
+// Filter reports whether the pod's request fits on the node given what bound and
+// reserved (assumed) pods hold there.
+func (p *Plugin) Filter(_ context.Context, state fwk.CycleState, _ *corev1.Pod, ni fwk.NodeInfo) *fwk.Status {
+	d, err := readCycle(state)
+	if err != nil {
+		return fwk.AsStatus(err)
+	}
+	if err := p.state.filter(ni.Node().Name, d.key, d.req); err != nil {
+		return statusFor(err)
+	}
+	return nil
+}
+
+// PreScore skips Score for pods PreFilter skipped (pods without an RDMA request).
+func (p *Plugin) PreScore(_ context.Context, state fwk.CycleState, _ *corev1.Pod, _ []fwk.NodeInfo) *fwk.Status {
+	if _, err := readCycle(state); err != nil {
+		return fwk.NewStatus(fwk.Skip)
+	}
+	return nil
+}
+
+// Score rates the node by rdma.Score (free units after the allocation, and topology).
+func (p *Plugin) Score(_ context.Context, state fwk.CycleState, _ *corev1.Pod, ni fwk.NodeInfo) (int64, *fwk.Status) {
+	d, err := readCycle(state)
+	if err != nil {
+		return 0, fwk.AsStatus(err)
+	}
+	s, err := p.state.score(ni.Node().Name, d.key, d.req, p.score)
+	if err != nil {
+		return 0, nil // Filter passed; the node changed since. Reserve will tell.
+	}
+	return s, nil
+}
+
+// ScoreExtensions returns nil: scores are already 0..100.
+func (p *Plugin) ScoreExtensions() fwk.ScoreExtensions { return nil }
+
+// Reserve allocates the devices on the chosen node and holds them for the pod until
+// its annotation is seen on the bound pod, or Unreserve.
+func (p *Plugin) Reserve(_ context.Context, state fwk.CycleState, pod *corev1.Pod, node string) *fwk.Status {
+	d, err := readCycle(state)
+	if err != nil {
+		return nil // PreFilter skipped this pod
+	}
+	a, err := p.state.reserve(pod.UID, node, d.req)
+	if err != nil {
+		return statusFor(err)
+	}
+	d.alloc = &a
+	return nil
+}
+
+// Unreserve releases what Reserve held for the pod.
+func (p *Plugin) Unreserve(_ context.Context, _ fwk.CycleState, pod *corev1.Pod, _ string) {
+	p.state.unreserve(pod.UID)
+}
+
+// PreBindPreFlight skips PreBind for pods without an RDMA request.
+func (p *Plugin) PreBindPreFlight(_ context.Context, state fwk.CycleState, _ *corev1.Pod, _ string) (*fwk.PreBindPreFlightResult, *fwk.Status) {
+	if d, err := readCycle(state); err != nil || d.alloc == nil {
+		return nil, fwk.NewStatus(fwk.Skip)
+	}
+	return &fwk.PreBindPreFlightResult{AllowParallel: true}, nil
+}
+
+// PreBind writes the allocation into the pod's device-allocated annotation.
+func (p *Plugin) PreBind(ctx context.Context, state fwk.CycleState, pod *corev1.Pod, node string) *fwk.Status {
+	d, err := readCycle(state)
+	if err != nil || d.alloc == nil {
+		return nil
+	}
+	value, err := rdma.EncodeAllocated(pod.Annotations[rdma.AnnotationDeviceAllocated], *d.alloc, p.model)
+	if err != nil {
+		return fwk.AsStatus(fmt.Errorf("pod %s: %w", rdma.PodName(pod), err))
+	}
+	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]string{rdma.AnnotationDeviceAllocated: value}}})
+	if err != nil {
+		return fwk.AsStatus(err)
+	}
+	_, err = p.handle.ClientSet().CoreV1().Pods(pod.Namespace).Patch(ctx, pod.Name, types.MergePatchType, patch, metav1.PatchOptions{})
+	if err != nil {
+		return fwk.AsStatus(fmt.Errorf("pod %s: write %s: %w", rdma.PodName(pod), rdma.AnnotationDeviceAllocated, err))
+	}
+	klog.FromContext(ctx).V(4).Info("allocated RDMA devices", "pod", klog.KObj(pod), "node", node, "annotation", value)
+	return nil
+}
+
+// SignPod refuses to sign pods with an RDMA request, so the scheduler never reuses
+// another pod's placement for them (their fit depends on the plugin's own state);
+// pods without one sign with nothing.
+func (p *Plugin) SignPod(_ context.Context, pod *corev1.Pod) ([]fwk.SignFragment, *fwk.Status) {
+	req, err := rdma.RequestFromPod(pod, p.model)
+	if err != nil || !req.IsZero() {
+		return nil, fwk.NewStatus(fwk.Unschedulable, "pods with an RDMA request are placed one by one")
+	}
+	return nil, nil
+}
+
+// EventsToRegister requeues pods the plugin rejected when devices may have been freed
+// (a bound pod deleted), or when a node or Device object appears or changes. A pod
+// that fits no node's inventory even when idle is not requeued by pod deletions.
+func (p *Plugin) EventsToRegister(context.Context) ([]fwk.ClusterEventWithHint, error) {
+	return []fwk.ClusterEventWithHint{
+		{Event: fwk.ClusterEvent{Resource: fwk.Pod, ActionType: fwk.Delete}, QueueingHintFn: p.hintPodDeleted},
+		{Event: fwk.ClusterEvent{Resource: fwk.Node, ActionType: fwk.Add}},
+		{Event: fwk.ClusterEvent{Resource: deviceEvent, ActionType: fwk.Add | fwk.Update}},
+	}, nil
+}
+
+func (p *Plugin) hintPodDeleted(_ klog.Logger, pod *corev1.Pod, oldObj, _ any) (fwk.QueueingHint, error) {
+	if t, ok := oldObj.(cache.DeletedFinalStateUnknown); ok {
+		oldObj = t.Obj
+	}
+	if gone, ok := oldObj.(*corev1.Pod); ok {
+		if _, held := gone.Annotations[rdma.AnnotationDeviceAllocated]; !held {
+			return fwk.QueueSkip, nil
+		}
+	}
+	if !p.couldEverFit(pod) {
+		return fwk.QueueSkip, nil
+	}
+	return fwk.Queue, nil
+}
+
+// couldEverFit reports whether the pod's request fits some known node when every
+// device there is free.
+func (p *Plugin) couldEverFit(pod *corev1.Pod) bool {
+	req, err := rdma.RequestFromPod(pod, p.model)
+	if err != nil || req.Validate() != nil {
+		return false
+	}
+	for _, n := range p.state.nodes() {
+		inv, err := p.state.inventory(n)
+		if err != nil {
+			continue
+		}
+		if rdma.Fits(inv, rdma.Used{}, req) == nil {
+			return true
+		}
+	}
+	return false
+}

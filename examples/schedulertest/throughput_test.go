@@ -1,0 +1,195 @@
+package schedulertest
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/watch"
+
+	"github.com/kplan-dev/kplan/rdma"
+)
+
+// throughputEnv names the scale of TestSchedulingThroughput, "<nodes>x<pods>"; the
+// test is skipped without it.
+const throughputEnv = "KPLAN_THROUGHPUT"
+
+// TestSchedulingThroughput measures scheduling throughput, scheduler_perf style: pods
+// are created first, then a scheduler is started and the time from its first to its
+// last binding is taken. Nodes have the issue's shape (2 PCIe roots x 4 GPUs x 2 PFs x
+// 8 VFs). Two runs on the same nodes:
+//
+//   - rdma: the plugin enabled, pods with a joint request (2 GPUs and 2 VFs on the
+//     GPUs' PCIe roots);
+//   - baseline: the same binary with the plugin disabled, pods without device requests;
+//   - the same baseline with the OpportunisticBatching feature off.
+//
+// Run with KPLAN_THROUGHPUT=<nodes>x<pods>, e.g. 1000x2000. KPLAN_THROUGHPUT_ARGS adds
+// command-line arguments to the scheduler of the rdma run, e.g. to serve pprof:
+// "--secure-port=10259 --authorization-always-allow-paths=/debug/pprof,/debug/pprof/profile
+// --authentication-skip-lookup".
+func TestSchedulingThroughput(t *testing.T) {
+	scale := os.Getenv(throughputEnv)
+	if scale == "" {
+		t.Skip("set " + throughputEnv + "=<nodes>x<pods> to measure")
+	}
+	needEnv(t)
+	var nNodes, nPods int
+	if _, err := fmt.Sscanf(scale, "%dx%d", &nNodes, &nPods); err != nil {
+		t.Fatalf("%s=%q: %v", throughputEnv, scale, err)
+	}
+	ctx := context.Background()
+	s := shape{roots: 2, gpus: 4, pfs: 2, vfs: 8}
+	var specs []rdma.Node
+	for i := 0; i < nNodes; i++ {
+		specs = append(specs, makeNode(fmt.Sprintf("tp-%04d", i), s))
+	}
+	start := time.Now()
+	createNodesParallel(t, ctx, specs)
+	t.Logf("created %d nodes with Device objects in %s", nNodes, time.Since(start).Round(time.Millisecond))
+
+	joint := podSpec{rdma: 2, gpus: 2, hint: &rdma.DeviceHint{VFSelector: &metav1.LabelSelector{}},
+		joint: &rdma.DeviceJointAllocate{DeviceTypes: []rdma.DeviceType{rdma.GPU, rdma.RDMA}, RequiredScope: rdma.JointSamePCIe}}
+	// scheduler_perf's client limits: the default (50 QPS) would measure the API
+	// client, not scheduling (a pod with RDMA costs two writes, PreBind's annotation
+	// patch and the binding, so it halves throughput at the default limit).
+	fast := func(cfg map[string]any) {
+		c := cfg["clientConnection"].(map[string]any)
+		c["qps"], c["burst"] = 5000, 5000
+	}
+	rdmaRate := measure(t, ctx, "tp-rdma", nPods, joint, fast, strings.Fields(os.Getenv("KPLAN_THROUGHPUT_ARGS"))...)
+	disable := func(cfg map[string]any) {
+		fast(cfg)
+		p := cfg["profiles"].([]any)[0].(map[string]any)
+		p["plugins"] = map[string]any{"multiPoint": map[string]any{"disabled": []any{map[string]any{"name": "KplanRDMA"}}}}
+		delete(p, "pluginConfig")
+	}
+	baseRate := measure(t, ctx, "tp-base", nPods, podSpec{}, disable)
+	// Pods with an RDMA request are never batched (the plugin refuses to sign them);
+	// identical plain pods are. The same baseline without opportunistic batching
+	// separates the plugin's own cost from batching's gain.
+	unbatchedRate := measure(t, ctx, "tp-base-unbatched", nPods, podSpec{}, disable, "--feature-gates=OpportunisticBatching=false")
+	t.Logf("scale %d nodes x %d pods: rdma %.1f pods/s, baseline %.1f pods/s (ratio %.2f), baseline without batching %.1f pods/s (ratio %.2f)",
+		nNodes, nPods, rdmaRate, baseRate, rdmaRate/baseRate, unbatchedRate, rdmaRate/unbatchedRate)
+}
+
+// measure creates n pods in a new namespace, starts a scheduler, waits until all are
+// bound and returns pods per second between the first and the last binding.
+func measure(t *testing.T, ctx context.Context, ns string, n int, spec podSpec, edit func(map[string]any), args ...string) float64 {
+	t.Helper()
+	namespace(t, ctx, ns)
+	start := time.Now()
+	parallel(t, n, func(i int) error {
+		_, err := cs.CoreV1().Pods(ns).Create(ctx, makePod(t, ns, fmt.Sprintf("p-%05d", i), spec), metav1.CreateOptions{})
+		return err
+	})
+	t.Logf("%s: created %d pods in %s", ns, n, time.Since(start).Round(time.Millisecond))
+	bound := map[string]bool{}
+	var first, last time.Time
+	see := func(p *corev1.Pod) {
+		if p.Spec.NodeName == "" || bound[p.Name] {
+			return
+		}
+		now := time.Now()
+		if first.IsZero() {
+			first = now
+		}
+		last = now
+		bound[p.Name] = true
+	}
+	list := func() string {
+		l, err := cs.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range l.Items {
+			see(&l.Items[i])
+		}
+		return l.ResourceVersion
+	}
+	rv := list()
+	sched := startScheduler(t, edit, args...)
+	deadline := time.Now().Add(time.Duration(n/5+120) * time.Second)
+	// Watch from the list; the API server may end a watch at any time: list again and
+	// watch on.
+	for len(bound) < n {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: %d of %d pods bound before the timeout", ns, len(bound), n)
+		}
+		w, err := cs.CoreV1().Pods(ns).Watch(ctx, metav1.ListOptions{ResourceVersion: rv})
+		if err != nil {
+			rv = list()
+			continue
+		}
+		for ev := range w.ResultChan() {
+			if p, ok := ev.Object.(*corev1.Pod); ok && (ev.Type == watch.Added || ev.Type == watch.Modified) {
+				see(p)
+				rv = p.ResourceVersion
+			}
+			if len(bound) == n || time.Now().After(deadline) {
+				break
+			}
+		}
+		w.Stop()
+		if len(bound) < n {
+			rv = list()
+		}
+	}
+	sched.stop()
+	rate := float64(n-1) / last.Sub(first).Seconds()
+	t.Logf("%s: %d pods bound in %s from the first binding: %.1f pods/s", ns, n, last.Sub(first).Round(time.Millisecond), rate)
+	if spec.rdma > 0 {
+		waitFor(t, ctx, time.Minute, "annotations", func(ctx context.Context) (bool, error) {
+			pods := listPods(t, ctx, ns)
+			return checkNoDeviceTwice(t, pods) == n, nil
+		})
+	}
+	zero := int64(0)
+	if err := cs.CoreV1().Pods(ns).DeleteCollection(ctx, metav1.DeleteOptions{GracePeriodSeconds: &zero}, metav1.ListOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	return rate
+}
+
+// createNodesParallel creates nodes (see createNode) with 8 concurrent clients.
+func createNodesParallel(t *testing.T, ctx context.Context, nodes []rdma.Node) {
+	t.Helper()
+	t.Cleanup(func() {
+		for _, n := range nodes {
+			_ = cs.CoreV1().Nodes().Delete(context.Background(), n.Name, metav1.DeleteOptions{})
+			_ = dyn.Resource(deviceGVR).Delete(context.Background(), n.Name, metav1.DeleteOptions{})
+		}
+	})
+	parallel(t, len(nodes), func(i int) error { return createNode(ctx, nodes[i]) })
+}
+
+// parallel runs f(0..n-1) on 8 goroutines and fails the test on the first error.
+func parallel(t *testing.T, n int, f func(i int) error) {
+	t.Helper()
+	const workers = 8
+	var wg sync.WaitGroup
+	errs := make(chan error, workers)
+	for w := 0; w < workers; w++ {
+		wg.Add(1)
+		go func(w int) {
+			defer wg.Done()
+			for i := w; i < n; i += workers {
+				if err := f(i); err != nil {
+					errs <- err
+					return
+				}
+			}
+		}(w)
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+}
