@@ -26,7 +26,7 @@ func ExampleLoadTemplate() {
 	_, err := ranktable.LoadTemplate(rt, nil, ranktable.LoadOptions{})
 	fmt.Println(err)
 	// Output:
-	// ranktable template ConfigMap kthena-system/my-template: data[ranktable-template]: template: kthena-system/my-template:1: function "env" not defined
+	// ranktable template ConfigMap kthena-system/my-template: data[ranktable-template]: template: kthena-system/my-template:1:46: function "env" is not available: it reads the environment (and would copy controller secrets into ConfigMaps)
 }
 
 func ExampleBuild() {

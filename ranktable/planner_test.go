@@ -399,30 +399,35 @@ devices:
 	}
 }
 
-// TestParserUsesPod: only templates that call a pod function pay for a clone per pod.
-func TestParserUsesPod(t *testing.T) {
-	std, _ := LibraryConfigMap(LibraryParserStandard)
+// TestParserPodFunctions: wherever a parser template calls a pod function (actions,
+// arguments, branches, ranges, defined templates) it returns the executing pod's
+// value, and a field of the same name is not a call.
+func TestParserPodFunctions(t *testing.T) {
 	cases := []struct {
 		name, text string
-		uses       bool
+		want       string
 	}{
-		{"the standard parser (a podName key, no call)", std.Data[KeyParserTemplate], false},
-		{"a call in an action", `serverId: {{ nodeName }}`, true},
-		{"a call in a pipeline argument", `serverId: {{ printf "%s" (podIP) | quote }}`, true},
-		{"a call in an else branch", `{{ if . }}x{{ else }}{{ podNamespace }}{{ end }}`, true},
-		{"a call in a range", `{{ range (fromJson .).devices }}{{ podName }}{{ end }}`, true},
-		{"a call in a defined template", `{{ define "x" }}{{ nodeName }}{{ end }}{{ template "x" }}`, true},
-		{"a field of the same name", `{{ (fromJson .).podIP }} podIP nodeName`, false},
+		{"a call in an action", `serverId: {{ nodeName }}`, "node-a"},
+		{"a call in a pipeline argument", `serverId: {{ printf "%s" (podIP) | quote }}`, "10.1.2.3"},
+		{"a call in an else branch", `{{ if not . }}x{{ else }}{{ podNamespace }}{{ end }}`, "ns-a"},
+		{"a call in a range", `{{ range (fromJson .).devices }}{{ podName }}{{ end }}`, "pod-a"},
+		{"a call in a defined template", `{{ define "x" }}{{ nodeName }}{{ end }}{{ template "x" }}`, "node-a"},
+		{"a field of the same name", `{{ (fromJson .).podIP }} podIP nodeName`, "field podIP nodeName"},
 	}
+	pod := podInfo{ip: "10.1.2.3", node: "node-a", name: "pod-a", namespace: "ns-a"}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			cm := &corev1.ConfigMap{Data: map[string]string{KeyParserTemplate: c.text}}
-			p, err := loadParserTemplate(cm)
+			p, err := loadParserTemplate(cm, LoadOptions{})
 			if err != nil {
 				t.Fatal(err)
 			}
-			if got := p.(*templateParser).usesPod; got != c.uses {
-				t.Fatalf("usesPod %v, want %v", got, c.uses)
+			out, err := p.(*templateParser).tmpl.execute(`{"podIP":"field","devices":[1]}`, 1<<10, nil, pod)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !strings.Contains(string(out), c.want) {
+				t.Fatalf("output %q lacks %q", out, c.want)
 			}
 		})
 	}

@@ -39,10 +39,10 @@ func TestLoadTemplateErrorsNameConfigMapAndKey(t *testing.T) {
 		{"a bad annotation name is rejected", func(d map[string]string) { d[KeyAnnotationName] = "a b" }, nil, "data[annotation-name]"},
 		{"an empty ranktable template is rejected", func(d map[string]string) { d[KeyRanktableTemplate] = " \n" }, nil, "data[ranktable-template]: missing or empty"},
 		{"an unparsable ranktable template is rejected", func(d map[string]string) { d[KeyRanktableTemplate] = "{{ .X" }, nil, "data[ranktable-template]: template:"},
-		{"a template calling env fails to load", func(d map[string]string) { d[KeyRanktableTemplate] = `{{ env "HOME" }}` }, nil, `function "env" not defined`},
-		{"a template calling expandenv fails to load", func(d map[string]string) { d[KeyRanktableTemplate] = `{{ expandenv "$HOME" }}` }, nil, `function "expandenv" not defined`},
-		{"a template calling now fails to load", func(d map[string]string) { d[KeyRanktableTemplate] = `{{ now }}` }, nil, `function "now" not defined`},
-		{"a template calling randAlpha fails to load", func(d map[string]string) { d[KeyRanktableTemplate] = `{{ randAlpha 3 }}` }, nil, `function "randAlpha" not defined`},
+		{"a template calling env fails to load", func(d map[string]string) { d[KeyRanktableTemplate] = `{{ env "HOME" }}` }, nil, `function "env" is not available: it reads the environment`},
+		{"a template calling expandenv fails to load", func(d map[string]string) { d[KeyRanktableTemplate] = `{{ expandenv "$HOME" }}` }, nil, `function "expandenv" is not available: it reads the environment`},
+		{"a template calling now fails to load", func(d map[string]string) { d[KeyRanktableTemplate] = `{{ now }}` }, nil, `function "now" is not available: it reads the clock`},
+		{"a template calling randAlpha fails to load", func(d map[string]string) { d[KeyRanktableTemplate] = `{{ randAlpha 3 }}` }, nil, `function "randAlpha" is not available: it is random`},
 		{"an unknown builtin parser is rejected", func(d map[string]string) { d[KeyPodParserTemplate] = "builtin:xml" }, nil, `data[pod-parser-template]: "builtin:xml" is not a built-in parser`},
 		{"a missing parser ConfigMap is reported", func(d map[string]string) { d[KeyPodParserTemplate] = "p" }, nil, `data[pod-parser-template]: parser ConfigMap "p" not given`},
 		{"a parser ConfigMap of another name is rejected", func(d map[string]string) { d[KeyPodParserTemplate] = "p" }, parser, `names "p" but parser ConfigMap kthena-system/ascend-pod-ranktable-parser-standard`},
@@ -51,7 +51,7 @@ func TestLoadTemplateErrorsNameConfigMapAndKey(t *testing.T) {
 		{"an unparsable parser template is rejected", func(d map[string]string) { d[KeyPodParserTemplate] = "p" },
 			&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "ns"}, Data: map[string]string{KeyParserTemplate: "{{ if }}"}}, "pod parser ConfigMap ns/p: data[parser-template]:"},
 		{"a parser template calling env fails to load", func(d map[string]string) { d[KeyPodParserTemplate] = "p" },
-			&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "ns"}, Data: map[string]string{KeyParserTemplate: `{{ env "X" }}`}}, `function "env" not defined`},
+			&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "ns"}, Data: map[string]string{KeyParserTemplate: `{{ env "X" }}`}}, `function "env" is not available: it reads the environment`},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
