@@ -1,6 +1,7 @@
 package ranktable
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"runtime"
@@ -188,4 +189,72 @@ func TestHostileTemplates(t *testing.T) {
 	if grown > 8<<20 {
 		t.Errorf("the heap grew by %d MiB over the corpus", grown>>20)
 	}
+}
+
+// fuzzLimits keep each fuzzed execution short; a template using them up stops in
+// milliseconds, so an execution taking seconds is a hole in the budget.
+var fuzzLimits = LoadOptions{MaxTemplateWork: 200_000, MaxTemplateValueBytes: 2 << 20}
+
+func addTemplateSeeds(f *testing.F) {
+	for _, c := range hostileCorpus {
+		f.Add(c.template)
+	}
+	for _, cm := range LibraryConfigMaps() {
+		for _, k := range []string{KeyRanktableTemplate, KeyParserTemplate} {
+			if s := cm.Data[k]; s != "" {
+				f.Add(s)
+			}
+		}
+	}
+	f.Add(`{{ $d := dict "a" (list 1 2 (dict "b" "c")) }}{{ toJson $d }}`)
+	f.Add(`{"ids": {{ toJson (sortAlpha (list "b" "a")) }}, "s": {{ .ServerCount }}}`)
+}
+
+// FuzzTemplateText renders arbitrary ranktable template texts (also loaded as parser
+// templates) under a budget: no panic, no fatal error, no execution that runs for
+// seconds, and a Completed group only with valid JSON within the output cap.
+func FuzzTemplateText(f *testing.F) {
+	addTemplateSeeds(f)
+	o := testOwner("qwen-inference")
+	pods := designPods(o)
+	f.Fuzz(func(t *testing.T, text string) {
+		for _, parser := range []bool{false, true} {
+			c := hostileCase{template: text, parser: parser}
+			d := validRTData()
+			var tm *Template
+			var err error
+			if parser {
+				d[KeyPodParserTemplate] = "p"
+				cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "kthena-system"}, Data: map[string]string{KeyParserTemplate: c.template}}
+				tm, err = LoadTemplate(rtCM(d), cm, fuzzLimits)
+			} else {
+				d[KeyRanktableTemplate] = c.template
+				tm, err = LoadTemplate(rtCM(d), nil, fuzzLimits)
+			}
+			if err != nil {
+				continue
+			}
+			start := time.Now()
+			res, err := Plan(Input{Owner: o, Template: tm, Pods: pods, Now: t0, MaxOutputBytes: 64 << 10})
+			if el := time.Since(start); el > 3*time.Second {
+				t.Fatalf("planning took %s", el)
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i, g := range res.Groups {
+				switch g.Phase {
+				case PhaseCompleted:
+					out := res.ConfigMaps[i].ConfigMap.Data[tm.Filename]
+					if len(out) > 64<<10 || !json.Valid([]byte(out)) {
+						t.Fatalf("completed with %d bytes of invalid JSON or over the cap", len(out))
+					}
+				case PhaseFailed:
+					if g.Error == nil {
+						t.Fatal("failed without an error")
+					}
+				}
+			}
+		}
+	})
 }

@@ -95,7 +95,7 @@ func TestPlannerReusesUnchangedGroups(t *testing.T) {
 	}
 	in.ConfigMaps = srv.apply(res)
 	before := map[GroupKey]*byte{}
-	for k, ge := range p.groups {
+	for k, ge := range p.keptGroups() {
 		before[k.key] = unsafe.StringData(ge.content)
 	}
 
@@ -118,14 +118,14 @@ func TestPlannerReusesUnchangedGroups(t *testing.T) {
 			if d.Action != ActionUpdate || !strings.Contains(d.ConfigMap.Data["ranktable.json"], "10.1.99.1") {
 				t.Errorf("changed group: action %s", d.Action)
 			}
-			if unsafe.StringData(p.groups[groupCacheKey{o.UID, k}].content) == before[k] {
+			if unsafe.StringData(p.keptGroups()[groupCacheKey{o.UID, k}].content) == before[k] {
 				t.Error("the changed group was not re-rendered")
 			}
 		default:
 			if d.Action != ActionNone || d.ConfigMap != in.ConfigMaps[i] {
 				t.Errorf("group %s: action %s, ConfigMap not the existing object", k, d.Action)
 			}
-			if unsafe.StringData(p.groups[groupCacheKey{o.UID, k}].content) != before[k] {
+			if unsafe.StringData(p.keptGroups()[groupCacheKey{o.UID, k}].content) != before[k] {
 				t.Errorf("unchanged group %s was re-rendered", k)
 			}
 		}
@@ -205,12 +205,12 @@ func TestPlannerSharedByOwners(t *testing.T) {
 			}
 		}
 	}
-	if len(p.pods) != len(pa)+len(pb) || len(p.groups) != 5 {
-		t.Fatalf("kept %d pods and %d groups, want %d and 5", len(p.pods), len(p.groups), len(pa)+len(pb))
+	if p.keptPods() != len(pa)+len(pb) || len(p.keptGroups()) != 5 {
+		t.Fatalf("kept %d pods and %d groups, want %d and 5", p.keptPods(), len(p.keptGroups()), len(pa)+len(pb))
 	}
 	p.Forget(a.UID)
-	if len(p.pods) != len(pb) || len(p.groups) != 3 {
-		t.Fatalf("after Forget: %d pods and %d groups, want %d and 3", len(p.pods), len(p.groups), len(pb))
+	if p.keptPods() != len(pb) || len(p.keptGroups()) != 3 {
+		t.Fatalf("after Forget: %d pods and %d groups, want %d and 3", p.keptPods(), len(p.keptGroups()), len(pb))
 	}
 }
 
@@ -431,4 +431,28 @@ func TestParserPodFunctions(t *testing.T) {
 			}
 		})
 	}
+}
+
+// keptPods counts the pod entries p keeps over all owners.
+func (p *Planner) keptPods() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	n := 0
+	for _, o := range p.owners {
+		n += len(o.pods)
+	}
+	return n
+}
+
+// keptGroups returns the group entries p keeps over all owners.
+func (p *Planner) keptGroups() map[groupCacheKey]*groupEntry {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	m := map[groupCacheKey]*groupEntry{}
+	for _, o := range p.owners {
+		for k, g := range o.groups {
+			m[k] = g
+		}
+	}
+	return m
 }
