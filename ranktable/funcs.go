@@ -509,6 +509,9 @@ func cappedSeq(b *budget, params ...int) (string, error) {
 		return "", nil
 	case 1:
 		stop = params[0]
+		if stop < start {
+			step = -1
+		}
 	case 2:
 		start, stop = params[0], params[1]
 		if start > stop {
@@ -516,6 +519,9 @@ func cappedSeq(b *budget, params ...int) (string, error) {
 		}
 	case 3:
 		start, step, stop = params[0], params[1], params[2]
+		if step < 0 && stop >= start {
+			return "", nil // as sprig: counting down needs a smaller stop
+		}
 	default:
 		return "", fmt.Errorf("seq: at most 3 arguments, got %d", len(params))
 	}

@@ -4,11 +4,15 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
+	"reflect"
 	"runtime"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/Masterminds/sprig/v3"
+	"pgregory.net/rapid"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
@@ -254,6 +258,61 @@ func FuzzTemplateText(f *testing.F) {
 						t.Fatal("failed without an error")
 					}
 				}
+			}
+		}
+	})
+}
+
+func TestSequencesAtTheIntLimits(t *testing.T) {
+	const maxI, minI = math.MaxInt64, math.MinInt64
+	b := &budget{maxWork: DefaultMaxTemplateWork, maxBytes: DefaultMaxTemplateValueBytes}
+	cases := []struct {
+		name              string
+		start, stop, step int
+		want              []int
+	}{
+		{"up to the largest int", maxI - 5, maxI, 2, []int{maxI - 5, maxI - 3, maxI - 1}},
+		{"down to the smallest int", minI + 5, minI, -2, []int{minI + 5, minI + 3, minI + 1}},
+		{"the most negative step", maxI, minI, minI, []int{maxI, -1}},
+		{"the largest step", minI, maxI, maxI, []int{minI, -1, maxI - 1}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			got, err := cappedUntilStep(b, "untilStep", c.start, c.stop, c.step)
+			if err != nil || !reflect.DeepEqual(got, c.want) {
+				t.Fatalf("untilStep %d %d %d = %v, %v; want %v", c.start, c.stop, c.step, got, err, c.want)
+			}
+		})
+	}
+	if s, err := cappedSeq(b, maxI-1, maxI); err != nil || s != "9223372036854775806 9223372036854775807" {
+		t.Fatalf("seq at the limit: %q %v", s, err)
+	}
+	if s, err := cappedSeq(b, minI+1, -1, minI); err != nil || s != "-9223372036854775807 -9223372036854775808" {
+		t.Fatalf("seq down to the limit: %q %v", s, err)
+	}
+}
+
+// TestSequencesMatchSprig: away from the limits until, untilStep and seq return what
+// sprig's do.
+func TestSequencesMatchSprig(t *testing.T) {
+	b := &budget{perCall: true, maxWork: DefaultMaxTemplateWork, maxBytes: DefaultMaxTemplateValueBytes}
+	sprigUntilStep := sprig.GenericFuncMap()["untilStep"].(func(int, int, int) []int)
+	sprigSeq := sprig.GenericFuncMap()["seq"].(func(...int) string)
+	rapid.Check(t, func(t *rapid.T) {
+		start := rapid.IntRange(-300, 300).Draw(t, "start")
+		stop := rapid.IntRange(-300, 300).Draw(t, "stop")
+		step := rapid.IntRange(-20, 20).Draw(t, "step")
+		got, err := cappedUntilStep(b, "untilStep", start, stop, step)
+		if want := sprigUntilStep(start, stop, step); err != nil || len(got)+len(want) > 0 && !reflect.DeepEqual(got, want) {
+			t.Fatalf("untilStep %d %d %d = %v, %v; sprig %v", start, stop, step, got, err, want)
+		}
+		for _, args := range [][]int{{stop}, {start, stop}, {start, step, stop}} {
+			if step == 0 && len(args) == 3 {
+				continue // sprig's seq loops forever
+			}
+			got, err := cappedSeq(b, args...)
+			if want := sprigSeq(args...); err != nil || got != want {
+				t.Fatalf("seq %v = %q, %v; sprig %q", args, got, err, want)
 			}
 		}
 	})
