@@ -126,7 +126,9 @@ func BenchmarkPlan(b *testing.B) {
 func unbudgeted(tb testing.TB, tm *Template) *Template {
 	raw := func(name, text, missingKey string) *program {
 		funcs := sprig.HermeticTxtFuncMap()
-		funcs["fromJson"] = func(s string) (any, error) { return fromJSON(&budget{perCall: true, maxWork: math.MaxInt64, maxBytes: math.MaxInt64}, "fromJson", s) }
+		funcs["fromJson"] = func(s string) (any, error) {
+			return fromJSON(&budget{perCall: true, maxWork: math.MaxInt64, maxBytes: math.MaxInt64}, "fromJson", s)
+		}
 		funcs["toJson"] = toJSON
 		t, err := template.New(name).Option("missingkey=" + missingKey).Funcs(funcs).Parse(text)
 		if err != nil {

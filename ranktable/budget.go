@@ -15,7 +15,7 @@ const (
 	// unit is about one evaluation step: a function call, one iteration of a range
 	// body (counted per action in the body), a template call, about 64 bytes a function
 	// reads, or one element of a value a function walks. Rendering a 1024-pod x 16-NPU
-	// table through the MindIE template takes about 0.2 million units; a template that
+	// table through the MindIE template takes about 0.5 million units; a template that
 	// uses up the default stops within about a second.
 	DefaultMaxTemplateWork = 5_000_000
 	// DefaultMaxTemplateValueBytes is the default limit on the bytes of all values the

@@ -12,9 +12,9 @@ import (
 	"time"
 
 	"github.com/Masterminds/sprig/v3"
-	"pgregory.net/rapid"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"pgregory.net/rapid"
 )
 
 // hostileCase is a template a hostile user could write. It must fail (at load or as
