@@ -16,6 +16,7 @@ import (
 	"k8s.io/client-go/util/retry"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -45,12 +46,18 @@ type RanktableReconciler struct {
 
 var statefulSetGVK = appsv1.SchemeGroupVersion.WithKind("StatefulSet")
 
+// reconcileWorkers is how many owners are reconciled at once. A template that uses up
+// its budget takes about a second; the Planner plans different owners in parallel, so
+// one such owner occupies one worker and delays no other owner.
+const reconcileWorkers = 4
+
 // SetupWithManager registers the reconciler: StatefulSets, their ConfigMaps and pods,
 // and the template ConfigMaps.
 func (r *RanktableReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	r.planner = ranktable.NewPlanner()
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("ranktable").
+		WithOptions(controller.Options{MaxConcurrentReconciles: reconcileWorkers}).
 		For(&appsv1.StatefulSet{}).
 		Owns(&corev1.ConfigMap{}).
 		Watches(&corev1.Pod{}, handler.EnqueueRequestForOwner(mgr.GetScheme(), mgr.GetRESTMapper(), &appsv1.StatefulSet{}, handler.OnlyControllerOwner())).
@@ -109,6 +116,9 @@ func (r *RanktableReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 	if err != nil {
 		generationErrors.Inc()
 		r.Recorder.Eventf(&sts, nil, corev1.EventTypeWarning, ranktable.ReasonGenerationFailed, "LoadTemplate", "%v", err)
+		if cerr := r.setCondition(ctx, &sts, metav1.ConditionFalse, ranktable.ReasonGenerationFailed, err.Error()); cerr != nil {
+			return ctrl.Result{}, cerr
+		}
 		return ctrl.Result{}, err
 	}
 	sel, err := metav1.LabelSelectorAsSelector(sts.Spec.Selector)
@@ -163,7 +173,67 @@ func (r *RanktableReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 		return ctrl.Result{}, err
 	}
 	r.record(&sts, pods.Items, written, res)
+	status, reason, message := readiness(res)
+	if err := r.setCondition(ctx, &sts, status, reason, message); err != nil {
+		return ctrl.Result{}, err
+	}
 	return ctrl.Result{RequeueAfter: res.RequeueAfter}, nil
+}
+
+// ConditionRanktableReady is the owner's status condition saying whether every
+// group's table is complete; when False its message is the first failed group's error
+// (which names the template and the exceeded limit for a template that ran over its
+// budget) or says which groups wait.
+const ConditionRanktableReady = "RanktableReady"
+
+// maxConditionMessage bounds the condition's message (errors can quote templates).
+const maxConditionMessage = 1024
+
+// readiness summarizes a plan for the owner's condition.
+func readiness(res ranktable.Result) (metav1.ConditionStatus, string, string) {
+	var waiting []string
+	for _, g := range res.Groups {
+		switch g.Phase {
+		case ranktable.PhaseFailed:
+			return metav1.ConditionFalse, ranktable.ReasonGenerationFailed, g.Error.Error()
+		case ranktable.PhaseWaiting:
+			waiting = append(waiting, g.Group.String())
+		}
+	}
+	if len(waiting) > 0 {
+		return metav1.ConditionFalse, "Waiting", "waiting for the pods of " + strings.Join(waiting, ", ")
+	}
+	return metav1.ConditionTrue, "Completed", fmt.Sprintf("%d tables complete", len(res.Groups))
+}
+
+// setCondition sets the owner's RanktableReady condition when it changed. The
+// StatefulSet controller does not manage status conditions, so a merge patch of the
+// list (read from the cache) is enough; a lost race is corrected by the next reconcile.
+func (r *RanktableReconciler) setCondition(ctx context.Context, sts *appsv1.StatefulSet, status metav1.ConditionStatus, reason, message string) error {
+	if len(message) > maxConditionMessage {
+		message = message[:maxConditionMessage] + "..."
+	}
+	cond := appsv1.StatefulSetCondition{Type: ConditionRanktableReady, Status: corev1.ConditionStatus(status),
+		Reason: reason, Message: message, LastTransitionTime: metav1.NewTime(r.Now())}
+	orig := sts.DeepCopy()
+	conds := sts.Status.Conditions[:0:0]
+	for _, c := range sts.Status.Conditions {
+		if c.Type != ConditionRanktableReady {
+			conds = append(conds, c)
+			continue
+		}
+		if c.Status == cond.Status && c.Reason == cond.Reason && c.Message == cond.Message {
+			return nil
+		}
+		if c.Status == cond.Status {
+			cond.LastTransitionTime = c.LastTransitionTime
+		}
+	}
+	sts.Status.Conditions = append(conds, cond)
+	if err := r.Client.Status().Patch(ctx, sts, client.MergeFrom(orig)); err != nil {
+		return fmt.Errorf("StatefulSet %s/%s: setting condition %s: %w", sts.Namespace, sts.Name, ConditionRanktableReady, err)
+	}
+	return nil
 }
 
 // retriable reports whether a write failed because the cache was behind: a
