@@ -8,6 +8,7 @@ import (
 	"reflect"
 	"runtime"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -313,6 +314,58 @@ func TestSequencesMatchSprig(t *testing.T) {
 			got, err := cappedSeq(b, args...)
 			if want := sprigSeq(args...); err != nil || got != want {
 				t.Fatalf("seq %v = %q, %v; sprig %q", args, got, err, want)
+			}
+		}
+	})
+}
+
+// FuzzPlannerTemplates plans an owner with a fuzzed ranktable template on a Planner
+// while another owner with a library template plans on the same Planner: the good
+// owner's result is Plan's, and so is the fuzzed owner's, on the first call and
+// from the cache.
+func FuzzPlannerTemplates(f *testing.F) {
+	addTemplateSeeds(f)
+	bad, good := testOwner("fuzzed"), testOwner("good")
+	goodTm := mustLibrary(f, LibraryMindIERole, LoadOptions{DisableNative: true})
+	goodIn := Input{Owner: good, Template: goodTm, Pods: designPods(good), Now: t0}
+	goodWant, err := Plan(goodIn)
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Fuzz(func(t *testing.T, text string) {
+		d := validRTData()
+		d[KeyRanktableTemplate] = text
+		tm, err := LoadTemplate(rtCM(d), nil, fuzzLimits)
+		if err != nil {
+			return
+		}
+		badIn := Input{Owner: bad, Template: tm, Pods: designPods(bad), Now: t0, MaxOutputBytes: 64 << 10}
+		badWant, err := Plan(badIn)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p := NewPlanner()
+		var wg sync.WaitGroup
+		var badGot [2]Result
+		wg.Add(2)
+		go func() {
+			defer wg.Done()
+			for i := range badGot {
+				badGot[i], _ = p.Plan(badIn)
+			}
+		}()
+		var goodGot Result
+		go func() {
+			defer wg.Done()
+			goodGot, _ = p.Plan(goodIn)
+		}()
+		wg.Wait()
+		if !resultsEqual(goodGot, goodWant) {
+			t.Fatal("the good owner's result differs from Plan's")
+		}
+		for i, got := range badGot {
+			if !resultsEqual(got, badWant) {
+				t.Fatalf("call %d: the fuzzed owner's result differs from Plan's", i)
 			}
 		}
 	})
