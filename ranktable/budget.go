@@ -16,7 +16,7 @@ const (
 	// body (counted per action in the body), a template call, about 64 bytes a function
 	// reads, or one element of a value a function walks. Rendering a 1024-pod x 16-NPU
 	// table through the MindIE template takes about 0.5 million units; a template that
-	// uses up the default stops within about a second.
+	// uses up the default stops within about a quarter of a second of CPU time.
 	DefaultMaxTemplateWork = 5_000_000
 	// DefaultMaxTemplateValueBytes is the default limit on the bytes of all values the
 	// functions of one template execution build (strings, lists, dicts), counted
@@ -124,25 +124,110 @@ func errTooDeep(fn string) error {
 
 // walk measures v, charging one unit of work per element visited (a value shared
 // several times is visited as often as it appears: the work is what formatting or
-// copying it costs). Values nested deeper than MaxValueDepth are an error.
+// copying it costs). Values nested deeper than MaxValueDepth are an error. The result
+// does not depend on map iteration order: the walk stops only at the work limit (after
+// a number of elements that does not depend on the order) and reports depth after.
 func (b *budget) walk(fn string, v any) (valueSize, error) {
-	var s valueSize
-	if err := b.walkValue(fn, reflect.ValueOf(v), 0, &s); err != nil {
-		return s, err
+	w := walker{limit: b.remaining()}
+	w.any(v, 0)
+	if err := b.charge(fn, w.s.nodes, 0); err != nil {
+		return w.s, err
 	}
-	return s, b.charge(fn, s.nodes%1024, 0)
+	if w.over {
+		return w.s, b.workErr(fn)
+	}
+	if w.tooDeep {
+		return w.s, errTooDeep(fn)
+	}
+	return w.s, nil
 }
 
-func (b *budget) walkValue(fn string, v reflect.Value, depth int, s *valueSize) error {
+// remaining is the work left (for a per-call budget, the whole limit).
+func (b *budget) remaining() int64 {
+	if b.perCall {
+		return b.maxWork
+	}
+	return max(b.maxWork-b.work, 0)
+}
+
+// walker visits a value's elements up to limit, not below MaxValueDepth. find, when
+// valid, is a map whose presence it records.
+type walker struct {
+	s             valueSize
+	limit         int64
+	over, tooDeep bool
+	find          reflect.Value
+	found         bool
+}
+
+// visit counts one element; false stops the walk (the limit is reached) or skips
+// the element's content (too deep).
+func (w *walker) visit(depth int) bool {
+	if w.over {
+		return false
+	}
+	if w.s.nodes++; w.s.nodes > w.limit {
+		w.over = true
+		return false
+	}
 	if depth > MaxValueDepth {
-		return errTooDeep(fn)
+		w.tooDeep = true
+		return false
 	}
-	s.nodes++
-	if s.nodes%1024 == 0 {
-		if err := b.charge(fn, 1024, 0); err != nil {
-			return err
+	return true
+}
+
+// any walks the values fromJson and the dict and list functions build without
+// reflection, and everything else with it.
+func (w *walker) any(v any, depth int) {
+	switch x := v.(type) {
+	case nil:
+		if w.visit(depth) {
+			w.s.bytes += 5
+			w.s.leaves++
 		}
+	case string:
+		if w.visit(depth) {
+			w.s.bytes = satAdd(w.s.bytes, int64(len(x)))
+			w.s.leaves++
+		}
+	case bool, int, int64, float64:
+		if w.visit(depth) {
+			w.s.bytes += 24
+			w.s.leaves++
+		}
+	case []any:
+		if w.visit(depth) {
+			w.s.bytes += 2
+			for _, e := range x {
+				w.s.bytes++
+				w.any(e, depth+1)
+			}
+		}
+	case map[string]any:
+		if w.find.IsValid() && w.find.Kind() == reflect.Map && reflect.ValueOf(x).UnsafePointer() == w.find.UnsafePointer() {
+			w.found = true
+		}
+		if w.visit(depth) {
+			w.s.bytes += 5
+			for k, e := range x {
+				w.s.bytes = satAdd(w.s.bytes, int64(len(k))+2)
+				w.any(e, depth+1)
+			}
+		}
+	default:
+		w.value(reflect.ValueOf(v), depth)
 	}
+}
+
+func (w *walker) value(v reflect.Value, depth int) {
+	if v.Kind() == reflect.Map && w.find.IsValid() && v.UnsafePointer() == w.find.UnsafePointer() {
+		w.found = true
+	}
+	if !w.visit(depth) {
+		return
+	}
+	s := &w.s
 	switch v.Kind() {
 	case reflect.Invalid:
 		s.bytes += 5 // <nil>
@@ -151,10 +236,10 @@ func (b *budget) walkValue(fn string, v reflect.Value, depth int, s *valueSize) 
 		if v.IsNil() {
 			s.bytes += 5
 			s.leaves++
-			return nil
+			return
 		}
 		s.bytes += 2
-		return b.walkValue(fn, v.Elem(), depth+1, s)
+		w.value(v.Elem(), depth+1)
 	case reflect.String:
 		s.bytes = satAdd(s.bytes, int64(v.Len()))
 		s.leaves++
@@ -176,83 +261,50 @@ func (b *budget) walkValue(fn string, v reflect.Value, depth int, s *valueSize) 
 			// Bytes: formatted as numbers or base64.
 			s.bytes = satAdd(s.bytes, satMul(int64(v.Len()), 4)+2)
 			s.leaves++
-			return nil
+			return
 		}
 		s.bytes += 2
-		for i := 0; i < v.Len(); i++ {
+		for i := 0; i < v.Len() && !w.over; i++ {
 			s.bytes++
-			if err := b.walkValue(fn, v.Index(i), depth+1, s); err != nil {
-				return err
-			}
+			w.value(v.Index(i), depth+1)
 		}
 	case reflect.Map:
 		s.bytes += 5
 		it := v.MapRange()
-		for it.Next() {
+		for it.Next() && !w.over {
 			s.bytes += 2
-			if err := b.walkValue(fn, it.Key(), depth+1, s); err != nil {
-				return err
-			}
-			if err := b.walkValue(fn, it.Value(), depth+1, s); err != nil {
-				return err
-			}
+			w.value(it.Key(), depth+1)
+			w.value(it.Value(), depth+1)
 		}
 	case reflect.Struct:
 		s.bytes += 2
 		t := v.Type()
-		for i := 0; i < v.NumField(); i++ {
+		for i := 0; i < v.NumField() && !w.over; i++ {
 			s.bytes += int64(len(t.Field(i).Name)) + 2
-			if err := b.walkValue(fn, v.Field(i), depth+1, s); err != nil {
-				return err
-			}
+			w.value(v.Field(i), depth+1)
 		}
 	default: // chan, func, unsafe pointer: an address
 		s.bytes += 20
 		s.leaves++
 	}
-	return nil
 }
 
 // containsMap reports whether v holds the map m (by identity) at any depth, charging
-// the walk. Values are never deeper than MaxValueDepth, so the walk ends.
-func (b *budget) containsMap(fn string, v reflect.Value, m reflect.Value, depth int) (bool, error) {
-	if depth > MaxValueDepth {
-		return false, errTooDeep(fn)
-	}
-	if err := b.tick(fn); err != nil {
+// the walk. Like walk, its result does not depend on map iteration order.
+func (b *budget) containsMap(fn string, v any, m reflect.Value) (bool, error) {
+	w := walker{limit: b.remaining(), find: m}
+	w.any(v, 0)
+	if err := b.charge(fn, w.s.nodes, 0); err != nil {
 		return false, err
 	}
-	switch v.Kind() {
-	case reflect.Interface, reflect.Pointer:
-		if v.IsNil() {
-			return false, nil
-		}
-		return b.containsMap(fn, v.Elem(), m, depth+1)
-	case reflect.Slice, reflect.Array:
-		if v.Type().Elem().Kind() == reflect.Uint8 {
-			return false, nil
-		}
-		for i := 0; i < v.Len(); i++ {
-			if ok, err := b.containsMap(fn, v.Index(i), m, depth+1); ok || err != nil {
-				return ok, err
-			}
-		}
-	case reflect.Map:
-		if v.UnsafePointer() == m.UnsafePointer() {
-			return true, nil
-		}
-		it := v.MapRange()
-		for it.Next() {
-			if ok, err := b.containsMap(fn, it.Value(), m, depth+1); ok || err != nil {
-				return ok, err
-			}
-		}
-	case reflect.Struct:
-		for i := 0; i < v.NumField(); i++ {
-			if ok, err := b.containsMap(fn, v.Field(i), m, depth+1); ok || err != nil {
-				return ok, err
-			}
-		}
+	if w.over {
+		return false, b.workErr(fn)
+	}
+	if w.found {
+		return true, nil
+	}
+	if w.tooDeep {
+		return false, errTooDeep(fn)
 	}
 	return false, nil
 }

@@ -173,10 +173,11 @@
 //
 //   - Device ids are checked to be integers in 0..MaxDeviceID, not against the number
 //     of NPUs of the server.
-//   - The template budget counts work, not time: a unit is about 100-200 ns on a
-//     loaded machine, so a template using up DefaultMaxTemplateWork stops within about
-//     a second. Templates still come from ConfigMaps in the templates namespace;
-//     restrict who may write there.
+//   - The template budget counts work, not time: a template using up
+//     DefaultMaxTemplateWork stops within about a quarter of a second of CPU time (the
+//     slowest of the hostile-template tests), so within about a second unless the
+//     machine is oversubscribed. Templates still come from ConfigMaps in the templates
+//     namespace; restrict who may write there.
 //   - The Planner trusts resourceVersions: a pod or ConfigMap object changed without a
 //     new resourceVersion (only possible for objects not from the API server) may be
 //     taken as unchanged. Objects without a resourceVersion are always compared.

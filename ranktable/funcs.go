@@ -252,7 +252,7 @@ func buildFuncSpecs() map[string]funcSpec {
 	for n, k := range map[string]int64{
 		"cat": 1, "toString": 1, "toStrings": 2, "join": 2, "deepEqual": 0, "has": 0, "mustHas": 0,
 		"deepCopy": 2, "mustDeepCopy": 2, "toPrettyJson": 8, "mustToPrettyJson": 8, "toRawJson": 2,
-		"mustToRawJson": 2, "mustToJson": 6, "keys": 1, "values": 1, "pluck": 1, "pick": 1, "omit": 1,
+		"mustToRawJson": 2, "mustToJson": 6, "pluck": 1, "pick": 1, "omit": 1,
 		"compact": 1, "mustCompact": 1, "rest": 1, "mustRest": 1, "initial": 1, "mustInitial": 1,
 		"reverse": 1, "mustReverse": 1, "concat": 1, "list": 1, "tuple": 1, "dict": 2,
 		"append": 1, "push": 1, "mustAppend": 1, "mustPush": 1, "prepend": 1, "mustPrepend": 1,
@@ -288,6 +288,8 @@ func buildFuncSpecs() map[string]funcSpec {
 		return b.charge(fn, 1+src/64, satAdd(src, satMul(src+1, repl)))
 	})
 	m["sortAlpha"] = wrap("sortAlpha", sortAlpha, deep(2))
+	m["keys"] = wrap("keys", dictKeys, deep(1))
+	m["values"] = wrap("values", dictValues, deep(1))
 	m["split"] = wrap("split", sprigFuncs["split"], splitCost)
 	m["splitList"] = wrap("splitList", sprigFuncs["splitList"], splitCost)
 	m["splitn"] = wrap("splitn", sprigFuncs["splitn"], splitCost)
@@ -590,6 +592,29 @@ func sortAlpha(list any) []string {
 	return []string{fmt.Sprint(list)}
 }
 
+// dictKeys is sprig's keys in sorted order (sprig's follows map iteration, which is
+// random: the same table would render differently each time).
+func dictKeys(dicts ...map[string]any) []string {
+	var k []string
+	for _, d := range dicts {
+		for key := range d {
+			k = append(k, key)
+		}
+	}
+	sort.Strings(k)
+	return k
+}
+
+// dictValues is sprig's values in the order of the sorted keys.
+func dictValues(d map[string]any) []any {
+	k := dictKeys(d)
+	out := make([]any, len(k))
+	for i, key := range k {
+		out[i] = d[key]
+	}
+	return out
+}
+
 func slicesCloneStrings(a []string) []string { return append([]string(nil), a...) }
 
 // chunk is sprig's mustChunk with a size check (sprig divides by the size).
@@ -622,7 +647,7 @@ func setSpec(b *budget) any {
 		if d == nil {
 			return nil, fmt.Errorf("set: the dict is nil")
 		}
-		if in, err := b.containsMap("set", reflect.ValueOf(value), reflect.ValueOf(d), 0); err != nil || in {
+		if in, err := b.containsMap("set", value, reflect.ValueOf(d)); err != nil || in {
 			if err == nil {
 				err = fmt.Errorf("set: the value contains the dict itself")
 			}
@@ -651,7 +676,7 @@ func mergeSpec(name string) funcSpec {
 				if dst == nil {
 					continue
 				}
-				if in, err := b.containsMap(name, reflect.ValueOf(src), dv, 0); err != nil || in {
+				if in, err := b.containsMap(name, src, dv); err != nil || in {
 					if err == nil {
 						err = fmt.Errorf("%s: a source contains the destination dict", name)
 					}

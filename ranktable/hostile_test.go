@@ -162,9 +162,10 @@ func TestHostileTemplates(t *testing.T) {
 	var slowestName string
 	for _, c := range hostileCorpus {
 		t.Run(c.name, func(t *testing.T) {
-			start := time.Now()
+			// CPU time: the machine is shared, wall time measures the neighbours.
+			start := cpuTime()
 			err, _ := runHostile(c)
-			elapsed := time.Since(start)
+			elapsed := cpuTime() - start
 			if elapsed > slowest {
 				slowest, slowestName = elapsed, c.name
 			}
@@ -180,8 +181,8 @@ func TestHostileTemplates(t *testing.T) {
 			if errors.Is(err, ErrBudgetExceeded) && !strings.Contains(err.Error(), "kthena-system/") {
 				t.Errorf("error %v does not name the template", err)
 			}
-			if elapsed > 3*time.Second {
-				t.Errorf("took %s", elapsed)
+			if elapsed > 2*time.Second {
+				t.Errorf("took %s of CPU time", elapsed)
 			}
 		})
 	}
@@ -189,7 +190,7 @@ func TestHostileTemplates(t *testing.T) {
 	var after runtime.MemStats
 	runtime.ReadMemStats(&after)
 	grown := int64(after.HeapAlloc) - int64(before.HeapAlloc)
-	t.Logf("%d cases; slowest %s (%s); heap %d KiB before, %d KiB after (%+d KiB)",
+	t.Logf("%d cases; slowest %s of CPU (%s); heap %d KiB before, %d KiB after (%+d KiB)",
 		len(hostileCorpus), slowest, slowestName, before.HeapAlloc>>10, after.HeapAlloc>>10, grown>>10)
 	if grown > 8<<20 {
 		t.Errorf("the heap grew by %d MiB over the corpus", grown>>20)
