@@ -135,7 +135,7 @@ func unbudgeted(tb testing.TB, tm *Template) *Template {
 			tb.Fatal(err)
 		}
 		p := &program{base: t, maxWork: math.MaxInt64, maxBytes: math.MaxInt64}
-		p.pool.New = func() any { return &executor{t: t} }
+		p.newExecutor = func() (*executor, error) { return &executor{t: t}, nil }
 		return p
 	}
 	c := *tm

@@ -32,16 +32,24 @@ const (
 	templateCallWork = 64
 )
 
-// program is a parsed template prepared for execution under a budget. It is immutable
-// and safe for concurrent use: each execution takes a clone whose functions charge the
-// clone's own budget from a pool.
+// program is a parsed template prepared for execution under a budget. It is safe for
+// concurrent use: each execution takes a clone whose functions charge the clone's own
+// budget from a free list (not a sync.Pool: the garbage collector empties those, and
+// binding a clone's functions costs about as much as a small render).
 type program struct {
 	base              *template.Template
 	rootCost          int64
 	maxWork, maxBytes int64
 	podFuncs          bool
-	pool              sync.Pool
+
+	mu   sync.Mutex
+	free []*executor
+	// newExecutor, when set, replaces makeExecutor (benchmarks without the budget).
+	newExecutor func() (*executor, error)
 }
+
+// maxFreeExecutors bounds the clones a program keeps between executions.
+const maxFreeExecutors = 8
 
 // executor is one clone of a program with its functions bound to its budget (and, for
 // parser templates, to its pod).
@@ -119,19 +127,13 @@ func parseProgram(name, text, missingKey string, funcs template.FuncMap, opts Lo
 // execute runs the program on data into buf (reused), with the output capped at limit
 // bytes and the work and value bytes at the program's budget.
 func (p *program) execute(data any, limit int, buf []byte, pod podInfo) ([]byte, error) {
-	e, _ := p.pool.Get().(*executor)
-	if e == nil {
-		var err error
-		if e, err = p.newExecutor(); err != nil {
-			return nil, err
-		}
+	e, err := p.get()
+	if err != nil {
+		return nil, err
 	}
 	e.b.reset(p.maxWork, p.maxBytes)
 	e.pod = pod
-	defer func() {
-		e.pod = podInfo{}
-		p.pool.Put(e)
-	}()
+	defer p.put(e)
 	if err := e.b.charge("template", p.rootCost, 0); err != nil {
 		return nil, err
 	}
@@ -142,7 +144,31 @@ func (p *program) execute(data any, limit int, buf []byte, pod podInfo) ([]byte,
 	return w.buf, nil
 }
 
-func (p *program) newExecutor() (*executor, error) {
+func (p *program) get() (*executor, error) {
+	p.mu.Lock()
+	if n := len(p.free); n > 0 {
+		e := p.free[n-1]
+		p.free = p.free[:n-1]
+		p.mu.Unlock()
+		return e, nil
+	}
+	p.mu.Unlock()
+	if p.newExecutor != nil {
+		return p.newExecutor()
+	}
+	return p.makeExecutor()
+}
+
+func (p *program) put(e *executor) {
+	e.pod = podInfo{}
+	p.mu.Lock()
+	if len(p.free) < maxFreeExecutors {
+		p.free = append(p.free, e)
+	}
+	p.mu.Unlock()
+}
+
+func (p *program) makeExecutor() (*executor, error) {
 	c, err := p.base.Clone()
 	if err != nil {
 		return nil, err
