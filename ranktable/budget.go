@@ -106,8 +106,6 @@ func satMul(a, b int64) int64 {
 	return int64(lo)
 }
 
-func nonNeg(n int) int64 { return int64(max(n, 0)) }
-
 // valueSize is what walking a value found.
 type valueSize struct {
 	// bytes bounds the bytes formatting the value (fmt's %v, JSON) or copying it

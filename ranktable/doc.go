@@ -99,7 +99,8 @@
 //
 // Templates see a copy of the Table (sprig's sortAlpha, which sorts its argument in
 // place, is replaced by one that sorts a copy), so Render never changes its input and
-// one table may be rendered concurrently.
+// one table may be rendered concurrently. keys and values return their results in key
+// order (sprig's follow Go's random map order).
 //
 // Removed functions (a template naming one fails to load, with the reason): the clock
 // and time zone (now, ago, date, dateInZone, date_in_zone, dateModify, date_modify,

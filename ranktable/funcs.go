@@ -105,8 +105,8 @@ var funcMap = bindFuncs(&budget{perCall: true, maxWork: DefaultMaxTemplateWork, 
 // environment or the network, are random, or whose output is not bounded (see the
 // package doc), with size-capped until, untilStep, seq, repeat, indent and nindent,
 // fromJson and toJson that report errors instead of hiding them, sortAlpha that does
-// not sort its argument in place, set and merge that refuse to make a dict contain
-// itself, and print, printf, println, html, js, urlquery, eq, ne, lt, le, gt, ge and
+// not sort its argument in place, keys and values in key order, set and merge that
+// refuse to make a dict contain itself, and print, printf, println, html, js, urlquery, eq, ne, lt, le, gt, ge and
 // index that count their cost. In this package's executions every call is charged to
 // the execution's budget; the functions returned here only check that each single call
 // stays within the default limits. Parser templates can call podIP, nodeName, podName
@@ -381,10 +381,7 @@ func regexCost(b *budget, fn string, a []reflect.Value) error {
 	return b.charge(fn, satMul(1+s/16, 1+size/4), out)
 }
 
-var (
-	quoteImpl  = sprigFuncs["quote"].(func(...any) string)
-	toJSONImpl = sprigFuncs["toJson"].(func(any) string)
-)
+var quoteImpl = sprigFuncs["quote"].(func(...any) string)
 
 // quoteSpec is sprig's quote: %q of each argument's string value.
 func quoteSpec(b *budget) any {
