@@ -7,8 +7,9 @@
 //     It loads the template ConfigMaps from the templates namespace, calls
 //     ranktable.Planner.Plan with the owner's pods and ranktable ConfigMaps, creates and
 //     updates the ConfigMaps (re-reading and re-planning on resourceVersion conflicts),
-//     records the plan's events, exports the design's metrics and requeues as the plan
-//     says.
+//     records the plan's events, sets the owner's RanktableReady status condition
+//     (False with the failing template and limit), exports the design's metrics and
+//     requeues as the plan says. Why the webhook never renders templates: README.md.
 //   - ConfigMapSetReconciler: ConfigMapSets (CRD apps.kplan.dev/v1alpha1, the
 //     revision package's types) get their hub ConfigMap, pod annotations and status
 //     from revision.Plan.
