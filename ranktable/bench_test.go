@@ -3,6 +3,7 @@ package ranktable
 import (
 	"encoding/json"
 	"fmt"
+	"math"
 	"runtime"
 	"sort"
 	"strconv"
@@ -105,7 +106,7 @@ func BenchmarkPlan(b *testing.B) {
 		for _, v := range []struct {
 			name string
 			tm   *Template
-		}{{"template", tmplPath}, {"builtin", builtin}} {
+		}{{"template", tmplPath}, {"template-nobudget", unbudgeted(b, tmplPath)}, {"builtin", builtin}} {
 			b.Run(s.name+",parser="+v.name, func(b *testing.B) {
 				in := s.input(v.tm)
 				measure(b, func(int) {
@@ -113,6 +114,67 @@ func BenchmarkPlan(b *testing.B) {
 					checkCompleted(b, res, err)
 				})
 			})
+		}
+	}
+}
+
+// unbudgeted returns a copy of tm whose ranktable and parser templates run as they did
+// before the render budget: parsed with sprig's hermetic map (and fromJson reporting
+// errors), without the inserted range, call and print checks, each execution on the
+// one parsed template without a pooled clone. Only the table copy (a separate
+// guarantee) is kept. It exists to measure what the budget costs.
+func unbudgeted(tb testing.TB, tm *Template) *Template {
+	raw := func(name, text, missingKey string) *program {
+		funcs := sprig.HermeticTxtFuncMap()
+		funcs["fromJson"] = func(s string) (any, error) {
+			return fromJSON(&budget{perCall: true, maxWork: math.MaxInt64, maxBytes: math.MaxInt64}, "fromJson", s)
+		}
+		funcs["toJson"] = toJSON
+		t, err := template.New(name).Option("missingkey=" + missingKey).Funcs(funcs).Parse(text)
+		if err != nil {
+			tb.Fatal(err)
+		}
+		p := &program{base: t, maxWork: math.MaxInt64, maxBytes: math.MaxInt64}
+		p.newExecutor = func() (*executor, error) { return &executor{t: t}, nil }
+		return p
+	}
+	c := *tm
+	c.tmpl = raw(tm.Name, tm.Text, "error")
+	if tp, ok := tm.parser.(*templateParser); ok {
+		std, _ := LibraryConfigMap(LibraryParserStandard)
+		if tm.ParserName != std.Name {
+			tb.Fatalf("unbudgeted knows only the standard parser, not %s", tm.ParserName)
+		}
+		c.parser = &templateParser{name: tp.name, tmpl: raw(tp.name, std.Data[KeyParserTemplate], "zero")}
+	}
+	return &c
+}
+
+// TestSeedReferenceMatchesPlan: the seed's code path yields the tables Plan renders
+// with the design's order (the seed leaves the status empty).
+func TestSeedReferenceMatchesPlan(t *testing.T) {
+	s := newScenario(4, 3, 16)
+	parser, _ := LibraryConfigMap(LibraryParserStandard)
+	groups := map[string][]*corev1.Pod{}
+	for _, p := range s.podList {
+		k := KeyOf(p, Level(s.level), Grouping{})
+		groups[ConfigMapName(s.owner.Name, k)] = append(groups[ConfigMapName(s.owner.Name, k)], p)
+	}
+	seed, err := seedReference(parser.Data[KeyParserTemplate], designTemplateText, groups)
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := s.input(mustLibrary(t, LibraryMindIERole, LoadOptions{}))
+	in.Order = Lexicographic
+	res, err := Plan(in)
+	if err != nil || len(res.ConfigMaps) != len(seed) {
+		t.Fatalf("%v: %d ConfigMaps, seed %d", err, len(res.ConfigMaps), len(seed))
+	}
+	for _, d := range res.ConfigMaps {
+		got := d.ConfigMap.Data[DefaultFilename]
+		want := strings.Replace(seed[d.ConfigMap.Name], `"status": ""`, `"status": "completed"`, 1)
+		if got != want || got == "" {
+			t.Fatalf("%s: Plan and the seed differ:\n%s\nseed:\n%s", d.ConfigMap.Name, got, want)
 		}
 	}
 }
@@ -179,75 +241,111 @@ func BenchmarkDecodeAnnotations(b *testing.B) {
 	}
 }
 
-// seedReference re-implements the design's code plainly: the parser template is
-// parsed per pod with sprig's full function map, its output decoded as YAML, servers
-// and devices sorted with sort.Strings order, and the ranktable template parsed per
-// group.
+// The seed design's controller code, as it is written: the function map is built once
+// per process (a controller keeps it in a package variable), parsePodRanktable parses
+// the parser template on every call and decodes its YAML output into the design's
+// untagged structs, buildRanktableTemplateData groups by server id and assigns ranks
+// with sort.Strings / sort.Slice / strconv.Itoa, and renderRanktable parses and
+// executes the ranktable template once per group on the typed data.
+var seedFuncMap = sprig.TxtFuncMap()
+
+type seedDeviceInfo struct{ DeviceId, DeviceIp string } //nolint:revive // the design's names
+
 type seedPodData struct {
-	PodName  string `json:"podName"`
-	ServerId string `json:"serverId"` //nolint:revive
-	Devices  []struct {
-		DeviceId string `json:"deviceId"` //nolint:revive
-		DeviceIp string `json:"deviceIp"` //nolint:revive
-	} `json:"devices"`
+	PodName  string
+	ServerId string //nolint:revive
+	Devices  []seedDeviceInfo
 }
 
+type seedDeviceWithRank struct{ DeviceId, DeviceIp, RankId string } //nolint:revive
+
+type seedServerInfo struct {
+	ServerId string //nolint:revive
+	Devices  []seedDeviceWithRank
+}
+
+type seedTemplateData struct {
+	Status       string
+	ServerCount  int
+	TotalDevices int
+	Timestamp    string
+	Servers      []seedServerInfo
+}
+
+func seedParsePodRanktable(parserText, annotation string) (seedPodData, error) {
+	t, err := template.New("parser").Funcs(seedFuncMap).Parse(parserText)
+	if err != nil {
+		return seedPodData{}, err
+	}
+	var sb strings.Builder
+	if err := t.Execute(&sb, annotation); err != nil {
+		return seedPodData{}, err
+	}
+	var d seedPodData
+	if err := yaml.Unmarshal([]byte(sb.String()), &d); err != nil {
+		return seedPodData{}, err
+	}
+	return d, nil
+}
+
+func seedBuildTemplateData(pods []seedPodData) seedTemplateData {
+	serverMap := map[string][]seedDeviceInfo{}
+	for _, p := range pods {
+		serverMap[p.ServerId] = append(serverMap[p.ServerId], p.Devices...)
+	}
+	servers := make([]seedServerInfo, 0, len(serverMap))
+	rank := 0
+	ids := make([]string, 0, len(serverMap))
+	for id := range serverMap {
+		ids = append(ids, id)
+	}
+	sort.Strings(ids)
+	for _, id := range ids {
+		devices := serverMap[id]
+		sort.Slice(devices, func(i, j int) bool { return devices[i].DeviceId < devices[j].DeviceId })
+		withRank := make([]seedDeviceWithRank, len(devices))
+		for i, d := range devices {
+			withRank[i] = seedDeviceWithRank{DeviceId: d.DeviceId, DeviceIp: d.DeviceIp, RankId: strconv.Itoa(rank)}
+			rank++
+		}
+		servers = append(servers, seedServerInfo{ServerId: id, Devices: withRank})
+	}
+	return seedTemplateData{ServerCount: len(servers), Servers: servers}
+}
+
+func seedRenderRanktable(text string, data seedTemplateData) (string, error) {
+	t, err := template.New("ranktable").Funcs(seedFuncMap).Parse(text)
+	if err != nil {
+		return "", err
+	}
+	var sb strings.Builder
+	if err := t.Execute(&sb, data); err != nil {
+		return "", err
+	}
+	return sb.String(), nil
+}
+
+// seedReference is the seed's generateAndUpdateRanktables without the API calls.
 func seedReference(parserText, rtText string, groups map[string][]*corev1.Pod) (map[string]string, error) {
 	out := map[string]string{}
 	for name, pods := range groups {
-		var parsed []seedPodData
+		parsed := make([]seedPodData, 0, len(pods))
 		for _, p := range pods {
-			t, err := template.New("parser").Funcs(sprig.TxtFuncMap()).Parse(parserText)
+			ann := p.Annotations[DefaultAnnotationName]
+			if ann == "" {
+				continue
+			}
+			d, err := seedParsePodRanktable(parserText, ann)
 			if err != nil {
-				return nil, err
-			}
-			var sb strings.Builder
-			if err := t.Execute(&sb, p.Annotations[DefaultAnnotationName]); err != nil {
-				return nil, err
-			}
-			var d seedPodData
-			if err := yaml.Unmarshal([]byte(sb.String()), &d); err != nil {
 				return nil, err
 			}
 			parsed = append(parsed, d)
 		}
-		type dev struct{ DeviceId, DeviceIp, RankId string } //nolint:revive
-		type srv struct {
-			ServerId string //nolint:revive
-			Devices  []dev
-		}
-		serverMap := map[string][]dev{}
-		for _, d := range parsed {
-			for _, x := range d.Devices {
-				serverMap[d.ServerId] = append(serverMap[d.ServerId], dev{DeviceId: x.DeviceId, DeviceIp: x.DeviceIp})
-			}
-		}
-		ids := make([]string, 0, len(serverMap))
-		for id := range serverMap {
-			ids = append(ids, id)
-		}
-		sort.Strings(ids)
-		rank := 0
-		var servers []srv
-		for _, id := range ids {
-			devs := serverMap[id]
-			sort.Slice(devs, func(i, j int) bool { return devs[i].DeviceId < devs[j].DeviceId })
-			for i := range devs {
-				devs[i].RankId = strconv.Itoa(rank)
-				rank++
-			}
-			servers = append(servers, srv{ServerId: id, Devices: devs})
-		}
-		t, err := template.New("rt").Funcs(sprig.TxtFuncMap()).Parse(rtText)
+		table, err := seedRenderRanktable(rtText, seedBuildTemplateData(parsed))
 		if err != nil {
 			return nil, err
 		}
-		var sb strings.Builder
-		data := map[string]any{"Status": "completed", "ServerCount": len(servers), "TotalDevices": rank, "Timestamp": "", "Servers": servers}
-		if err := t.Execute(&sb, data); err != nil {
-			return nil, err
-		}
-		out[name] = sb.String()
+		out[name] = table
 	}
 	return out, nil
 }

@@ -74,6 +74,55 @@
 // quotes or backslashes, which validated annotations always are) vouches for its
 // output and the JSON check is skipped.
 //
+// # Template budget
+//
+// Ranktable and parser templates are written by cluster users, so every execution of
+// one runs under limits, and exceeding any of them fails that execution (the group is
+// Failed, other groups and owners are planned as usual) with an error that names the
+// template and the limit and wraps ErrBudgetExceeded or ErrOutputTooLarge:
+//
+//   - Output: MaxOutputBytes of Input or RenderOptions (default DefaultMaxOutputBytes,
+//     1 MiB) for a table; MaxAnnotationBytes (256 KiB) for a parser template's YAML.
+//   - Work: LoadOptions.MaxTemplateWork (default DefaultMaxTemplateWork, 5,000,000
+//     units). Every function call is charged, plus what it reads (a unit per 64 bytes),
+//     walks (a unit per element) or compares (uniq, without: elements squared); every
+//     range is charged its iterations times the size of its body before it starts (a
+//     map range also its key sort); every template call the size of the called
+//     template. Rendering a 1024-pod x 16-NPU table through the MindIE template takes
+//     about 0.5 million units.
+//   - Value bytes: LoadOptions.MaxTemplateValueBytes (default
+//     DefaultMaxTemplateValueBytes, 16 MiB): every string, list and dict a function
+//     builds is charged, with overflow-safe arithmetic, before it is built (an upper
+//     bound: printf counts its widths and precisions for every element, replace and
+//     regexReplaceAll every possible match, indent every line), and never given back.
+//   - Single results: until, untilStep and seq at most MaxSequenceLength elements;
+//     repeat, indent and nindent at most MaxFuncStringBytes; fromJson at most
+//     MaxAnnotationBytes of input; regular expressions at most 10,000 instructions.
+//   - Shape: no value nests deeper than MaxValueDepth (checked wherever a value is
+//     walked: printed, formatted, encoded, copied, compared, decoded); set, merge and
+//     mergeOverwrite refuse to make a dict contain itself, so values have no cycles;
+//     a template may not call itself, directly or through others (a load error); a
+//     range over a channel or a function is an error.
+//
+// Templates see a copy of the Table (sprig's sortAlpha, which sorts its argument in
+// place, is replaced by one that sorts a copy), so Render never changes its input and
+// one table may be rendered concurrently. keys and values return their results in key
+// order (sprig's follow Go's random map order).
+//
+// Removed functions (a template naming one fails to load, with the reason): the clock
+// and time zone (now, ago, date, dateInZone, date_in_zone, dateModify, date_modify,
+// mustDateModify, must_date_modify, durationRound, htmlDate, htmlDateInZone, toDate,
+// mustToDate, unixEpoch), randomness (randAlphaNum, randAlpha, randAscii, randNumeric,
+// randBytes, randInt, shuffle, uuidv4, bcrypt, htpasswd, genPrivateKey, genCA,
+// genSelfSignedCert, genSignedCert, encryptAES), the environment, network and
+// operating system (env, expandenv, getHostByName, osBase, osClean, osDir, osExt,
+// osIsAbs), secrets of no use in a table (genCAWithKey, genSelfSignedCertWithKey,
+// genSignedCertWithKey, buildCustomCert, decryptAES, derivePassword, which also takes
+// 32 MiB per call), and wrapWith, whose output is not bounded by its input. Every
+// other function of sprig's map is available, charged as above; text/template's
+// print, printf, println, html, js, urlquery, eq, ne, lt, le, gt, ge and index are
+// replaced by copies that charge their cost.
+//
 // # Invariants
 //
 //   - Rank ids are unique and contiguous from 0; every device of every pod appears once.
@@ -106,7 +155,8 @@
 //   - Templates: the design offers sprig's full map, including env and expandenv
 //     (which would copy controller secrets into ConfigMaps) and random and clock
 //     functions; here the hermetic map without those, fromJson/toJson that report
-//     errors, size-capped until/seq/repeat/indent and an output cap.
+//     errors, size-capped until/seq/repeat/indent, and every execution under a
+//     budget (see Template budget).
 //   - Validation: the design validates nothing; here server ids (non-empty, at most
 //     63 characters, no characters that need escaping), device ids (integers), device
 //     IPs (real addresses: "-1" and placeholders rejected), duplicates and the 1 MiB
@@ -147,11 +197,11 @@
 //
 //   - Device ids are checked to be integers in 0..MaxDeviceID, not against the number
 //     of NPUs of the server.
-//   - Template execution is bounded in memory (output cap, capped until, seq, repeat,
-//     indent) but not in CPU time: text/template cannot be interrupted, so a template
-//     that loops long within the caps (nested ranges over capped sequences) runs to the
-//     end. Templates come from ConfigMaps in the templates namespace; restrict who may
-//     write there.
+//   - The template budget counts work, not time: a template using up
+//     DefaultMaxTemplateWork stops within about a quarter of a second of CPU time (the
+//     slowest of the hostile-template tests), so within about a second unless the
+//     machine is oversubscribed. Templates still come from ConfigMaps in the templates
+//     namespace; restrict who may write there.
 //   - The Planner trusts resourceVersions: a pod or ConfigMap object changed without a
 //     new resourceVersion (only possible for objects not from the API server) may be
 //     taken as unchanged. Objects without a resourceVersion are always compared.

@@ -1,6 +1,7 @@
 package ranktable_test
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -26,7 +27,7 @@ func ExampleLoadTemplate() {
 	_, err := ranktable.LoadTemplate(rt, nil, ranktable.LoadOptions{})
 	fmt.Println(err)
 	// Output:
-	// ranktable template ConfigMap kthena-system/my-template: data[ranktable-template]: template: kthena-system/my-template:1: function "env" not defined
+	// ranktable template ConfigMap kthena-system/my-template: data[ranktable-template]: template: kthena-system/my-template:1:46: function "env" is not available: it reads the environment (and would copy controller secrets into ConfigMaps)
 }
 
 func ExampleBuild() {
@@ -338,4 +339,27 @@ func ExamplePlan_ownerLabel() {
 	// Output:
 	// qwen-0/worker-0 Waiting 1 of 2 absent: [default/qwen-0-worker-0-1]
 	// default/llama-0-worker-0-0 has no controller ownerReference and its label modelserving.volcano.sh/name is "llama", not "qwen"
+}
+
+// A template that would loop for minutes stops at its work limit with an error naming
+// the template and the limit; the budget is set per template when it is loaded.
+func ExampleLoadOptions_budget() {
+	rt := &corev1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{Name: "slow", Namespace: "kthena-system"},
+		Data: map[string]string{
+			"inference-engine":    "mindie",
+			"ranktable-level":     "role",
+			"pod-parser-template": ranktable.BuiltinRanktableJSON,
+			"ranktable-template":  `{{ range 100000 }}{{ range 100000 }}{{ end }}{{ end }}{}`,
+		},
+	}
+	t, _ := ranktable.LoadTemplate(rt, nil, ranktable.LoadOptions{MaxTemplateWork: 1_000_000})
+	table, _ := ranktable.Build([]ranktable.Member{{Pod: "default/qwen-0", RankIndex: -1, Data: ranktable.PodData{
+		ServerID: "192.168.1.9", Devices: []ranktable.Device{{ID: "0", IP: "10.0.0.1"}}}}}, ranktable.BuildOptions{})
+	_, err := t.Render(table, ranktable.RenderOptions{})
+	fmt.Println(errors.Is(err, ranktable.ErrBudgetExceeded))
+	fmt.Println(err)
+	// Output:
+	// true
+	// ranktable template kthena-system/slow: template: kthena-system/slow:1:27: executing "kthena-system/slow" at <_kplanRange 2>: error calling _kplanRange: range over 100000 elements: the work limit of 1000000 units is exceeded (MaxTemplateWork): template budget exceeded
 }

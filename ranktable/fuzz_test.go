@@ -83,7 +83,7 @@ func FuzzBuiltinAscendDevicePlugin(f *testing.F) {
 // FuzzParserTemplate runs the standard parser template on the annotation.
 func FuzzParserTemplate(f *testing.F) {
 	cm, _ := LibraryConfigMap(LibraryParserStandard)
-	p, err := loadParserTemplate(cm)
+	p, err := loadParserTemplate(cm, LoadOptions{})
 	if err != nil {
 		f.Fatal(err)
 	}
@@ -220,7 +220,7 @@ func FuzzLoadParserTemplate(f *testing.F) {
 	f.Fuzz(func(t *testing.T, text string) {
 		cm := &corev1.ConfigMap{Data: map[string]string{KeyParserTemplate: text}}
 		cm.Name, cm.Namespace = "p", "kthena-system"
-		p, err := loadParserTemplate(cm)
+		p, err := loadParserTemplate(cm, LoadOptions{})
 		if err != nil {
 			return
 		}

@@ -47,9 +47,6 @@ type podInfo struct {
 	ip, node, name, namespace string
 }
 
-// podFuncNames are the parser template functions that describe the pod.
-var podFuncNames = []string{"podIP", "nodeName", "podName", "podNamespace"}
-
 // parserFuncMap is FuncMap plus the pod functions, which return "" until a pod's
 // values are bound for one execution.
 var parserFuncMap = func() template.FuncMap {
@@ -214,22 +211,11 @@ func (builtinDevicePlugin) parse(s string, _ podInfo, _ *[]byte) (PodData, error
 // YAML it prints.
 type templateParser struct {
 	name string
-	tmpl *template.Template
-	// usesPod is set when the text names a pod function: each execution then runs on
-	// a clone with the pod's values bound.
-	usesPod bool
+	tmpl *program
 }
 
 func (p *templateParser) parse(s string, pod podInfo, scratch *[]byte) (PodData, error) {
-	tmpl := p.tmpl
-	if p.usesPod {
-		c, err := p.tmpl.Clone()
-		if err != nil {
-			return PodData{}, fmt.Errorf("parser template %s: %w", p.name, err)
-		}
-		tmpl = c.Funcs(pod.funcs())
-	}
-	out, err := execute(tmpl, s, MaxAnnotationBytes, *scratch)
+	out, err := p.tmpl.execute(s, MaxAnnotationBytes, *scratch, pod)
 	if err != nil {
 		return PodData{}, fmt.Errorf("parser template %s: %w", p.name, err)
 	}

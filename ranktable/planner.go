@@ -23,10 +23,19 @@ import (
 // compares strings and does not allocate; an unchanged group reuses its rendered table,
 // its ConfigMap name and, when the existing ConfigMap has the UID and resourceVersion
 // last found up to date, skips comparing its data. Its results always equal Plan's for
-// the same input. It is safe for concurrent use (calls are serialized). A Planner may be
-// shared by several owners: each call forgets only the calling owner's pods and groups
-// that are gone; call Forget when an owner is deleted.
+// the same input. It is safe for concurrent use: each owner's memory is separate, calls
+// for different owners run in parallel (no lock shared between owners is held while
+// templates execute), and calls for the same owner run one at a time, each reusing
+// what the previous one computed. A Planner may be shared by several owners: each call
+// forgets only the calling owner's pods and groups that are gone; call Forget when an
+// owner is deleted.
 type Planner struct {
+	mu     sync.Mutex
+	owners map[types.UID]*ownerPlanner
+}
+
+// ownerPlanner is a Planner's memory of one owner; mu serializes the owner's calls.
+type ownerPlanner struct {
 	mu       sync.Mutex
 	gen      uint64
 	pods     map[types.UID]*podEntry
@@ -111,8 +120,7 @@ type memberSig struct {
 
 // NewPlanner returns an empty Planner.
 func NewPlanner() *Planner {
-	return &Planner{pods: map[types.UID]*podEntry{}, groups: map[groupCacheKey]*groupEntry{},
-		existing: map[string]*corev1.ConfigMap{}}
+	return &Planner{owners: map[types.UID]*ownerPlanner{}}
 }
 
 // Forget drops everything the Planner keeps for owner (call it when the owner is
@@ -120,16 +128,23 @@ func NewPlanner() *Planner {
 func (p *Planner) Forget(owner types.UID) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	for k, e := range p.pods {
-		if e.owner == owner {
-			delete(p.pods, k)
-		}
+	delete(p.owners, owner)
+}
+
+// owner returns the memory of owner, made on first use.
+func (p *Planner) owner(uid types.UID) *ownerPlanner {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.owners == nil {
+		p.owners = map[types.UID]*ownerPlanner{}
 	}
-	for k := range p.groups {
-		if k.owner == owner {
-			delete(p.groups, k)
-		}
+	o := p.owners[uid]
+	if o == nil {
+		o = &ownerPlanner{pods: map[types.UID]*podEntry{}, groups: map[groupCacheKey]*groupEntry{},
+			existing: map[string]*corev1.ConfigMap{}}
+		p.owners[uid] = o
 	}
+	return o
 }
 
 // Plan computes the ranktable ConfigMaps of in.Owner. Rules:
@@ -154,6 +169,10 @@ func (p *Planner) Plan(in Input) (Result, error) {
 	if err != nil {
 		return Result{}, err
 	}
+	return p.owner(in.Owner.UID).plan(in, level)
+}
+
+func (p *ownerPlanner) plan(in Input, level Level) (Result, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.gen++
@@ -430,7 +449,7 @@ func (e *podEntry) member() Member {
 // the entry was made from (the API server changes it on every write) and nothing else
 // the entry depends on changed; nil otherwise. It costs a map lookup and string
 // comparisons, no allocation.
-func (p *Planner) unchangedPod(pod *corev1.Pod, owner types.UID, t *Template, level Level, g Grouping) *podEntry {
+func (p *ownerPlanner) unchangedPod(pod *corev1.Pod, owner types.UID, t *Template, level Level, g Grouping) *podEntry {
 	e := p.pods[pod.UID]
 	if e == nil || pod.ResourceVersion == "" || e.resourceVersion != pod.ResourceVersion || e.tmpl != t ||
 		e.owner != owner || e.level != level || e.grouping != g || e.name != pod.Name || e.namespace != pod.Namespace {
@@ -442,7 +461,7 @@ func (p *Planner) unchangedPod(pod *corev1.Pod, owner types.UID, t *Template, le
 // parsePod returns the cached entry of pod (in group k), re-parsing when anything
 // read from the pod or the template changed. An unchanged pod costs string
 // comparisons, no allocation.
-func (p *Planner) parsePod(pod *corev1.Pod, owner types.UID, t *Template, level Level, g Grouping, k GroupKey) *podEntry {
+func (p *ownerPlanner) parsePod(pod *corev1.Pod, owner types.UID, t *Template, level Level, g Grouping, k GroupKey) *podEntry {
 	ann := pod.Annotations[t.AnnotationName]
 	podIP, node := pod.Status.PodIP, pod.Spec.NodeName
 	role, roleID, entry := pod.Labels[g.RoleLabel], pod.Labels[g.RoleIDLabel], pod.Labels[g.EntryLabel] == "true"
@@ -470,7 +489,7 @@ func (p *Planner) parsePod(pod *corev1.Pod, owner types.UID, t *Template, level 
 // renderGroup brings the cached table of ge up to date with its current pods (all
 // with valid annotations), rebuilding it only when the template, the options or any
 // member changed.
-func (p *Planner) renderGroup(ge *groupEntry, t *Template, opts BuildOptions, limit int) {
+func (p *ownerPlanner) renderGroup(ge *groupEntry, t *Template, opts BuildOptions, limit int) {
 	sigs := ge.scratch[:0]
 	for _, r := range ge.refs {
 		sigs = append(sigs, memberSig{uid: r.pod.UID, gen: r.entry.gen})
@@ -507,7 +526,7 @@ func (p *Planner) renderGroup(ge *groupEntry, t *Template, opts BuildOptions, li
 
 // sortOrder sorts the groups of the call now by key, reusing the previous call's
 // order when the call has exactly the same groups.
-func (p *Planner) sortOrder(now uint64) {
+func (p *ownerPlanner) sortOrder(now uint64) {
 	same := len(p.order) == len(p.sorted)
 	for i := 0; same && i < len(p.sorted); i++ {
 		same = p.sorted[i].seen == now
@@ -521,7 +540,7 @@ func (p *Planner) sortOrder(now uint64) {
 }
 
 // prune forgets owner's pods and groups not seen in the call now.
-func (p *Planner) prune(owner types.UID, now uint64) {
+func (p *ownerPlanner) prune(owner types.UID, now uint64) {
 	for k, e := range p.pods {
 		if e.owner == owner && e.seen != now {
 			delete(p.pods, k)

@@ -95,7 +95,7 @@ func TestPlannerReusesUnchangedGroups(t *testing.T) {
 	}
 	in.ConfigMaps = srv.apply(res)
 	before := map[GroupKey]*byte{}
-	for k, ge := range p.groups {
+	for k, ge := range p.keptGroups() {
 		before[k.key] = unsafe.StringData(ge.content)
 	}
 
@@ -118,14 +118,14 @@ func TestPlannerReusesUnchangedGroups(t *testing.T) {
 			if d.Action != ActionUpdate || !strings.Contains(d.ConfigMap.Data["ranktable.json"], "10.1.99.1") {
 				t.Errorf("changed group: action %s", d.Action)
 			}
-			if unsafe.StringData(p.groups[groupCacheKey{o.UID, k}].content) == before[k] {
+			if unsafe.StringData(p.keptGroups()[groupCacheKey{o.UID, k}].content) == before[k] {
 				t.Error("the changed group was not re-rendered")
 			}
 		default:
 			if d.Action != ActionNone || d.ConfigMap != in.ConfigMaps[i] {
 				t.Errorf("group %s: action %s, ConfigMap not the existing object", k, d.Action)
 			}
-			if unsafe.StringData(p.groups[groupCacheKey{o.UID, k}].content) != before[k] {
+			if unsafe.StringData(p.keptGroups()[groupCacheKey{o.UID, k}].content) != before[k] {
 				t.Errorf("unchanged group %s was re-rendered", k)
 			}
 		}
@@ -205,12 +205,12 @@ func TestPlannerSharedByOwners(t *testing.T) {
 			}
 		}
 	}
-	if len(p.pods) != len(pa)+len(pb) || len(p.groups) != 5 {
-		t.Fatalf("kept %d pods and %d groups, want %d and 5", len(p.pods), len(p.groups), len(pa)+len(pb))
+	if p.keptPods() != len(pa)+len(pb) || len(p.keptGroups()) != 5 {
+		t.Fatalf("kept %d pods and %d groups, want %d and 5", p.keptPods(), len(p.keptGroups()), len(pa)+len(pb))
 	}
 	p.Forget(a.UID)
-	if len(p.pods) != len(pb) || len(p.groups) != 3 {
-		t.Fatalf("after Forget: %d pods and %d groups, want %d and 3", len(p.pods), len(p.groups), len(pb))
+	if p.keptPods() != len(pb) || len(p.keptGroups()) != 3 {
+		t.Fatalf("after Forget: %d pods and %d groups, want %d and 3", p.keptPods(), len(p.keptGroups()), len(pb))
 	}
 }
 
@@ -399,31 +399,60 @@ devices:
 	}
 }
 
-// TestParserUsesPod: only templates that call a pod function pay for a clone per pod.
-func TestParserUsesPod(t *testing.T) {
-	std, _ := LibraryConfigMap(LibraryParserStandard)
+// TestParserPodFunctions: wherever a parser template calls a pod function (actions,
+// arguments, branches, ranges, defined templates) it returns the executing pod's
+// value, and a field of the same name is not a call.
+func TestParserPodFunctions(t *testing.T) {
 	cases := []struct {
 		name, text string
-		uses       bool
+		want       string
 	}{
-		{"the standard parser (a podName key, no call)", std.Data[KeyParserTemplate], false},
-		{"a call in an action", `serverId: {{ nodeName }}`, true},
-		{"a call in a pipeline argument", `serverId: {{ printf "%s" (podIP) | quote }}`, true},
-		{"a call in an else branch", `{{ if . }}x{{ else }}{{ podNamespace }}{{ end }}`, true},
-		{"a call in a range", `{{ range (fromJson .).devices }}{{ podName }}{{ end }}`, true},
-		{"a call in a defined template", `{{ define "x" }}{{ nodeName }}{{ end }}{{ template "x" }}`, true},
-		{"a field of the same name", `{{ (fromJson .).podIP }} podIP nodeName`, false},
+		{"a call in an action", `serverId: {{ nodeName }}`, "node-a"},
+		{"a call in a pipeline argument", `serverId: {{ printf "%s" (podIP) | quote }}`, "10.1.2.3"},
+		{"a call in an else branch", `{{ if not . }}x{{ else }}{{ podNamespace }}{{ end }}`, "ns-a"},
+		{"a call in a range", `{{ range (fromJson .).devices }}{{ podName }}{{ end }}`, "pod-a"},
+		{"a call in a defined template", `{{ define "x" }}{{ nodeName }}{{ end }}{{ template "x" }}`, "node-a"},
+		{"a field of the same name", `{{ (fromJson .).podIP }} podIP nodeName`, "field podIP nodeName"},
 	}
+	pod := podInfo{ip: "10.1.2.3", node: "node-a", name: "pod-a", namespace: "ns-a"}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			cm := &corev1.ConfigMap{Data: map[string]string{KeyParserTemplate: c.text}}
-			p, err := loadParserTemplate(cm)
+			p, err := loadParserTemplate(cm, LoadOptions{})
 			if err != nil {
 				t.Fatal(err)
 			}
-			if got := p.(*templateParser).usesPod; got != c.uses {
-				t.Fatalf("usesPod %v, want %v", got, c.uses)
+			out, err := p.(*templateParser).tmpl.execute(`{"podIP":"field","devices":[1]}`, 1<<10, nil, pod)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !strings.Contains(string(out), c.want) {
+				t.Fatalf("output %q lacks %q", out, c.want)
 			}
 		})
 	}
+}
+
+// keptPods counts the pod entries p keeps over all owners.
+func (p *Planner) keptPods() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	n := 0
+	for _, o := range p.owners {
+		n += len(o.pods)
+	}
+	return n
+}
+
+// keptGroups returns the group entries p keeps over all owners.
+func (p *Planner) keptGroups() map[groupCacheKey]*groupEntry {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	m := map[groupCacheKey]*groupEntry{}
+	for _, o := range p.owners {
+		for k, g := range o.groups {
+			m[k] = g
+		}
+	}
+	return m
 }

@@ -114,7 +114,7 @@ func TestNativeRenderersEqualTheTemplates(t *testing.T) {
 		t.Run(cm.Name, func(t *testing.T) {
 			rapid.Check(t, func(t *rapid.T) {
 				table := genTable(t)
-				want, err := execute(tm.tmpl, table, 1<<20, nil)
+				want, err := tm.tmpl.execute(table, 1<<20, nil, podInfo{})
 				if err != nil {
 					t.Fatal(err)
 				}

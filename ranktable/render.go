@@ -73,7 +73,7 @@ func (t *Template) render(table *Table, limit int, buf []byte) ([]byte, error) {
 		}
 	} else {
 		var err error
-		out, err = execute(t.tmpl, table, limit, buf)
+		out, err = t.tmpl.execute(table.clone(), limit, buf, podInfo{})
 		if err != nil {
 			return nil, fmt.Errorf("ranktable template %s: %w", t.Name, err)
 		}
@@ -400,4 +400,40 @@ func renderVLLMPD(b []byte, t *Table) ([]byte, bool) {
 	}
 	w.b = append(w.b, "\n}\n"...)
 	return w.b, w.plain
+}
+
+// clone copies the table's lists, so a template cannot change the caller's table
+// (strings are immutable and shared).
+func (t *Table) clone() *Table {
+	c := *t
+	c.Servers = cloneServers(t.Servers)
+	c.SuperPods = append([]SuperPod(nil), t.SuperPods...)
+	for i := range c.SuperPods {
+		c.SuperPods[i].ServerIds = append([]string(nil), c.SuperPods[i].ServerIds...)
+	}
+	c.Roles = append([]RoleServers(nil), t.Roles...)
+	for i := range c.Roles {
+		c.Roles[i].Servers = cloneServers(c.Roles[i].Servers)
+	}
+	return &c
+}
+
+func cloneServers(s []Server) []Server {
+	if s == nil {
+		return nil
+	}
+	out := append([]Server(nil), s...)
+	n := 0
+	for i := range out {
+		n += len(out[i].Devices)
+	}
+	devs := make([]RankedDevice, 0, n)
+	for i := range out {
+		start := len(devs)
+		devs = append(devs, out[i].Devices...)
+		if out[i].Devices != nil {
+			out[i].Devices = devs[start:len(devs):len(devs)]
+		}
+	}
+	return out
 }

@@ -3,11 +3,8 @@ package ranktable
 import (
 	"fmt"
 	"path"
-	"slices"
 	"sort"
 	"strings"
-	"text/template"
-	"text/template/parse"
 
 	corev1 "k8s.io/api/core/v1"
 )
@@ -115,7 +112,7 @@ type Template struct {
 	// record them as events.
 	Warnings []string
 
-	tmpl      *template.Template
+	tmpl      *program
 	parser    parser
 	native    nativeRenderer
 	perDevice int // bytes the template writes per device, about
@@ -126,6 +123,12 @@ type LoadOptions struct {
 	// DisableNative makes library templates run through text/template instead of their
 	// native renderers (for comparisons and benchmarks).
 	DisableNative bool
+	// MaxTemplateWork caps the work of each execution of the ranktable and parser
+	// templates (default DefaultMaxTemplateWork); see the package doc.
+	MaxTemplateWork int64
+	// MaxTemplateValueBytes caps the bytes of the values each execution's functions
+	// build (default DefaultMaxTemplateValueBytes); see the package doc.
+	MaxTemplateValueBytes int64
 }
 
 var allowedKeys = map[string]bool{
@@ -184,7 +187,7 @@ func LoadTemplate(rt, parserCM *corev1.ConfigMap, opts LoadOptions) (*Template, 
 	if len(t.Text) > maxTemplateSource {
 		return nil, fail(KeyRanktableTemplate, "%d bytes exceeds the limit of %d", len(t.Text), maxTemplateSource)
 	}
-	t.tmpl, err = template.New(id).Option("missingkey=error").Funcs(funcMap).Parse(t.Text)
+	t.tmpl, err = parseProgram(id, t.Text, "error", funcMap, opts, false)
 	if err != nil {
 		return nil, fail(KeyRanktableTemplate, "%v", err)
 	}
@@ -194,7 +197,7 @@ func LoadTemplate(rt, parserCM *corev1.ConfigMap, opts LoadOptions) (*Template, 
 		t.native = native
 	}
 	t.Warnings = unknownKeys(nil, "ranktable template ConfigMap "+id, rt.Data, allowedKeys)
-	t.parser, err = loadParser(id, t.ParserName, parserCM)
+	t.parser, err = loadParser(id, t.ParserName, parserCM, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -235,7 +238,7 @@ func unknownKeys(warnings []string, what string, data map[string]string, allowed
 }
 
 // loadParser resolves the pod-parser-template reference of ranktable template rtID.
-func loadParser(rtID, name string, cm *corev1.ConfigMap) (parser, error) {
+func loadParser(rtID, name string, cm *corev1.ConfigMap, opts LoadOptions) (parser, error) {
 	switch name {
 	case BuiltinRanktableJSON:
 		return builtinJSON{}, nil
@@ -253,10 +256,10 @@ func loadParser(rtID, name string, cm *corev1.ConfigMap) (parser, error) {
 		return nil, fmt.Errorf("ranktable template ConfigMap %s: data[%s]: names %q but parser ConfigMap %s/%s was given",
 			rtID, KeyPodParserTemplate, name, cm.Namespace, cm.Name)
 	}
-	return loadParserTemplate(cm)
+	return loadParserTemplate(cm, opts)
 }
 
-func loadParserTemplate(cm *corev1.ConfigMap) (parser, error) {
+func loadParserTemplate(cm *corev1.ConfigMap, opts LoadOptions) (parser, error) {
 	id := cm.Namespace + "/" + cm.Name
 	text := cm.Data[KeyParserTemplate]
 	if strings.TrimSpace(text) == "" {
@@ -265,15 +268,11 @@ func loadParserTemplate(cm *corev1.ConfigMap) (parser, error) {
 	if len(text) > maxTemplateSource {
 		return nil, fmt.Errorf("pod parser ConfigMap %s: data[%s]: %d bytes exceeds the limit of %d", id, KeyParserTemplate, len(text), maxTemplateSource)
 	}
-	t, err := template.New(id).Option("missingkey=zero").Funcs(parserFuncMap).Parse(text)
+	t, err := parseProgram(id, text, "zero", parserFuncMap, opts, true)
 	if err != nil {
 		return nil, fmt.Errorf("pod parser ConfigMap %s: data[%s]: %v", id, KeyParserTemplate, err)
 	}
-	p := &templateParser{name: id, tmpl: t}
-	for _, tt := range t.Templates() {
-		p.usesPod = p.usesPod || (tt.Tree != nil && callsAny(tt.Tree.Root, podFuncNames))
-	}
-	return p, nil
+	return &templateParser{name: id, tmpl: t}, nil
 }
 
 func orDefault(s, def string) string {
@@ -290,49 +289,4 @@ func sortedKeys(m map[string]bool) []string {
 	}
 	sort.Strings(out)
 	return out
-}
-
-// callsAny reports whether the parse tree under n calls a function named in names.
-func callsAny(n parse.Node, names []string) bool {
-	switch n := n.(type) {
-	case *parse.IdentifierNode:
-		return slices.Contains(names, n.Ident)
-	case *parse.ListNode:
-		if n == nil {
-			return false
-		}
-		for _, c := range n.Nodes {
-			if callsAny(c, names) {
-				return true
-			}
-		}
-	case *parse.ActionNode:
-		return callsAny(n.Pipe, names)
-	case *parse.PipeNode:
-		if n == nil {
-			return false
-		}
-		for _, c := range n.Cmds {
-			if callsAny(c, names) {
-				return true
-			}
-		}
-	case *parse.CommandNode:
-		for _, a := range n.Args {
-			if callsAny(a, names) {
-				return true
-			}
-		}
-	case *parse.ChainNode:
-		return callsAny(n.Node, names)
-	case *parse.IfNode:
-		return callsAny(n.Pipe, names) || callsAny(n.List, names) || callsAny(n.ElseList, names)
-	case *parse.RangeNode:
-		return callsAny(n.Pipe, names) || callsAny(n.List, names) || callsAny(n.ElseList, names)
-	case *parse.WithNode:
-		return callsAny(n.Pipe, names) || callsAny(n.List, names) || callsAny(n.ElseList, names)
-	case *parse.TemplateNode:
-		return callsAny(n.Pipe, names)
-	}
-	return false
 }

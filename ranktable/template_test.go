@@ -2,11 +2,13 @@ package ranktable
 
 import (
 	"errors"
+	"fmt"
 	"runtime"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/Masterminds/sprig/v3"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
@@ -38,10 +40,10 @@ func TestLoadTemplateErrorsNameConfigMapAndKey(t *testing.T) {
 		{"a bad annotation name is rejected", func(d map[string]string) { d[KeyAnnotationName] = "a b" }, nil, "data[annotation-name]"},
 		{"an empty ranktable template is rejected", func(d map[string]string) { d[KeyRanktableTemplate] = " \n" }, nil, "data[ranktable-template]: missing or empty"},
 		{"an unparsable ranktable template is rejected", func(d map[string]string) { d[KeyRanktableTemplate] = "{{ .X" }, nil, "data[ranktable-template]: template:"},
-		{"a template calling env fails to load", func(d map[string]string) { d[KeyRanktableTemplate] = `{{ env "HOME" }}` }, nil, `function "env" not defined`},
-		{"a template calling expandenv fails to load", func(d map[string]string) { d[KeyRanktableTemplate] = `{{ expandenv "$HOME" }}` }, nil, `function "expandenv" not defined`},
-		{"a template calling now fails to load", func(d map[string]string) { d[KeyRanktableTemplate] = `{{ now }}` }, nil, `function "now" not defined`},
-		{"a template calling randAlpha fails to load", func(d map[string]string) { d[KeyRanktableTemplate] = `{{ randAlpha 3 }}` }, nil, `function "randAlpha" not defined`},
+		{"a template calling env fails to load", func(d map[string]string) { d[KeyRanktableTemplate] = `{{ env "HOME" }}` }, nil, `function "env" is not available: it reads the environment`},
+		{"a template calling expandenv fails to load", func(d map[string]string) { d[KeyRanktableTemplate] = `{{ expandenv "$HOME" }}` }, nil, `function "expandenv" is not available: it reads the environment`},
+		{"a template calling now fails to load", func(d map[string]string) { d[KeyRanktableTemplate] = `{{ now }}` }, nil, `function "now" is not available: it reads the clock`},
+		{"a template calling randAlpha fails to load", func(d map[string]string) { d[KeyRanktableTemplate] = `{{ randAlpha 3 }}` }, nil, `function "randAlpha" is not available: it is random`},
 		{"an unknown builtin parser is rejected", func(d map[string]string) { d[KeyPodParserTemplate] = "builtin:xml" }, nil, `data[pod-parser-template]: "builtin:xml" is not a built-in parser`},
 		{"a missing parser ConfigMap is reported", func(d map[string]string) { d[KeyPodParserTemplate] = "p" }, nil, `data[pod-parser-template]: parser ConfigMap "p" not given`},
 		{"a parser ConfigMap of another name is rejected", func(d map[string]string) { d[KeyPodParserTemplate] = "p" }, parser, `names "p" but parser ConfigMap kthena-system/ascend-pod-ranktable-parser-standard`},
@@ -50,7 +52,7 @@ func TestLoadTemplateErrorsNameConfigMapAndKey(t *testing.T) {
 		{"an unparsable parser template is rejected", func(d map[string]string) { d[KeyPodParserTemplate] = "p" },
 			&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "ns"}, Data: map[string]string{KeyParserTemplate: "{{ if }}"}}, "pod parser ConfigMap ns/p: data[parser-template]:"},
 		{"a parser template calling env fails to load", func(d map[string]string) { d[KeyPodParserTemplate] = "p" },
-			&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "ns"}, Data: map[string]string{KeyParserTemplate: `{{ env "X" }}`}}, `function "env" not defined`},
+			&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "ns"}, Data: map[string]string{KeyParserTemplate: `{{ env "X" }}`}}, `function "env" is not available: it reads the environment`},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -130,6 +132,47 @@ func TestFuncMapIsHermetic(t *testing.T) {
 	for _, name := range []string{"fromJson", "toJson", "quote", "until", "default", "add1"} {
 		if _, ok := m[name]; !ok {
 			t.Errorf("FuncMap lacks %s", name)
+		}
+	}
+}
+
+// TestEverySprigFunctionIsClassified: every function of sprig's full map is either
+// kept (and budgeted) or removed with a reason, and every function sprig itself
+// leaves out of its hermetic map is removed. A sprig upgrade adding a function fails
+// here until it is classified.
+func TestEverySprigFunctionIsClassified(t *testing.T) {
+	hermetic := sprig.HermeticTxtFuncMap()
+	for name := range sprig.GenericFuncMap() {
+		_, kept := funcSpecs[name]
+		why, removed := removedFuncs[name]
+		switch {
+		case kept && removed:
+			t.Errorf("%s is both kept and removed", name)
+		case !kept && !removed:
+			t.Errorf("sprig's %s is neither kept nor removed: classify it", name)
+		case removed && why == "":
+			t.Errorf("%s is removed without a reason", name)
+		}
+		if _, ok := hermetic[name]; !ok && !removed {
+			t.Errorf("%s is not hermetic by sprig's own list but is kept", name)
+		}
+	}
+	for name := range removedFuncs {
+		if _, ok := sprig.GenericFuncMap()[name]; !ok {
+			t.Errorf("removed %s is not a sprig function", name)
+		}
+	}
+}
+
+// TestRemovedFunctionsFailToLoad: naming any removed function, anywhere, fails the
+// load with the function's name and the reason.
+func TestRemovedFunctionsFailToLoad(t *testing.T) {
+	for name, why := range removedFuncs {
+		d := validRTData()
+		d[KeyRanktableTemplate] = `{{ define "x" }}{{ if false }}{{ ` + name + ` }}{{ end }}{{ end }}{}`
+		_, err := LoadTemplate(rtCM(d), nil, LoadOptions{})
+		if err == nil || !strings.Contains(err.Error(), fmt.Sprintf("function %q is not available: %s", name, why)) {
+			t.Errorf("%s: error %v", name, err)
 		}
 	}
 }

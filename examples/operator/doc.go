@@ -16,6 +16,8 @@
 //     out group names the pods without the annotation, a parse failure the pod and
 //     field), with KServe's events on the transitions (RanktableReady,
 //     RanktableNotReady) and UpdateFailed when the status write fails.
+//     A template that breaks its render budget makes the condition False naming
+//     the template and the limit. Why the webhook never renders templates: README.md.
 //   - ConfigMapSetReconciler: ConfigMapSets (CRD apps.kplan.dev/v1alpha1, the
 //     revision package's types) get their hub ConfigMap, pod annotations and status
 //     from revision.Plan.

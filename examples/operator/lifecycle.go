@@ -138,7 +138,13 @@ func joinBounded(parts []string) string {
 	var b strings.Builder
 	for i, p := range parts {
 		if b.Len()+len(p) > maxConditionMessage {
-			fmt.Fprintf(&b, "; and %d more", len(parts)-i)
+			if i == 0 { // keep the start of a single long message rather than nothing
+				b.WriteString(strings.ToValidUTF8(p[:maxConditionMessage], "") + "...")
+				i++
+			}
+			if i < len(parts) {
+				fmt.Fprintf(&b, "; and %d more", len(parts)-i)
+			}
 			break
 		}
 		if i > 0 {

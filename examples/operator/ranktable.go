@@ -16,6 +16,7 @@ import (
 	"k8s.io/client-go/util/retry"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -45,12 +46,18 @@ type RanktableReconciler struct {
 
 var statefulSetGVK = appsv1.SchemeGroupVersion.WithKind("StatefulSet")
 
+// reconcileWorkers is how many owners are reconciled at once. A template that uses up
+// its budget takes about a second; the Planner plans different owners in parallel, so
+// one such owner occupies one worker and delays no other owner.
+const reconcileWorkers = 4
+
 // SetupWithManager registers the reconciler: StatefulSets, their ConfigMaps and pods,
 // and the template ConfigMaps.
 func (r *RanktableReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	r.planner = ranktable.NewPlanner()
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("ranktable").
+		WithOptions(controller.Options{MaxConcurrentReconciles: reconcileWorkers}).
 		For(&appsv1.StatefulSet{}).
 		Owns(&corev1.ConfigMap{}).
 		Watches(&corev1.Pod{}, handler.EnqueueRequestForOwner(mgr.GetScheme(), mgr.GetRESTMapper(), &appsv1.StatefulSet{}, handler.OnlyControllerOwner())).
@@ -112,6 +119,11 @@ func (r *RanktableReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 	if err != nil {
 		generationErrors.Inc()
 		r.Recorder.Eventf(&sts, nil, corev1.EventTypeWarning, ranktable.ReasonGenerationFailed, "LoadTemplate", "%v", err)
+		c := appsv1.StatefulSetCondition{Type: ConditionRanktableReady, Status: corev1.ConditionFalse,
+			Reason: ranktable.ReasonGenerationFailed, Message: joinBounded([]string{err.Error()})}
+		if cerr := r.setCondition(ctx, &sts, c); cerr != nil {
+			return ctrl.Result{}, cerr
+		}
 		return ctrl.Result{}, err
 	}
 	sel, err := metav1.LabelSelectorAsSelector(sts.Spec.Selector)

@@ -1,0 +1,159 @@
+package operator_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/kplan-dev/kplan/examples/operator"
+	"github.com/kplan-dev/kplan/ranktable"
+)
+
+// hostileTemplate is a template a cluster user could write to stall or kill the
+// operator; want is what the owner's event and condition must say besides the
+// template's name.
+type hostileTemplate struct {
+	name      string
+	ranktable string // the ranktable template ("" for the MindIE role template)
+	parser    string // a parser template ("" for the built-in parser)
+	loads     bool   // the template loads (it fails only when rendered)
+	want      string
+}
+
+var hostileTemplates = []hostileTemplate{
+	{name: "work", loads: true, ranktable: `{{ $l := until 65536 }}{{ range $l }}{{ range $l }}{{ end }}{{ end }}`, want: "MaxTemplateWork"},
+	{name: "values", loads: true, ranktable: `{{ $s := "x" }}{{ range until 100 }}{{ $s = print $s $s }}{{ end }}`, want: "MaxTemplateValueBytes"},
+	{name: "cycle", loads: true, ranktable: `{{ $d := dict }}{{ $_ := set $d "self" $d }}{{ $d }}`, want: "contains the dict itself"},
+	{name: "depth", loads: true, ranktable: `{{ $d := dict }}{{ range until 1000 }}{{ $d = dict "a" $d }}{{ end }}{{ toJson $d }}`, want: "nested deeper than"},
+	{name: "output", loads: true, ranktable: `{{ printf "%0999999d" 1 }}{{ printf "%0999999d" 1 }}`, want: "output too large"},
+	{name: "parser-work", loads: true, parser: `{{ $l := until 65536 }}{{ range $l }}{{ range $l }}{{ end }}{{ end }}`, want: "MaxTemplateWork"},
+	{name: "clock", ranktable: `{{ now }}`, want: `function "now" is not available: it reads the clock`},
+	{name: "recursion", ranktable: `{{ define "a" }}{{ template "a" . }}{{ end }}{{ template "a" . }}`, want: "recursive templates are not allowed"},
+}
+
+// TestRanktableHostileTemplates applies each hostile template for its own owner while
+// the design's owner with a good template runs: every bad owner gets a Warning event
+// and a RanktableReady=False condition naming its template and the limit, the good
+// owner's table still completes and follows its pods, and pods are still created
+// through the webhook.
+func TestRanktableHostileTemplates(t *testing.T) {
+	ctx := context.Background()
+	ns := newNamespace(t)
+	good := designScenario(t, ns, 2)
+	tableIs(t, ns, designCM, designTable(t), "the good owner's table")
+
+	mindie, _ := ranktable.LibraryConfigMap(ranktable.LibraryMindIERole)
+	for _, h := range hostileTemplates {
+		tmplName := fmt.Sprintf("hostile-%s-%s", ns, h.name)
+		data := map[string]string{
+			ranktable.KeyInferenceEngine: "mindie", ranktable.KeyLevel: "role",
+			ranktable.KeyRanktableTemplate: h.ranktable, ranktable.KeyPodParserTemplate: ranktable.BuiltinRanktableJSON,
+		}
+		if h.ranktable == "" {
+			data[ranktable.KeyRanktableTemplate] = mindie.Data[ranktable.KeyRanktableTemplate]
+		}
+		if h.parser != "" {
+			data[ranktable.KeyPodParserTemplate] = tmplName + "-parser"
+			parser := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ranktable.DefaultTemplateNamespace, Name: tmplName + "-parser"},
+				Data: map[string]string{ranktable.KeyParserTemplate: h.parser}}
+			if err := admin.Create(ctx, parser); err != nil {
+				t.Fatal(err)
+			}
+		}
+		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ranktable.DefaultTemplateNamespace, Name: tmplName}, Data: data}
+		if err := admin.Create(ctx, cm); err != nil {
+			t.Fatal(err)
+		}
+		ownerName := "bad-" + h.name
+		sts := newOwner(t, ns, ownerName, 1, map[string]string{ranktable.LabelRole: "worker"})
+		patch := []byte(fmt.Sprintf(`{"metadata":{"annotations":{%q:%q}}}`, ranktable.AnnotationTemplate, tmplName))
+		if err := admin.Patch(ctx, sts, client.RawPatch(types.MergePatchType, patch)); err != nil {
+			t.Fatal(err)
+		}
+		if h.loads {
+			pod := ownerName + "-0"
+			newPod(t, sts, pod, nil)
+			annotate(t, ns, pod, deviceAnnotation(pod, "10.9.0.1", "10.9.1", 1))
+		}
+	}
+
+	for _, h := range hostileTemplates {
+		t.Run(h.name, func(t *testing.T) {
+			ownerName := "bad-" + h.name
+			tmplID := ranktable.DefaultTemplateNamespace + "/hostile-" + ns + "-" + h.name
+			ev := waitEvent(t, ns, ranktable.ReasonGenerationFailed, ownerName)
+			if ev.Type != corev1.EventTypeWarning || !strings.Contains(ev.Note, tmplID) || !strings.Contains(ev.Note, h.want) {
+				t.Errorf("event %s %q does not name template %s and %q", ev.Type, ev.Note, tmplID, h.want)
+			}
+			eventually(t, "the owner's condition", func() error {
+				var sts appsv1.StatefulSet
+				if err := admin.Get(ctx, types.NamespacedName{Namespace: ns, Name: ownerName}, &sts); err != nil {
+					return err
+				}
+				for _, c := range sts.Status.Conditions {
+					if c.Type == operator.ConditionRanktableReady {
+						if c.Status != corev1.ConditionFalse || (c.Reason != ranktable.ReasonGenerationFailed && c.Reason != operator.ReasonGroupsFailed) ||
+							!strings.Contains(c.Message, tmplID) || !strings.Contains(c.Message, h.want) {
+							return fmt.Errorf("condition %+v does not name template %s and %q", c, tmplID, h.want)
+						}
+						return nil
+					}
+				}
+				return fmt.Errorf("no %s condition among %+v", operator.ConditionRanktableReady, sts.Status.Conditions)
+			})
+		})
+	}
+
+	t.Run("a bad owner's pods are refused at creation only when its template does not load", func(t *testing.T) {
+		var sts appsv1.StatefulSet
+		if err := admin.Get(ctx, types.NamespacedName{Namespace: ns, Name: "bad-clock"}, &sts); err != nil {
+			t.Fatal(err)
+		}
+		pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "bad-clock-0", Labels: sts.Spec.Template.Labels,
+			OwnerReferences: []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "StatefulSet", Name: sts.Name, UID: sts.UID, Controller: ptrTrue()}}},
+			Spec: *sts.Spec.Template.Spec.DeepCopy()}
+		err := admin.Create(ctx, pod)
+		if err == nil || !strings.Contains(err.Error(), `function "now" is not available`) {
+			t.Fatalf("creating a pod of an owner whose template does not load: %v, want a denial naming the function", err)
+		}
+	})
+
+	t.Run("the good owner still follows its pods", func(t *testing.T) {
+		cond := func() error {
+			var sts appsv1.StatefulSet
+			if err := admin.Get(ctx, types.NamespacedName{Namespace: ns, Name: good.Name}, &sts); err != nil {
+				return err
+			}
+			for _, c := range sts.Status.Conditions {
+				if c.Type == operator.ConditionRanktableReady && c.Status == corev1.ConditionTrue {
+					return nil
+				}
+			}
+			return fmt.Errorf("conditions %+v, want %s=True", sts.Status.Conditions, operator.ConditionRanktableReady)
+		}
+		eventually(t, "the good owner's condition", cond)
+		if err := admin.Delete(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "qwen-inference-worker-1"}}); err != nil {
+			t.Fatal(err)
+		}
+		tableIs(t, ns, designCM, "", "the good owner's table reset")
+		name := "qwen-inference-worker-1"
+		newPod(t, good, name, nil) // through the webhook
+		annotate(t, ns, name, deviceAnnotation(name, "192.168.1.11", "10.30.0", 50))
+		eventually(t, "the good owner's regenerated table", func() error {
+			var cm corev1.ConfigMap
+			if err := admin.Get(ctx, types.NamespacedName{Namespace: ns, Name: designCM}, &cm); err != nil {
+				return err
+			}
+			return checkRegenerated(cm.Data[ranktable.DefaultFilename])
+		})
+	})
+}
+
+func ptrTrue() *bool { b := true; return &b }

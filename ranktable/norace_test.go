@@ -1,0 +1,5 @@
+//go:build !race
+
+package ranktable
+
+const raceEnabled = false
