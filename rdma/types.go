@@ -59,8 +59,9 @@ type DeviceInfo struct {
 	Minor *int32 `json:"minor"`
 	// Type is gpu, rdma or fpga.
 	Type DeviceType `json:"type,omitempty"`
-	// Health is false for a device that must not be allocated or counted.
-	Health bool `json:"health,omitempty"`
+	// Health is false for a device that must not be allocated or counted. It is always
+	// encoded, as koordinator's Device CRD requires the field.
+	Health bool `json:"health"`
 	// Resources is what the device offers (informational here).
 	Resources corev1.ResourceList `json:"resources,omitempty"`
 	// Topology places the device on socket, NUMA node and PCIe root.

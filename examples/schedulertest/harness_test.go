@@ -370,8 +370,7 @@ func createNode(ctx context.Context, n rdma.Node) error {
 	return err
 }
 
-// deviceObject is n as koordinator's Device object. health is required by the CRD, so
-// it is written even when false.
+// deviceObject is n as koordinator's Device object.
 func deviceObject(n rdma.Node) (*unstructured.Unstructured, error) {
 	b, err := json.Marshal(n.Devices)
 	if err != nil {
@@ -380,9 +379,6 @@ func deviceObject(n rdma.Node) (*unstructured.Unstructured, error) {
 	var devices []any
 	if err := json.Unmarshal(b, &devices); err != nil {
 		return nil, err
-	}
-	for i, d := range devices {
-		d.(map[string]any)["health"] = n.Devices[i].Health
 	}
 	return &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": "scheduling.koordinator.sh/v1alpha1",
