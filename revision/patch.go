@@ -26,9 +26,15 @@ type PodPatch struct {
 }
 
 // MergePatch returns the patch as a JSON merge patch (RFC 7386) for the pod, with keys
-// in sorted order.
+// in sorted order. When UID is set the patch carries it as metadata.uid, a
+// precondition: the API server refuses the patch if the pod was deleted and
+// re-created under the same name since it was read, instead of giving the new pod
+// the old one's revision.
 func (p PodPatch) MergePatch() ([]byte, error) {
 	meta := map[string]any{}
+	if p.UID != "" {
+		meta["uid"] = p.UID
+	}
 	if len(p.Annotations) > 0 {
 		meta["annotations"] = p.Annotations
 	}

@@ -2,7 +2,6 @@ package operator
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"time"
 
@@ -110,7 +109,7 @@ func (r *ConfigMapSetReconciler) Reconcile(ctx context.Context, req ctrl.Request
 		}
 	}
 	for _, p := range res.Pods {
-		patch, err := mergePatchWithUID(p)
+		patch, err := p.MergePatch()
 		if err != nil {
 			return ctrl.Result{}, err
 		}
@@ -129,24 +128,4 @@ func (r *ConfigMapSetReconciler) Reconcile(ctx context.Context, req ctrl.Request
 		r.Recorder.Eventf(&set, nil, ev.Type, ev.Reason, "Reconcile", "%s", ev.Message)
 	}
 	return ctrl.Result{}, nil
-}
-
-// mergePatchWithUID is p.MergePatch with the pod's UID added to the metadata, so the
-// API server refuses the patch if the pod was deleted and re-created under the same
-// name since it was listed (a StatefulSet does that) instead of giving the new pod the
-// old one's revision. PodPatch carries the UID but MergePatch leaves it out.
-func mergePatchWithUID(p revision.PodPatch) ([]byte, error) {
-	b, err := p.MergePatch()
-	if err != nil || p.UID == "" {
-		return b, err
-	}
-	var m map[string]map[string]any
-	if err := json.Unmarshal(b, &m); err != nil {
-		return nil, err
-	}
-	if m["metadata"] == nil {
-		m["metadata"] = map[string]any{}
-	}
-	m["metadata"]["uid"] = p.UID
-	return json.Marshal(m)
 }

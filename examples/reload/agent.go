@@ -2,7 +2,6 @@ package reload
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -238,7 +237,7 @@ func (a *Agent) check(ctx context.Context, served bool, now func() time.Time) er
 		}
 		return err
 	}
-	b, err := mergePatchWithUID(patch)
+	b, err := patch.MergePatch()
 	if err != nil {
 		return err
 	}
@@ -269,22 +268,4 @@ func podReady(p *corev1.Pod) bool {
 		}
 	}
 	return false
-}
-
-// mergePatchWithUID is p.MergePatch with the pod's UID, so the API server refuses it
-// for a pod re-created under the same name.
-func mergePatchWithUID(p revision.PodPatch) ([]byte, error) {
-	b, err := p.MergePatch()
-	if err != nil || p.UID == "" {
-		return b, err
-	}
-	var m map[string]map[string]any
-	if err := json.Unmarshal(b, &m); err != nil {
-		return nil, err
-	}
-	if m["metadata"] == nil {
-		m["metadata"] = map[string]any{}
-	}
-	m["metadata"]["uid"] = p.UID
-	return json.Marshal(m)
 }
