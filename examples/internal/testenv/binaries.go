@@ -124,49 +124,69 @@ func EnsureBinaries(ctx context.Context, log io.Writer) (string, error) {
 		return "", err
 	}
 	dir := BinDir(root)
-	if fresh(dir, stamp) {
-		return dir, nil
-	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return "", fmt.Errorf("testenv: %w", err)
-	}
-	unlock, err := lock(filepath.Join(dir, ".lock"))
-	if err != nil {
-		return "", fmt.Errorf("testenv: lock %s: %w", dir, err)
-	}
-	defer unlock()
-	if fresh(dir, stamp) { // another process built them while we waited
-		return dir, nil
-	}
-	_ = os.Remove(filepath.Join(dir, stampFile))
-	for _, tool := range tools {
-		start := time.Now()
-		fmt.Fprintf(log, "testenv: building %s into %s (the first build takes minutes)\n", tool, dir)
-		if err := buildModule(ctx, filepath.Join(root, "tools", "envtestbin", tool), dir, tool); err != nil {
-			return "", err
+	err = buildCached(dir, stampFile, stamp, tools, func() error {
+		for _, tool := range tools {
+			start := time.Now()
+			fmt.Fprintf(log, "testenv: building %s into %s (the first build takes minutes)\n", tool, dir)
+			if err := buildModule(ctx, filepath.Join(root, "tools", "envtestbin", tool), dir, tool); err != nil {
+				return err
+			}
+			fmt.Fprintf(log, "testenv: built %s in %s\n", tool, time.Since(start).Round(time.Second))
 		}
-		fmt.Fprintf(log, "testenv: built %s in %s\n", tool, time.Since(start).Round(time.Second))
-	}
-	if err := os.WriteFile(filepath.Join(dir, stampFile), []byte(stamp+"\n"), 0o644); err != nil {
-		return "", fmt.Errorf("testenv: %w", err)
+		return nil
+	})
+	if err != nil {
+		return "", err
 	}
 	return dir, nil
 }
 
-// hasTools reports whether dir holds every binary.
-func hasTools(dir string) bool {
-	for _, tool := range tools {
-		if fi, err := os.Stat(filepath.Join(dir, tool)); err != nil || fi.IsDir() {
+// buildCached runs build unless dir holds every binary of bins and the file
+// stampFile in dir says stamp, then writes the stamp. A file lock in dir makes
+// concurrent callers wait for one build instead of building twice; the stamp is
+// removed before building, so an interrupted build is never taken as fresh.
+func buildCached(dir, stampFile, stamp string, bins []string, build func() error) error {
+	if fresh(dir, stampFile, stamp, bins) {
+		return nil
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("testenv: %w", err)
+	}
+	unlock, err := lock(filepath.Join(dir, ".lock"))
+	if err != nil {
+		return fmt.Errorf("testenv: lock %s: %w", dir, err)
+	}
+	defer unlock()
+	if fresh(dir, stampFile, stamp, bins) { // another process built them while we waited
+		return nil
+	}
+	_ = os.Remove(filepath.Join(dir, stampFile))
+	if err := build(); err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(dir, stampFile), []byte(stamp+"\n"), 0o644); err != nil {
+		return fmt.Errorf("testenv: %w", err)
+	}
+	return nil
+}
+
+// fresh reports whether dir holds every binary of bins and its stampFile says stamp.
+func fresh(dir, stampFile, stamp string, bins []string) bool {
+	b, err := os.ReadFile(filepath.Join(dir, stampFile))
+	return err == nil && strings.TrimSpace(string(b)) == stamp && hasBinaries(dir, bins)
+}
+
+// hasTools reports whether dir holds every envtest binary.
+func hasTools(dir string) bool { return hasBinaries(dir, tools) }
+
+// hasBinaries reports whether dir holds a file for each of bins.
+func hasBinaries(dir string, bins []string) bool {
+	for _, b := range bins {
+		if fi, err := os.Stat(filepath.Join(dir, b)); err != nil || fi.IsDir() {
 			return false
 		}
 	}
 	return true
-}
-
-// fresh reports whether dir holds every binary built for stamp.
-func fresh(dir, stamp string) bool {
-	b, err := os.ReadFile(filepath.Join(dir, stampFile))
-	return err == nil && strings.TrimSpace(string(b)) == stamp && hasTools(dir)
 }
 
 // buildModule builds the main package of the module in moduleDir into dir/tool,

@@ -75,7 +75,7 @@ func TestStamp(t *testing.T) {
 
 func TestFresh(t *testing.T) {
 	dir := t.TempDir()
-	if fresh(dir, "s") {
+	if fresh(dir, stampFile, "s", tools) {
 		t.Fatal("an empty directory is fresh")
 	}
 	for _, tool := range tools {
@@ -83,22 +83,22 @@ func TestFresh(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if fresh(dir, "s") {
+	if fresh(dir, stampFile, "s", tools) {
 		t.Fatal("binaries without a stamp are fresh")
 	}
 	if err := os.WriteFile(filepath.Join(dir, stampFile), []byte("s\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if !fresh(dir, "s") {
+	if !fresh(dir, stampFile, "s", tools) {
 		t.Fatal("binaries with their stamp are not fresh")
 	}
-	if fresh(dir, "other") {
+	if fresh(dir, stampFile, "other", tools) {
 		t.Fatal("binaries with another stamp are fresh")
 	}
 	if err := os.Remove(filepath.Join(dir, "etcd")); err != nil {
 		t.Fatal(err)
 	}
-	if fresh(dir, "s") {
+	if fresh(dir, stampFile, "s", tools) {
 		t.Fatal("a stamp without etcd is fresh")
 	}
 }

@@ -99,37 +99,17 @@ func EnsureScheduler(ctx context.Context, log io.Writer) (string, error) {
 	}
 	dir := BinDir(root)
 	bin := filepath.Join(dir, schedulerBinary)
-	freshScheduler := func() bool {
-		b, err := os.ReadFile(filepath.Join(dir, schedulerStampFile))
-		if err != nil || strings.TrimSpace(string(b)) != stamp {
-			return false
+	err = buildCached(dir, schedulerStampFile, stamp, []string{schedulerBinary}, func() error {
+		start := time.Now()
+		fmt.Fprintf(log, "testenv: building %s into %s\n", schedulerBinary, dir)
+		if err := buildModule(ctx, filepath.Join(root, SchedulerModule), dir, schedulerBinary); err != nil {
+			return err
 		}
-		fi, err := os.Stat(bin)
-		return err == nil && !fi.IsDir()
-	}
-	if freshScheduler() {
-		return bin, nil
-	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return "", fmt.Errorf("testenv: %w", err)
-	}
-	unlock, err := lock(filepath.Join(dir, ".lock"))
+		fmt.Fprintf(log, "testenv: built %s in %s\n", schedulerBinary, time.Since(start).Round(time.Second))
+		return nil
+	})
 	if err != nil {
-		return "", fmt.Errorf("testenv: lock %s: %w", dir, err)
-	}
-	defer unlock()
-	if freshScheduler() {
-		return bin, nil
-	}
-	_ = os.Remove(filepath.Join(dir, schedulerStampFile))
-	start := time.Now()
-	fmt.Fprintf(log, "testenv: building %s into %s\n", schedulerBinary, dir)
-	if err := buildModule(ctx, filepath.Join(root, SchedulerModule), dir, schedulerBinary); err != nil {
 		return "", err
-	}
-	fmt.Fprintf(log, "testenv: built %s in %s\n", schedulerBinary, time.Since(start).Round(time.Second))
-	if err := os.WriteFile(filepath.Join(dir, schedulerStampFile), []byte(stamp+"\n"), 0o644); err != nil {
-		return "", fmt.Errorf("testenv: %w", err)
 	}
 	return bin, nil
 }
