@@ -260,13 +260,20 @@ func setRunning(pod *corev1.Pod, sidecar string, started metav1.Time) {
 			prev[cs.Name] = cs.State.Running.StartedAt
 		}
 	}
-	status := func(c corev1.Container) corev1.ContainerStatus {
-		at, ok := prev[c.Name]
-		if !ok || c.Name == sidecar {
-			at = started
+	markRunning(pod, started, func(c corev1.Container) metav1.Time {
+		if at, ok := prev[c.Name]; ok && c.Name != sidecar {
+			return at
 		}
+		return started
+	})
+}
+
+// markRunning records every container of the pod as running and ready, started at
+// startedAt(c), and the pod running and ready since ready.
+func markRunning(pod *corev1.Pod, ready metav1.Time, startedAt func(corev1.Container) metav1.Time) {
+	status := func(c corev1.Container) corev1.ContainerStatus {
 		return corev1.ContainerStatus{Name: c.Name, Image: c.Image, ImageID: "sha256:0", Ready: true, Started: ptr(true),
-			State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: at}}}
+			State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: startedAt(c)}}}
 	}
 	pod.Status.InitContainerStatuses, pod.Status.ContainerStatuses = nil, nil
 	for _, c := range pod.Spec.InitContainers {
@@ -276,7 +283,7 @@ func setRunning(pod *corev1.Pod, sidecar string, started metav1.Time) {
 		pod.Status.ContainerStatuses = append(pod.Status.ContainerStatuses, status(c))
 	}
 	pod.Status.Phase = corev1.PodRunning
-	pod.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue, LastTransitionTime: started}}
+	pod.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue, LastTransitionTime: ready}}
 }
 
 // restartContainer plays the node daemon that restarts an injected container: the

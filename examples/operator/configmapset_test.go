@@ -75,19 +75,7 @@ func runNode(t *testing.T, ns, name string, set *revision.ConfigMapSet) {
 		t.Fatal(err)
 	}
 	started := metav1.NewTime(time.Now().Add(2 * time.Second))
-	status := func(c corev1.Container) corev1.ContainerStatus {
-		return corev1.ContainerStatus{Name: c.Name, Image: c.Image, ImageID: "sha256:0", Ready: true, Started: ptr(true),
-			State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: started}}}
-	}
-	pod.Status.InitContainerStatuses, pod.Status.ContainerStatuses = nil, nil
-	for _, c := range pod.Spec.InitContainers {
-		pod.Status.InitContainerStatuses = append(pod.Status.InitContainerStatuses, status(c))
-	}
-	for _, c := range pod.Spec.Containers {
-		pod.Status.ContainerStatuses = append(pod.Status.ContainerStatuses, status(c))
-	}
-	pod.Status.Phase = corev1.PodRunning
-	pod.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue, LastTransitionTime: started}}
+	markRunning(&pod, started, func(corev1.Container) metav1.Time { return started })
 	if err := admin.Status().Update(ctx, &pod); err != nil {
 		t.Fatalf("pod %s status: %v", name, err)
 	}

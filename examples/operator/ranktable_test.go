@@ -233,17 +233,7 @@ func TestRanktableDesignScenario(t *testing.T) {
 // first server keeps ranks 0-7 on its old IPs, the second has ranks 8-15 on the new
 // ones, and the table is complete.
 func checkRegenerated(s string) error {
-	var tab struct {
-		Status     string `json:"status"`
-		ServerList []struct {
-			ServerID string `json:"server_id"`
-			Device   []struct {
-				DeviceID string `json:"device_id"`
-				DeviceIP string `json:"device_ip"`
-				RankID   string `json:"rank_id"`
-			} `json:"device"`
-		} `json:"server_list"`
-	}
+	var tab table
 	if s == "" {
 		return fmt.Errorf("table is empty")
 	}
