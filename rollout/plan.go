@@ -350,7 +350,7 @@ func (p *planner) rank() {
 		switch p.s.VersionOrder {
 		case LatestFirst:
 			return cmp.Compare(b, a)
-		case LessFirst:
+		case LessFirst, "":
 			if c := cmp.Compare(minAvail[a], minAvail[b]); c != 0 {
 				return c
 			}

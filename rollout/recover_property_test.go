@@ -21,7 +21,7 @@ func recoverPolicy(t *rapid.T) rollout.RecoverPolicy {
 		minWindow = 1 // a cap needs a window (PlanRecover rejects it without)
 	}
 	return rollout.RecoverPolicy{
-		Strategy:          rollout.RecoverStrategy(rapid.IntRange(0, 2).Draw(t, "strategy")),
+		Strategy:          rapid.SampledFrom([]rollout.RecoverStrategy{rollout.CreateThenDelete, rollout.DeleteThenCreate, rollout.NoRecover}).Draw(t, "strategy"),
 		StartTimeout:      time.Duration(rapid.IntRange(0, 3).Draw(t, "startTimeout")) * time.Minute,
 		GangMemberTimeout: time.Duration(rapid.IntRange(0, 3).Draw(t, "gangTimeout")) * time.Minute,
 		ReleaseDelay:      time.Duration(rapid.IntRange(0, 3).Draw(t, "releaseDelay")) * time.Minute,

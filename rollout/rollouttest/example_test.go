@@ -175,7 +175,7 @@ func ExampleDriver() {
 	replicas, _ := ex.Observe(ctx)
 	fmt.Println("within bound", bound, "converged:", rollouttest.Converged(replicas, s))
 	// Output:
-	// rolling to 2-b, 3 replicas, maxUnavailable 1, maxSurge 0, order LessFirst
+	// Rolling to 2-b, 3 replicas, maxUnavailable 1, maxSurge 0, order LessFirst
 	//   web-0 1-a available
 	//   web-1 1-a available
 	//   web-2 1-a available
@@ -209,6 +209,6 @@ func ExampleScenario_Pods() {
 	fmt.Println(rollouttest.Scenario{Strategy: sc.Strategy, GangSize: 2, Replicas: replicas}, err)
 	// Output:
 	// g-0-0 g-0 1-a True 11:59:30
-	// gang to 2-b, 1 gang of 2 members, maxUnavailable 25% (default), maxSurge 25% (default), order LessFirst
+	// Gang to 2-b, 1 gang of 2 members, maxUnavailable 25% (default), maxSurge 25% (default), order LessFirst
 	//   g-0 1-a [g-0-0 available, ready since 2026-01-01T11:59:30Z; g-0-missing-1 missing] <nil>
 }

@@ -239,8 +239,8 @@ func (sc Scope) withDefaults() Scope {
 
 func (sc Scope) validate() error {
 	switch {
-	case sc.Mode < rollout.Rolling || sc.Mode > rollout.Group:
-		return fmt.Errorf("scope: mode: %d is not Rolling, Gang or Group", int(sc.Mode))
+	case sc.Mode != "" && sc.Mode != rollout.Rolling && sc.Mode != rollout.Gang && sc.Mode != rollout.Group:
+		return fmt.Errorf("scope: mode: %q is not Rolling, Gang or Group", sc.Mode)
 	case sc.Replicas < 1 || sc.Replicas > 16:
 		return fmt.Errorf("scope: replicas: %d, want 1 to 16", sc.Replicas)
 	case sc.Extra < 0 || sc.Extra > 4:

@@ -61,7 +61,7 @@ func Strategy(mode rollout.Mode, maxReplicas int) *rapid.Generator[rollout.Strat
 			Mode:           mode,
 			TargetRevision: Revisions[len(Revisions)-1],
 			Replicas:       rapid.IntRange(1, maxReplicas).Draw(t, "replicas"),
-			VersionOrder:   rollout.VersionOrder(rapid.IntRange(0, 2).Draw(t, "versionOrder")),
+			VersionOrder:   rapid.SampledFrom([]rollout.VersionOrder{rollout.LessFirst, rollout.LatestFirst, rollout.OldFirst}).Draw(t, "versionOrder"),
 			History:        slices.Clone(Revisions),
 		}
 		u := Budget(3).Draw(t, "maxUnavailable")

@@ -80,7 +80,7 @@ func roundTripped(rs []rollout.Replica) map[string]rollout.Replica {
 func TestScenarioPodsRoundTrip(t *testing.T) {
 	now := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
 	rapid.Check(t, func(t *rapid.T) {
-		mode := rollout.Mode(rapid.IntRange(0, 2).Draw(t, "mode"))
+		mode := rapid.SampledFrom([]rollout.Mode{rollout.Rolling, rollout.Gang, rollout.Group}).Draw(t, "mode")
 		lim := rollouttest.DefaultLimits
 		lim.Data = rapid.Bool().Draw(t, "data")
 		sc := rollouttest.ScenarioOf(mode, lim).Draw(t, "scenario")
