@@ -75,7 +75,7 @@ type planner struct {
 }
 
 // Size limits. [Plan], [PlanRecover] and [PlanLockstep] reject larger input with
-// an error; they keep the planner's packed indexes (32-bit) far from overflow.
+// an error.
 const (
 	// MaxReplicas is the most replicas one call accepts, and the largest
 	// Strategy.Replicas and History.
