@@ -415,28 +415,6 @@ func ExampleResolveBudget() {
 	// maxUnavailable and maxSurge: both are 0, nothing could move
 }
 
-// Revisions order by History first, then by the generation before "-", then by
-// name; SortRevisions also drops repeats.
-func ExampleSortRevisions() {
-	revs := []string{"10-c", "2-b", "canary", "9-a", "2-b", "hotfix"}
-	fmt.Println(rollout.SortRevisions(revs, nil))
-	fmt.Println(rollout.SortRevisions(revs, []string{"hotfix", "canary"}))
-	// Output:
-	// [canary hotfix 2-b 9-a 10-c]
-	// [2-b 9-a 10-c hotfix canary]
-}
-
-func ExampleGeneration() {
-	for _, rev := range []string{"12-5d8f", "web-5d8f", "+3-a"} {
-		g, ok := rollout.Generation(rev)
-		fmt.Println(rev, g, ok)
-	}
-	// Output:
-	// 12-5d8f 12 true
-	// web-5d8f 0 false
-	// +3-a 0 false
-}
-
 // CompareReplicas puts the least healthy first, then priority, deletion cost,
 // and name in natural order.
 func ExampleCompareReplicas() {

@@ -95,21 +95,21 @@ type RecoverStep struct {
 // or it waits for quota, for a NoRecover policy, for its replacement to be ready,
 // or for ReleaseDelay.
 const (
-	ReasonFailed          = "failed"
-	ReasonLost            = "lost"
-	ReasonStartTimeout    = "not ready for longer than StartTimeout"
-	ReasonGangMember      = "gang member missing or not ready for longer than GangMemberTimeout"
-	ReasonQuota           = "recover quota exhausted"
-	ReasonNoRecover       = "recover strategy is NoRecover"
-	ReasonReplacementWait = "replacement not ready yet"
-	ReasonReleaseDelay    = "swapped out, waiting for ReleaseDelay"
+	ReasonFailed          Reason = "failed"
+	ReasonLost            Reason = "lost"
+	ReasonStartTimeout    Reason = "not ready for longer than StartTimeout"
+	ReasonGangMember      Reason = "gang member missing or not ready for longer than GangMemberTimeout"
+	ReasonQuota           Reason = "recover quota exhausted"
+	ReasonNoRecover       Reason = "recover strategy is NoRecover"
+	ReasonReplacementWait Reason = "replacement not ready yet"
+	ReasonReleaseDelay    Reason = "swapped out, waiting for ReleaseDelay"
 )
 
 // FailureReason reports whether r must be replaced at now under policy, and why:
 // it is Failed or Lost (a gang: any member is), it has not been ready and healthy
 // for StartTimeout, or (a gang) one member has been missing or not ready for
 // GangMemberTimeout. Terminating and swapped-out replicas are never failed.
-func FailureReason(r *Replica, policy RecoverPolicy, now time.Time) (string, bool) {
+func FailureReason(r *Replica, policy RecoverPolicy, now time.Time) (Reason, bool) {
 	if !live(r) {
 		return "", false
 	}

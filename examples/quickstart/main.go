@@ -344,7 +344,7 @@ func describeStep(step rollout.Step, mode rollout.Mode) string {
 	if n := len(step.Waiting); n > 0 {
 		reasons := map[string]int{}
 		for _, wt := range step.Waiting {
-			reasons[wt.Reason]++
+			reasons[string(wt.Reason)]++
 		}
 		var rs []string
 		for r, c := range reasons {

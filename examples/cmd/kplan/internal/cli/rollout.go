@@ -191,7 +191,7 @@ func runRollout(o *options, objs []manifest.Object) (any, error) {
 		Budget: budgetOut(step.Budget), Latest: step.Latest, Complete: step.Complete, Delete: step.Delete,
 	}
 	for _, w := range step.Waiting {
-		out.Waiting = append(out.Waiting, waitOut(w))
+		out.Waiting = append(out.Waiting, waitOut{Replica: w.Replica, Reason: string(w.Reason)})
 	}
 	for _, u := range step.Update {
 		out.Update = append(out.Update, updateOut(u))
