@@ -107,12 +107,12 @@ func newPlanner(inv *Inventory, used *Used, req *Request) (*planner, error) {
 			p.kind = VFs
 		case req.Count == 0 && !req.All && !(req.NICPerGPURoot && req.joint()):
 			p.kind = WholePF // no NICs asked (e.g. GPUs only): the kind does not matter
-		case inv.mode == ModeVF:
+		case inv.mode == modeVF:
 			p.kind = VFs
-		case inv.mode == ModePF:
+		case inv.mode == modePF:
 			p.kind = WholePF
 		default:
-			_, err := inv.Mode()
+			_, err := inv.modeOrError()
 			return nil, fmt.Errorf("%w; set the request's kind", err)
 		}
 	}

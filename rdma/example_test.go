@@ -235,16 +235,6 @@ func ExampleEntries() {
 	// 1 0000:af:00.0 0000:af:00.0 100 true
 }
 
-func ExampleGPUEntries() {
-	inv, _ := rdma.NewInventory(exampleNode())
-	a, _ := rdma.Allocate(inv, rdma.Used{}, rdma.Request{Count: 1, GPUs: 1})
-	for _, g := range rdma.GPUEntries(a) {
-		core, ratio := g.Resources[rdma.ResourceGPUCore], g.Resources[rdma.ResourceGPUMemoryRatio]
-		fmt.Println(g.Minor, core.String(), ratio.String())
-	}
-	// Output: 0 100 100
-}
-
 func ExampleAllocated_Encode() {
 	a, _ := rdma.DecodeAllocated(`{ "rdma": [ {"minor": 0, "busID": "0000:18:00.0"} ], "fpga": [ {"minor": 2} ] }`)
 	value, err := a.Encode()
@@ -257,21 +247,6 @@ func ExampleAllocated_GPUMinors() {
 	minors, err := a.GPUMinors()
 	fmt.Println(minors, err)
 	// Output: [3 1] <nil>
-}
-
-func ExampleInventory_Mode() {
-	inv, _ := rdma.NewInventory(exampleNode())
-	m, err := inv.Mode()
-	fmt.Println(m == rdma.ModeVF, err)
-	// A NIC without VFs beside NICs with VFs: the design wants one mode per node.
-	node := exampleNode()
-	node.Devices[1].VFGroups = nil
-	inv, _ = rdma.NewInventory(node)
-	_, err = inv.Mode()
-	fmt.Println(err)
-	// Output:
-	// true <nil>
-	// node n1: rdma: healthy PFs with and without VFs on one node; a node's NICs must all be in PF or all in VF mode
 }
 
 func ExampleUsedByPods() {
