@@ -196,8 +196,8 @@ func gpuEntries(a Allocation) []DeviceAllocation {
 // A gpu list already in existing belongs to the GPU plugin that chose those GPUs
 // (Request.WithGPUs), with its shares (gpu-core 50, gpu-memory), so it is kept
 // untouched, and it is an error if it names other GPUs than a. Only when existing has
-// no gpu list and a has GPUs (a joint request that chose them) is the list written, as
-// gpuEntries(a): whole GPUs.
+// no gpu list and a has GPUs (a joint request that chose them) is the list written:
+// whole GPUs, gpu-core and gpu-memory-ratio 100 each.
 func EncodeAllocated(existing string, a Allocation, model CapacityModel) (string, error) {
 	cur, err := DecodeAllocated(existing)
 	if err != nil {

@@ -12,6 +12,79 @@ import (
 	"github.com/kplan-dev/kplan/rdma"
 )
 
+// The main flow of a scheduler plugin, end to end. A node's Device object lists a
+// GPU and a NIC with two VFs under one PCIe root; a pod asks for one GPU and one VF
+// on the same root. Filter (Fits) and Score run on the node, Reserve allocates and
+// records the allocation in the node's Used, PreBind writes the device-allocated
+// annotation. After a restart, the plugin rebuilds Used from the pods' annotations
+// alone, and a second pod of the same shape no longer fits.
+func Example() {
+	minor := func(m int32) *int32 { return &m }
+	inv, err := rdma.NewInventory(rdma.Node{Name: "gpu-node-1", Devices: []rdma.DeviceInfo{
+		{Type: rdma.GPU, Minor: minor(0), UUID: "GPU-0", Health: true,
+			Topology: &rdma.DeviceTopology{NodeID: 0, PCIEID: "pci0000:17"}},
+		{Type: rdma.RDMA, Minor: minor(0), UUID: "0000:18:00.0", Health: true,
+			Topology: &rdma.DeviceTopology{NodeID: 0, PCIEID: "pci0000:17", BusID: "0000:18:00.0"},
+			VFGroups: []rdma.VirtualFunctionGroup{{VFs: []rdma.VirtualFunction{
+				{Minor: 0, BusID: "0000:18:00.2"}, {Minor: 1, BusID: "0000:18:00.3"}}}}},
+	}})
+	if err != nil {
+		panic(err)
+	}
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "ml", Name: "llm-0", Annotations: map[string]string{
+			rdma.AnnotationDeviceAllocateHint:  `{"rdma":{"vfSelector":{}}}`,
+			rdma.AnnotationDeviceJointAllocate: `{"deviceTypes":["gpu","rdma"],"requiredScope":"SamePCIe"}`,
+		}},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "engine", Resources: corev1.ResourceRequirements{
+			Limits: corev1.ResourceList{rdma.ResourceRDMA: resource.MustParse("1"), rdma.ResourceNvidiaGPU: resource.MustParse("1")},
+		}}}},
+	}
+
+	// PreFilter: the pod's request, once per pod.
+	req, err := rdma.RequestFromPod(pod, rdma.CountModel)
+	if err != nil {
+		panic(err)
+	}
+	// Filter and Score, per node, against what the node's pods hold (nothing yet).
+	// Score: 1 of the root's 2 VFs left free, (2-1)*100/2 = 50.
+	var used rdma.Used
+	fmt.Println("fits:", rdma.Fits(inv, used, req))
+	score, err := rdma.Score(inv, used, req, rdma.ScoreOptions{Strategy: rdma.LeastAllocated})
+	fmt.Println("score:", score, err)
+	// Reserve: allocate and record.
+	alloc, err := rdma.Allocate(inv, used, req)
+	if err != nil {
+		panic(err)
+	}
+	used.Add(alloc)
+	fmt.Println("GPU", alloc.GPUs[0].Minor, "VF", alloc.NICs[0].VFs[0].BDF, "on", alloc.NICs[0].PCIeRoot)
+	// PreBind: the annotation the CNI and a restarted scheduler read.
+	value, err := rdma.EncodeAllocated(pod.Annotations[rdma.AnnotationDeviceAllocated], alloc, rdma.CountModel)
+	if err != nil {
+		panic(err)
+	}
+	pod.Annotations[rdma.AnnotationDeviceAllocated] = value
+	fmt.Println(value)
+
+	// After a restart: Used from the bound pods' annotations.
+	pod.Spec.NodeName = "gpu-node-1"
+	restarted, err := rdma.UsedByPods(inv, []*corev1.Pod{pod})
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println("held after restart: GPUs", restarted.GPUs(), "VFs", restarted.VFs())
+	err = rdma.Fits(inv, restarted, req)
+	fmt.Println("a second pod:", errors.Is(err, rdma.ErrInsufficient), err)
+	// Output:
+	// fits: <nil>
+	// score: 50 <nil>
+	// GPU 0 VF 0000:18:00.2 on pci0000:17
+	// {"gpu":[{"minor":0,"resources":{"koordinator.sh/gpu-core":"100","koordinator.sh/gpu-memory-ratio":"100"}}],"rdma":[{"minor":0,"resources":{"koordinator.sh/rdma":"1"},"id":"0000:18:00.0","extension":{"vfs":[{"minor":-1,"busID":"0000:18:00.2"}]},"busID":"0000:18:00.0"}]}
+	// held after restart: GPUs [0] VFs [0000:18:00.2]
+	// a second pod: true node gpu-node-1: rdma: need 1 GPUs, 0 free
+}
+
 func minor(v int32) *int32 { return &v }
 
 // exampleNode is a GPU server: one GPU and a compute NIC under pci0000:17, and a
