@@ -10,7 +10,7 @@
 // calls [Restarts] and [MarkCurrent]; the reload sidecar calls [Hub.Files]. Building
 // blocks: [Validate], [RevisionHash], [Hub] ([DecodeHub], [Hub.Add], [Hub.Trim],
 // [Hub.HubConfigMap]), [KeysFor] and [Keys.Read], [ResolvePartition],
-// [ResolveMaxUnavailable], [InitialRevision].
+// [resolveMaxUnavailable], [initialRevision].
 //
 //   - Every distinct spec.data is a revision named by [RevisionHash]: the first 16 hex
 //     digits of SHA-256 over a canonical, length-prefixed encoding of the data (and of
@@ -22,7 +22,7 @@
 //     revision to newest.
 //
 // Key scheme (see [Keys]): for a set named N, with S = N when N has at most
-// [MaxSetNameInKey] (25) characters, else its first 16 characters, "-" and 8 hex
+// [maxSetNameInKey] (25) characters, else its first 16 characters, "-" and 8 hex
 // digits of its hash:
 //
 //	apps.kruise.io/configmapset.S.updateRevision            wanted revision (controller)
@@ -53,17 +53,16 @@
 //     updates; clamped to [0, n]).
 //     Pods to update: want = n - kept.
 //  4. If fewer than want pods have wanted revision U, warm pods are picked in this
-//     priority order (the implementation section's order):
+//     priority order (the design's implementation section's order):
 //     (1) pods not on status.currentRevision before pods on it;
 //     (2) among those, pods whose revision is not in the hub (or missing) first;
 //     (3) then pods on older revisions (smaller hub index) first;
-//     ties by namespace and name (byte order). This is a counting sort over
-//     len(hub)+2 classes of pods already sorted by name: linear after one sort.
+//     ties by namespace and name (byte order).
 //  5. If more than want pods have U (partition raised), pods go back to
 //     status.currentRevision: pods that have not confirmed U first, then in reverse
 //     name order. With no older current revision in the hub nothing rolls back.
 //  6. With restartInjectedContainers, changes are bounded by maxUnavailable
-//     ([ResolveMaxUnavailable]: default 1, percent rounds down but never to 0,
+//     ([resolveMaxUnavailable]: default 1, percent rounds down but never to 0,
 //     at most n):
 //     unavailable pods are not-ready pods and pods whose wanted revision is not
 //     confirmed (restarting); changing an already-unavailable pod is free.

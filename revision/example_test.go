@@ -2,6 +2,7 @@ package revision_test
 
 import (
 	"fmt"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -121,7 +122,8 @@ func ExampleKeysFor() {
 	fmt.Println(k.CurrentRevisionTimestamp)
 	fmt.Println(k.UpdateOrder)
 	long, _ := revision.KeysFor("a-configmapset-with-a-rather-long-name")
-	fmt.Println(long.CurrentRevisionTimestamp, len(long.CurrentRevisionTimestamp[len(revision.KeyDomain)+1:]))
+	_, name, _ := strings.Cut(long.CurrentRevisionTimestamp, "/")
+	fmt.Println(long.CurrentRevisionTimestamp, len(name)) // a key's name part holds at most 63
 	// Output:
 	// apps.kruise.io/configmapset.deploy-cms1.updateRevision
 	// apps.kruise.io/configmapset.deploy-cms1.currentRevisionTimestamp
@@ -290,18 +292,6 @@ func ExampleRevisionHash() {
 	// false
 }
 
-func ExampleParseKey() {
-	keys, _ := revision.KeysFor("deploy-cms1")
-	for _, key := range []string{keys.CurrentRevision, keys.UpdateOrder, "apps.kruise.io/other"} {
-		set, f, ok := revision.ParseKey(key)
-		fmt.Printf("%q %q %v\n", set, f, ok)
-	}
-	// Output:
-	// "deploy-cms1" "currentRevision" true
-	// "deploy-cms1" "updateOrder" true
-	// "" "" false
-}
-
 func ExampleKeys_Write() {
 	keys, _ := revision.KeysFor("deploy-cms1")
 	at := time.Date(2025, 2, 14, 17, 51, 48, 0, time.UTC)
@@ -330,52 +320,6 @@ func ExampleKeys_Read() {
 	fmt.Println(err)
 	// Output:
 	// pod demo/sample-a: annotation apps.kruise.io/configmapset.deploy-cms1.currentRevisionTimestamp: "yesterday" is not a timestamp in milliseconds
-}
-
-func ExampleParseTimestamp() {
-	t, err := revision.ParseTimestamp("1739555508000")
-	fmt.Println(t.UTC(), err)
-	fmt.Println(revision.FormatTimestamp(t))
-	_, err = revision.ParseTimestamp("2025-02-14T17:51:48Z")
-	fmt.Println(err != nil)
-	// Output:
-	// 2025-02-14 17:51:48 +0000 UTC <nil>
-	// 1739555508000
-	// true
-}
-
-func ExampleInitialRevision() {
-	set := exampleSet("bbb") // partition 50%: half the pods stay on the current revision
-	set.Status.CurrentRevision, set.Status.UpdateRevision = "1b5d3bd378ca7b6c", "f4c16993a53f5b40"
-	keys, _ := revision.KeysFor(set.Name)
-	pod := func(name, rev string) *corev1.Pod {
-		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "demo", Name: name,
-			Annotations: map[string]string{keys.UpdateRevision: rev}}}
-	}
-	// Three pods, one on the update revision: the fourth should take the update
-	// revision, so two of four run it.
-	pods := []*corev1.Pod{pod("a", "f4c16993a53f5b40"), pod("b", "1b5d3bd378ca7b6c"), pod("c", "1b5d3bd378ca7b6c")}
-	fmt.Println(revision.InitialRevision(set, pods))
-	// With two already on it, the fourth stays on the current revision.
-	pods[1] = pod("b", "f4c16993a53f5b40")
-	fmt.Println(revision.InitialRevision(set, pods))
-	// Output:
-	// f4c16993a53f5b40
-	// 1b5d3bd378ca7b6c
-}
-
-func ExampleResolveMaxUnavailable() {
-	for _, v := range []intstr.IntOrString{intstr.FromInt32(3), intstr.FromString("25%"), intstr.FromString("1%")} {
-		n, err := revision.ResolveMaxUnavailable(&v, 10)
-		fmt.Println(v.String(), n, err)
-	}
-	n, _ := revision.ResolveMaxUnavailable(nil, 10)
-	fmt.Println("unset", n)
-	// Output:
-	// 3 3 <nil>
-	// 25% 2 <nil>
-	// 1% 1 <nil>
-	// unset 1
 }
 
 func ExampleValidateSpec() {

@@ -414,7 +414,7 @@ func (m *machine) plan(t *rapid.T, pure bool) Result {
 	// maxUnavailable: a plan never makes more pods unavailable than the budget, or
 	// than were unavailable already.
 	if restart {
-		mu, _ := ResolveMaxUnavailable(us.MaxUnavailable, n)
+		mu, _ := resolveMaxUnavailable(us.MaxUnavailable, n)
 		ub, ua := 0, 0
 		for name := range before {
 			if before[name].unavailable() {

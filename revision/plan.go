@@ -26,8 +26,7 @@ type Input struct {
 	Now time.Time
 }
 
-// Result is what one reconcile should write. (The issue calls it Plan; Go does not
-// allow a type and a function of the same name.)
+// Result is what one reconcile should write.
 type Result struct {
 	// Hub is the hub ConfigMap to create or update, or nil when unchanged.
 	Hub *corev1.ConfigMap
