@@ -144,7 +144,7 @@
 //
 // # Example
 //
-// See ExamplePlan, ExamplePlan_coldPods, ExampleInject, ExampleKeysFor,
-// ExampleRestarts, ExampleMarkCurrent, ExampleValidate, ExampleResolvePartition,
-// ExampleDecodeHub and ExampleHub_Files.
+// The package example runs a controller's reconciles end to end: a data change, the
+// hub, the partitioned selection and the status. The examples of [Plan], [Inject],
+// [Restarts], [MarkCurrent] and [Hub.Files] show each side on its own.
 package revision

@@ -26,56 +26,82 @@ func exampleSet(value string) *revision.ConfigMapSet {
 	}
 }
 
-func ExamplePlan() {
+// The main flow of a ConfigMapSet controller, end to end: the first reconcile
+// creates the hub and gives every pod revision A; the node side confirms it. Then
+// spec.data changes with partition 50%: the hub gains revision B, two of the four
+// pods are selected for it (in name order), and once the node side confirms B on
+// them the status counts two updated pods, A still current.
+func Example() {
 	now := time.Date(2025, 2, 14, 17, 51, 48, 0, time.UTC)
-	set := exampleSet("aaa")
-	set.Spec.UpdateStrategy.Partition = nil
-	keys, _ := revision.KeysFor(set.Name)
+	set := &revision.ConfigMapSet{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "demo", Name: "deploy-cms1", Generation: 1},
+		Spec: revision.ConfigMapSetSpec{
+			Selector:   &metav1.LabelSelector{MatchLabels: map[string]string{"app": "sample"}},
+			Data:       map[string]string{"settings.yaml": "value: aaa"},
+			Containers: []revision.ContainerInjectSpec{{Name: "main", MountPath: "/data/conf1"}},
+		},
+	}
+	keys, err := revision.KeysFor(set.Name)
+	if err != nil {
+		panic(err)
+	}
 	var pods []*corev1.Pod
 	for _, name := range []string{"sample-a", "sample-b", "sample-c", "sample-d"} {
 		// Pods as the webhook (Inject) left them: with the reload sidecar.
 		pods = append(pods, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "demo", Name: name},
 			Spec: corev1.PodSpec{InitContainers: []corev1.Container{{Name: revision.ReloadSidecarName(set.Name)}}}})
 	}
-	// First reconcile: the hub is created and every pod gets revision A.
-	res, err := revision.Plan(revision.Input{Set: set, Pods: pods, Now: now})
-	if err != nil {
-		fmt.Println(err)
-		return
+	// reconcile plans, applies the pod patches as the API server would, and plays
+	// the node side: every patched pod loads its revision and is ready.
+	var hub *corev1.ConfigMap
+	reconcile := func(at time.Time) revision.Result {
+		res, err := revision.Plan(revision.Input{Set: set, Hub: hub, Pods: pods, Now: at})
+		if err != nil {
+			panic(err)
+		}
+		if res.Hub != nil {
+			hub = res.Hub // the reconciler writes it and reads it back next time
+		}
+		set.Status = res.Status
+		for _, patch := range res.Pods {
+			for i, p := range pods {
+				if p.Name == patch.Name {
+					p = patch.Apply(p)
+					p.Annotations[keys.CurrentRevision] = p.Annotations[keys.UpdateRevision]
+					p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}
+					pods[i] = p
+				}
+			}
+		}
+		return res
 	}
-	hub := res.Hub // what the reconciler wrote; it reads it back next time
-	fmt.Println("hub:", hub.Name, "revisions:", res.Revisions, "patches:", len(res.Pods))
-	b, _ := res.Pods[0].MergePatch()
-	fmt.Println(string(b))
 
-	// The node side confirms A on every pod; the rollout completes.
-	for i, p := range pods {
-		p = res.Pods[i].Apply(p)
-		p.Annotations[keys.CurrentRevision] = p.Annotations[keys.UpdateRevision]
-		p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}
-		pods[i] = p
-	}
-	set.Status = res.Status
-	res, _ = revision.Plan(revision.Input{Set: set, Hub: hub, Pods: pods, Now: now})
-	fmt.Println("current:", res.Status.CurrentRevision)
+	res := reconcile(now)
+	fmt.Println("hub", hub.Name, "revisions", res.Revisions, "patched", len(res.Pods), "pods")
+	res = reconcile(now)
+	fmt.Println("current", res.Status.CurrentRevision)
 
-	// New data with partition 50%: two of four pods move to revision B, in name order.
-	set.Status = res.Status
+	// New data, half the pods kept on the current revision.
+	set.Generation++
 	set.Spec.Data = map[string]string{"settings.yaml": "value: bbb"}
 	half := intstr.FromString("50%")
 	set.Spec.UpdateStrategy.Partition = &half
-	res, _ = revision.Plan(revision.Input{Set: set, Hub: hub, Pods: pods, Now: now.Add(time.Minute)})
-	fmt.Println("revisions:", res.Revisions)
+	res = reconcile(now.Add(time.Minute))
+	fmt.Println("hub revisions", res.Revisions)
 	for _, p := range res.Pods {
 		fmt.Println(p.Name, "->", *p.Annotations[keys.UpdateRevision])
 	}
+	res = reconcile(now.Add(2 * time.Minute))
+	st := res.Status
+	fmt.Printf("status: current %s, update %s, matched %d, updated %d, updated and ready %d\n",
+		st.CurrentRevision, st.UpdateRevision, st.MatchedPods, st.UpdatedPods, st.UpdatedReadyPods)
 	// Output:
-	// hub: deploy-cms1-hub revisions: [1b5d3bd378ca7b6c] patches: 4
-	// {"metadata":{"annotations":{"apps.kruise.io/configmapset.deploy-cms1.updateRevision":"1b5d3bd378ca7b6c","apps.kruise.io/configmapset.deploy-cms1.updateRevisionTimestamp":"1739555508000"}}}
-	// current: 1b5d3bd378ca7b6c
-	// revisions: [1b5d3bd378ca7b6c f4c16993a53f5b40]
+	// hub deploy-cms1-hub revisions [1b5d3bd378ca7b6c] patched 4 pods
+	// current 1b5d3bd378ca7b6c
+	// hub revisions [1b5d3bd378ca7b6c f4c16993a53f5b40]
 	// sample-a -> f4c16993a53f5b40
 	// sample-b -> f4c16993a53f5b40
+	// status: current 1b5d3bd378ca7b6c, update f4c16993a53f5b40, matched 4, updated 2, updated and ready 2
 }
 
 // Plan leaves cold pods alone and lists them with the reason: here one pod the
