@@ -356,7 +356,7 @@ func podReady(p *corev1.Pod) bool {
 
 // buildPatches returns the patches for pods whose target or update-order label changed.
 func buildPatches(pods []podInfo, keys Keys, injectOrder bool, now time.Time) ([]PodPatch, error) {
-	n, changed := 0, 0
+	n := 0
 	for i := range pods {
 		p := &pods[i]
 		if p.cold != coldNone {
@@ -366,16 +366,11 @@ func buildPatches(pods []podInfo, keys Keys, injectOrder bool, now time.Time) ([
 		if p.changed || p.labelWant != p.labelNow {
 			n++
 		}
-		if p.changed {
-			changed++
-		}
 	}
 	if n == 0 {
 		return nil, nil
 	}
 	out := make([]PodPatch, 0, n)
-	// One backing array for the patches' values; each patch points at its own slots.
-	vals := make([]string, 0, 2*changed)
 	ts := FormatTimestamp(now)
 	for i := range pods {
 		p := &pods[i]
@@ -384,9 +379,8 @@ func buildPatches(pods []podInfo, keys Keys, injectOrder bool, now time.Time) ([
 		}
 		pp := PodPatch{Namespace: p.pod.Namespace, Name: p.pod.Name, UID: p.pod.UID}
 		if p.changed {
-			vals = append(vals, p.target, ts)
-			target, stamp := &vals[len(vals)-2], &vals[len(vals)-1]
-			pp.Annotations = map[string]*string{keys.UpdateRevision: target, keys.UpdateRevisionTimestamp: stamp}
+			target, stamp := p.target, ts
+			pp.Annotations = map[string]*string{keys.UpdateRevision: &target, keys.UpdateRevisionTimestamp: &stamp}
 			if err := checkAnnotationSize(p.pod, [2]string{keys.UpdateRevision, keys.UpdateRevisionTimestamp}, [2]string{p.target, ts}); err != nil {
 				return nil, err
 			}
