@@ -2,7 +2,6 @@ package rollouttest_test
 
 import (
 	"fmt"
-	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -112,8 +111,8 @@ func TestScenarioPodsRoundTrip(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%v\n%s", err, sc)
 		}
-		if !reflect.DeepEqual(before, sc.Replicas) {
-			t.Fatal("Pods modified the scenario")
+		if diff := cmp.Diff(before, sc.Replicas, cmp.Comparer(func(a, b time.Time) bool { return a == b })); diff != "" {
+			t.Fatalf("Pods modified the scenario (-before +after):\n%s", diff)
 		}
 		for _, p := range pods {
 			if p.Spec.Containers[0].Image != rollouttest.PodImage || p.Status.Conditions[0].Type != corev1.PodReady {
