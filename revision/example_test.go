@@ -1,7 +1,3 @@
-// Every example of the package is in this one file, as the project requires (they
-// compile with no other test file and show only the exported API); it runs past 400
-// lines because each entry point has its own example, each copyable as shown.
-
 package revision_test
 
 import (
