@@ -9,8 +9,7 @@
 // status, events and the cold pods it leaves alone ([Result.Cold]). A mutating webhook calls [Inject] for new pods; the node side
 // calls [Restarts] and [MarkCurrent]; the reload sidecar calls [Hub.Files]. Building
 // blocks: [Validate], [RevisionHash], [Hub] ([DecodeHub], [Hub.Add], [Hub.Trim],
-// [Hub.HubConfigMap]), [KeysFor] and [Keys.Read], [ResolvePartition],
-// [resolveMaxUnavailable], [initialRevision].
+// [Hub.HubConfigMap]), [KeysFor] and [Keys.Read], [ResolvePartition].
 //
 //   - Every distinct spec.data is a revision named by [RevisionHash]: the first 16 hex
 //     digits of SHA-256 over a canonical, length-prefixed encoding of the data (and of
@@ -22,7 +21,7 @@
 //     revision to newest.
 //
 // Key scheme (see [Keys]): for a set named N, with S = N when N has at most
-// [maxSetNameInKey] (25) characters, else its first 16 characters, "-" and 8 hex
+// 25 characters, else its first 16 characters, "-" and 8 hex
 // digits of its hash:
 //
 //	apps.kruise.io/configmapset.S.updateRevision            wanted revision (controller)
@@ -62,9 +61,7 @@
 //     status.currentRevision: pods that have not confirmed U first, then in reverse
 //     name order. With no older current revision in the hub nothing rolls back.
 //  6. With restartInjectedContainers, changes are bounded by maxUnavailable
-//     ([resolveMaxUnavailable]: default 1, percent rounds down but never to 0,
-//     at most n):
-//     unavailable pods are not-ready pods and pods whose wanted revision is not
+//     (default 1, percent rounds down but never to 0, at most n): unavailable pods are not-ready pods and pods whose wanted revision is not
 //     confirmed (restarting); changing an already-unavailable pod is free.
 //  7. Warm kept pods whose revision is not in the hub get the current revision (or U
 //     when there is none): a pod cannot load a revision the hub does not hold.

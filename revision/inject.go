@@ -96,8 +96,9 @@ type InjectResult struct {
 // the set's files: an emptyDir, the hub ConfigMap volume, the reload sidecar (native or
 // with launch priority by Kubernetes version), read-only mounts in the selected
 // containers, and, if the pod has none, a wanted revision chosen so the partition holds
-// (initialRevision) with its timestamp. It is idempotent, records what it injected
-// under InjectorName, and returns an error wrapping webhookpatch.ErrConflict when
+// (the update revision while fewer than pods+1-partition pods run it, else the
+// current one) with its timestamp. It is idempotent, records what it injected under
+// InjectorName, and returns an error wrapping webhookpatch.ErrConflict when
 // another set already injected the same container and mountPath or sidecar. With
 // injectStrategy.pause it does nothing.
 func Inject(pod *corev1.Pod, in InjectInput) (InjectResult, error) {

@@ -38,7 +38,7 @@ const maxSetNameInKey = names.MaxLabelLength - len(keySetPrefix) - len(".") - le
 const UpdateOrderValue = "1"
 
 // Keys are the annotation and label keys of one ConfigMapSet on its pods. The scheme,
-// for a set named N (shortened to S as maxSetNameInKey says):
+// for a set named N (shortened to S when longer than 25 characters):
 //
 //	apps.kruise.io/configmapset.S.updateRevision            wanted revision (controller)
 //	apps.kruise.io/configmapset.S.updateRevisionTimestamp   when it was wanted, ms since epoch
