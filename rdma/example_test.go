@@ -89,12 +89,11 @@ func Example() {
 	// a second pod: true node gpu-node-1: rdma: need 1 GPUs, 0 free
 }
 
-func minor(v int32) *int32 { return &v }
-
-// exampleNode is a GPU server: one GPU and a compute NIC under pci0000:17, and a
-// storage NIC with two VFs under pci0000:ae.
-func exampleNode() rdma.Node {
-	return rdma.Node{Name: "n1", Devices: []rdma.DeviceInfo{
+func ExampleAllocate() {
+	minor := func(m int32) *int32 { return &m }
+	// A GPU server: one GPU and a compute NIC with one VF under PCIe root pci0000:17,
+	// and a storage NIC with two VFs under pci0000:ae.
+	node := rdma.Node{Name: "n1", Devices: []rdma.DeviceInfo{
 		{Type: rdma.GPU, Minor: minor(0), UUID: "GPU-0", Health: true, Topology: &rdma.DeviceTopology{NodeID: 0, PCIEID: "pci0000:17"}},
 		{Type: rdma.RDMA, Minor: minor(0), UUID: "0000:18:00.0", Health: true, Labels: map[string]string{"rdma-type": "compute"},
 			Topology: &rdma.DeviceTopology{NodeID: 0, PCIEID: "pci0000:17", BusID: "0000:18:00.0"},
@@ -103,10 +102,7 @@ func exampleNode() rdma.Node {
 			Topology: &rdma.DeviceTopology{NodeID: 1, PCIEID: "pci0000:ae", BusID: "0000:af:00.0"},
 			VFGroups: []rdma.VirtualFunctionGroup{{VFs: []rdma.VirtualFunction{{Minor: 0, BusID: "0000:af:00.2"}, {Minor: 1, BusID: "0000:af:00.3"}}}}},
 	}}
-}
-
-func ExampleAllocate() {
-	inv, err := rdma.NewInventory(exampleNode())
+	inv, err := rdma.NewInventory(node)
 	if err != nil {
 		panic(err)
 	}
@@ -128,7 +124,19 @@ func ExampleAllocate() {
 }
 
 func ExampleAllocate_joint() {
-	inv, _ := rdma.NewInventory(exampleNode())
+	minor := func(m int32) *int32 { return &m }
+	// A GPU server: one GPU and a compute NIC with one VF under PCIe root pci0000:17,
+	// and a storage NIC with two VFs under pci0000:ae.
+	node := rdma.Node{Name: "n1", Devices: []rdma.DeviceInfo{
+		{Type: rdma.GPU, Minor: minor(0), UUID: "GPU-0", Health: true, Topology: &rdma.DeviceTopology{NodeID: 0, PCIEID: "pci0000:17"}},
+		{Type: rdma.RDMA, Minor: minor(0), UUID: "0000:18:00.0", Health: true, Labels: map[string]string{"rdma-type": "compute"},
+			Topology: &rdma.DeviceTopology{NodeID: 0, PCIEID: "pci0000:17", BusID: "0000:18:00.0"},
+			VFGroups: []rdma.VirtualFunctionGroup{{VFs: []rdma.VirtualFunction{{Minor: 0, BusID: "0000:18:00.2"}}}}},
+		{Type: rdma.RDMA, Minor: minor(1), UUID: "0000:af:00.0", Health: true, Labels: map[string]string{"rdma-type": "storage"},
+			Topology: &rdma.DeviceTopology{NodeID: 1, PCIEID: "pci0000:ae", BusID: "0000:af:00.0"},
+			VFGroups: []rdma.VirtualFunctionGroup{{VFs: []rdma.VirtualFunction{{Minor: 0, BusID: "0000:af:00.2"}, {Minor: 1, BusID: "0000:af:00.3"}}}}},
+	}}
+	inv, _ := rdma.NewInventory(node)
 	a, err := rdma.Allocate(inv, rdma.Used{}, rdma.Request{Count: 1, GPUs: 1, Joint: rdma.JointSamePCIe})
 	if err != nil {
 		panic(err)
@@ -138,7 +146,19 @@ func ExampleAllocate_joint() {
 }
 
 func ExampleEncodeAllocated() {
-	inv, _ := rdma.NewInventory(exampleNode())
+	minor := func(m int32) *int32 { return &m }
+	// A GPU server: one GPU and a compute NIC with one VF under PCIe root pci0000:17,
+	// and a storage NIC with two VFs under pci0000:ae.
+	node := rdma.Node{Name: "n1", Devices: []rdma.DeviceInfo{
+		{Type: rdma.GPU, Minor: minor(0), UUID: "GPU-0", Health: true, Topology: &rdma.DeviceTopology{NodeID: 0, PCIEID: "pci0000:17"}},
+		{Type: rdma.RDMA, Minor: minor(0), UUID: "0000:18:00.0", Health: true, Labels: map[string]string{"rdma-type": "compute"},
+			Topology: &rdma.DeviceTopology{NodeID: 0, PCIEID: "pci0000:17", BusID: "0000:18:00.0"},
+			VFGroups: []rdma.VirtualFunctionGroup{{VFs: []rdma.VirtualFunction{{Minor: 0, BusID: "0000:18:00.2"}}}}},
+		{Type: rdma.RDMA, Minor: minor(1), UUID: "0000:af:00.0", Health: true, Labels: map[string]string{"rdma-type": "storage"},
+			Topology: &rdma.DeviceTopology{NodeID: 1, PCIEID: "pci0000:ae", BusID: "0000:af:00.0"},
+			VFGroups: []rdma.VirtualFunctionGroup{{VFs: []rdma.VirtualFunction{{Minor: 0, BusID: "0000:af:00.2"}, {Minor: 1, BusID: "0000:af:00.3"}}}}},
+	}}
+	inv, _ := rdma.NewInventory(node)
 	a, _ := rdma.Allocate(inv, rdma.Used{}, rdma.Request{Count: 1})
 	value, err := rdma.EncodeAllocated(`{"gpu":[{"minor":0}]}`, a, rdma.CountModel)
 	fmt.Println(value, err)
@@ -170,7 +190,19 @@ func ExampleParseBDF() {
 }
 
 func ExampleCapacity() {
-	inv, _ := rdma.NewInventory(exampleNode())
+	minor := func(m int32) *int32 { return &m }
+	// A GPU server: one GPU and a compute NIC with one VF under PCIe root pci0000:17,
+	// and a storage NIC with two VFs under pci0000:ae.
+	node := rdma.Node{Name: "n1", Devices: []rdma.DeviceInfo{
+		{Type: rdma.GPU, Minor: minor(0), UUID: "GPU-0", Health: true, Topology: &rdma.DeviceTopology{NodeID: 0, PCIEID: "pci0000:17"}},
+		{Type: rdma.RDMA, Minor: minor(0), UUID: "0000:18:00.0", Health: true, Labels: map[string]string{"rdma-type": "compute"},
+			Topology: &rdma.DeviceTopology{NodeID: 0, PCIEID: "pci0000:17", BusID: "0000:18:00.0"},
+			VFGroups: []rdma.VirtualFunctionGroup{{VFs: []rdma.VirtualFunction{{Minor: 0, BusID: "0000:18:00.2"}}}}},
+		{Type: rdma.RDMA, Minor: minor(1), UUID: "0000:af:00.0", Health: true, Labels: map[string]string{"rdma-type": "storage"},
+			Topology: &rdma.DeviceTopology{NodeID: 1, PCIEID: "pci0000:ae", BusID: "0000:af:00.0"},
+			VFGroups: []rdma.VirtualFunctionGroup{{VFs: []rdma.VirtualFunction{{Minor: 0, BusID: "0000:af:00.2"}, {Minor: 1, BusID: "0000:af:00.3"}}}}},
+	}}
+	inv, _ := rdma.NewInventory(node)
 	c, _ := rdma.Capacity(inv, rdma.CountModel)
 	p, _ := rdma.Capacity(inv, rdma.PercentModel)
 	q, pq := c[rdma.ResourceRDMA], p[rdma.ResourceRDMA]
@@ -179,13 +211,26 @@ func ExampleCapacity() {
 }
 
 func ExampleNewInventory() {
+	minor := func(m int32) *int32 { return &m }
 	_, err := rdma.NewInventory(rdma.Node{Name: "n1", Devices: []rdma.DeviceInfo{{Type: rdma.RDMA, Minor: minor(0), UUID: "eth0"}}})
 	fmt.Println(err)
 	// Output: node n1: devices[0].id: Invalid value: "eth0": no topology.busID, and "eth0" is not a PCI address (domain:bus:device.function like 0000:3b:00.0): wrong length
 }
 
 func ExampleFits() {
-	inv, _ := rdma.NewInventory(exampleNode())
+	minor := func(m int32) *int32 { return &m }
+	// A GPU server: one GPU and a compute NIC with one VF under PCIe root pci0000:17,
+	// and a storage NIC with two VFs under pci0000:ae.
+	node := rdma.Node{Name: "n1", Devices: []rdma.DeviceInfo{
+		{Type: rdma.GPU, Minor: minor(0), UUID: "GPU-0", Health: true, Topology: &rdma.DeviceTopology{NodeID: 0, PCIEID: "pci0000:17"}},
+		{Type: rdma.RDMA, Minor: minor(0), UUID: "0000:18:00.0", Health: true, Labels: map[string]string{"rdma-type": "compute"},
+			Topology: &rdma.DeviceTopology{NodeID: 0, PCIEID: "pci0000:17", BusID: "0000:18:00.0"},
+			VFGroups: []rdma.VirtualFunctionGroup{{VFs: []rdma.VirtualFunction{{Minor: 0, BusID: "0000:18:00.2"}}}}},
+		{Type: rdma.RDMA, Minor: minor(1), UUID: "0000:af:00.0", Health: true, Labels: map[string]string{"rdma-type": "storage"},
+			Topology: &rdma.DeviceTopology{NodeID: 1, PCIEID: "pci0000:ae", BusID: "0000:af:00.0"},
+			VFGroups: []rdma.VirtualFunctionGroup{{VFs: []rdma.VirtualFunction{{Minor: 0, BusID: "0000:af:00.2"}, {Minor: 1, BusID: "0000:af:00.3"}}}}},
+	}}
+	inv, _ := rdma.NewInventory(node)
 	holder := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "a", Annotations: map[string]string{
 		rdma.AnnotationDeviceAllocated: `{"rdma":[{"minor":1,"id":"0000:af:00.0","extension":{"vfs":[{"minor":-1,"busID":"0000:af:00.2"}]}}]}`,
 	}}}
@@ -201,7 +246,19 @@ func ExampleFits() {
 }
 
 func ExampleScore() {
-	inv, _ := rdma.NewInventory(exampleNode())
+	minor := func(m int32) *int32 { return &m }
+	// A GPU server: one GPU and a compute NIC with one VF under PCIe root pci0000:17,
+	// and a storage NIC with two VFs under pci0000:ae.
+	node := rdma.Node{Name: "n1", Devices: []rdma.DeviceInfo{
+		{Type: rdma.GPU, Minor: minor(0), UUID: "GPU-0", Health: true, Topology: &rdma.DeviceTopology{NodeID: 0, PCIEID: "pci0000:17"}},
+		{Type: rdma.RDMA, Minor: minor(0), UUID: "0000:18:00.0", Health: true, Labels: map[string]string{"rdma-type": "compute"},
+			Topology: &rdma.DeviceTopology{NodeID: 0, PCIEID: "pci0000:17", BusID: "0000:18:00.0"},
+			VFGroups: []rdma.VirtualFunctionGroup{{VFs: []rdma.VirtualFunction{{Minor: 0, BusID: "0000:18:00.2"}}}}},
+		{Type: rdma.RDMA, Minor: minor(1), UUID: "0000:af:00.0", Health: true, Labels: map[string]string{"rdma-type": "storage"},
+			Topology: &rdma.DeviceTopology{NodeID: 1, PCIEID: "pci0000:ae", BusID: "0000:af:00.0"},
+			VFGroups: []rdma.VirtualFunctionGroup{{VFs: []rdma.VirtualFunction{{Minor: 0, BusID: "0000:af:00.2"}, {Minor: 1, BusID: "0000:af:00.3"}}}}},
+	}}
+	inv, _ := rdma.NewInventory(node)
 	least, _ := rdma.Score(inv, rdma.Used{}, rdma.Request{Count: 1}, rdma.ScoreOptions{Strategy: rdma.LeastAllocated})
 	most, _ := rdma.Score(inv, rdma.Used{}, rdma.Request{Count: 1}, rdma.ScoreOptions{Strategy: rdma.MostAllocated})
 	fmt.Println(least, most) // 3 VFs: (3-1)*100/3 = 66, 1*100/3 = 33
@@ -209,13 +266,25 @@ func ExampleScore() {
 }
 
 func ExampleRequestFromPod() {
+	minor := func(m int32) *int32 { return &m }
+	// A GPU server: one GPU and a compute NIC with one VF under PCIe root pci0000:17,
+	// and a storage NIC with two VFs under pci0000:ae.
+	node := rdma.Node{Name: "n1", Devices: []rdma.DeviceInfo{
+		{Type: rdma.GPU, Minor: minor(0), UUID: "GPU-0", Health: true, Topology: &rdma.DeviceTopology{NodeID: 0, PCIEID: "pci0000:17"}},
+		{Type: rdma.RDMA, Minor: minor(0), UUID: "0000:18:00.0", Health: true, Labels: map[string]string{"rdma-type": "compute"},
+			Topology: &rdma.DeviceTopology{NodeID: 0, PCIEID: "pci0000:17", BusID: "0000:18:00.0"},
+			VFGroups: []rdma.VirtualFunctionGroup{{VFs: []rdma.VirtualFunction{{Minor: 0, BusID: "0000:18:00.2"}}}}},
+		{Type: rdma.RDMA, Minor: minor(1), UUID: "0000:af:00.0", Health: true, Labels: map[string]string{"rdma-type": "storage"},
+			Topology: &rdma.DeviceTopology{NodeID: 1, PCIEID: "pci0000:ae", BusID: "0000:af:00.0"},
+			VFGroups: []rdma.VirtualFunctionGroup{{VFs: []rdma.VirtualFunction{{Minor: 0, BusID: "0000:af:00.2"}, {Minor: 1, BusID: "0000:af:00.3"}}}}},
+	}}
 	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "p", Annotations: map[string]string{
 		rdma.AnnotationDeviceAllocateHint: `{"rdma":{"selector":{"matchLabels":{"rdma-type":"storage"}},"allocateStrategy":"ApplyForAll"}}`,
 	}}}
 	pod.Spec.Containers = []corev1.Container{{Name: "c", Resources: corev1.ResourceRequirements{
 		Requests: corev1.ResourceList{rdma.ResourceRDMA: resource.MustParse("1")}}}}
 	req, _ := rdma.RequestFromPod(pod, rdma.CountModel)
-	inv, _ := rdma.NewInventory(exampleNode())
+	inv, _ := rdma.NewInventory(node)
 	a, _ := rdma.Allocate(inv, rdma.Used{}, req)
 	fmt.Println(req.All, a.Units())
 	// Output: true 2
@@ -233,7 +302,19 @@ func ExampleDeviceIDs() {
 }
 
 func ExampleValidateNode() {
-	n := exampleNode()
+	minor := func(m int32) *int32 { return &m }
+	// A GPU server: one GPU and a compute NIC with one VF under PCIe root pci0000:17,
+	// and a storage NIC with two VFs under pci0000:ae.
+	node := rdma.Node{Name: "n1", Devices: []rdma.DeviceInfo{
+		{Type: rdma.GPU, Minor: minor(0), UUID: "GPU-0", Health: true, Topology: &rdma.DeviceTopology{NodeID: 0, PCIEID: "pci0000:17"}},
+		{Type: rdma.RDMA, Minor: minor(0), UUID: "0000:18:00.0", Health: true, Labels: map[string]string{"rdma-type": "compute"},
+			Topology: &rdma.DeviceTopology{NodeID: 0, PCIEID: "pci0000:17", BusID: "0000:18:00.0"},
+			VFGroups: []rdma.VirtualFunctionGroup{{VFs: []rdma.VirtualFunction{{Minor: 0, BusID: "0000:18:00.2"}}}}},
+		{Type: rdma.RDMA, Minor: minor(1), UUID: "0000:af:00.0", Health: true, Labels: map[string]string{"rdma-type": "storage"},
+			Topology: &rdma.DeviceTopology{NodeID: 1, PCIEID: "pci0000:ae", BusID: "0000:af:00.0"},
+			VFGroups: []rdma.VirtualFunctionGroup{{VFs: []rdma.VirtualFunction{{Minor: 0, BusID: "0000:af:00.2"}, {Minor: 1, BusID: "0000:af:00.3"}}}}},
+	}}
+	n := node
 	n.Devices[1].VFGroups[0].VFs[0].BusID = "0000:18:00.9"
 	for _, e := range rdma.ValidateNode(n) {
 		fmt.Println(e)
@@ -242,7 +323,19 @@ func ExampleValidateNode() {
 }
 
 func ExampleDRADevices() {
-	inv, _ := rdma.NewInventory(exampleNode())
+	minor := func(m int32) *int32 { return &m }
+	// A GPU server: one GPU and a compute NIC with one VF under PCIe root pci0000:17,
+	// and a storage NIC with two VFs under pci0000:ae.
+	node := rdma.Node{Name: "n1", Devices: []rdma.DeviceInfo{
+		{Type: rdma.GPU, Minor: minor(0), UUID: "GPU-0", Health: true, Topology: &rdma.DeviceTopology{NodeID: 0, PCIEID: "pci0000:17"}},
+		{Type: rdma.RDMA, Minor: minor(0), UUID: "0000:18:00.0", Health: true, Labels: map[string]string{"rdma-type": "compute"},
+			Topology: &rdma.DeviceTopology{NodeID: 0, PCIEID: "pci0000:17", BusID: "0000:18:00.0"},
+			VFGroups: []rdma.VirtualFunctionGroup{{VFs: []rdma.VirtualFunction{{Minor: 0, BusID: "0000:18:00.2"}}}}},
+		{Type: rdma.RDMA, Minor: minor(1), UUID: "0000:af:00.0", Health: true, Labels: map[string]string{"rdma-type": "storage"},
+			Topology: &rdma.DeviceTopology{NodeID: 1, PCIEID: "pci0000:ae", BusID: "0000:af:00.0"},
+			VFGroups: []rdma.VirtualFunctionGroup{{VFs: []rdma.VirtualFunction{{Minor: 0, BusID: "0000:af:00.2"}, {Minor: 1, BusID: "0000:af:00.3"}}}}},
+	}}
+	inv, _ := rdma.NewInventory(node)
 	for _, d := range rdma.DRADevices(inv) {
 		root := d.Attributes[rdma.DRAAttributePCIeRoot].StringValue
 		fmt.Println(d.Name, *root, *d.Attributes[rdma.DRAAttributeKind].StringValue)
@@ -276,7 +369,19 @@ func ExampleDecodeJointAllocate() {
 }
 
 func ExampleUsed_Add() {
-	inv, _ := rdma.NewInventory(exampleNode())
+	minor := func(m int32) *int32 { return &m }
+	// A GPU server: one GPU and a compute NIC with one VF under PCIe root pci0000:17,
+	// and a storage NIC with two VFs under pci0000:ae.
+	node := rdma.Node{Name: "n1", Devices: []rdma.DeviceInfo{
+		{Type: rdma.GPU, Minor: minor(0), UUID: "GPU-0", Health: true, Topology: &rdma.DeviceTopology{NodeID: 0, PCIEID: "pci0000:17"}},
+		{Type: rdma.RDMA, Minor: minor(0), UUID: "0000:18:00.0", Health: true, Labels: map[string]string{"rdma-type": "compute"},
+			Topology: &rdma.DeviceTopology{NodeID: 0, PCIEID: "pci0000:17", BusID: "0000:18:00.0"},
+			VFGroups: []rdma.VirtualFunctionGroup{{VFs: []rdma.VirtualFunction{{Minor: 0, BusID: "0000:18:00.2"}}}}},
+		{Type: rdma.RDMA, Minor: minor(1), UUID: "0000:af:00.0", Health: true, Labels: map[string]string{"rdma-type": "storage"},
+			Topology: &rdma.DeviceTopology{NodeID: 1, PCIEID: "pci0000:ae", BusID: "0000:af:00.0"},
+			VFGroups: []rdma.VirtualFunctionGroup{{VFs: []rdma.VirtualFunction{{Minor: 0, BusID: "0000:af:00.2"}, {Minor: 1, BusID: "0000:af:00.3"}}}}},
+	}}
+	inv, _ := rdma.NewInventory(node)
 	a, _ := rdma.Allocate(inv, rdma.Used{}, rdma.Request{Count: 1, Exclusive: rdma.ExclusivePCIe})
 	var used rdma.Used
 	used.Add(a)
@@ -292,7 +397,19 @@ func ExampleUsed_Add() {
 // A GPU plugin chose GPU 0 and wrote its share first; the NIC is placed next to it
 // (WithGPUs) and the GPU plugin's entry is kept as it was.
 func ExampleEncodeAllocated_gpuPluginShares() {
-	inv, _ := rdma.NewInventory(exampleNode())
+	minor := func(m int32) *int32 { return &m }
+	// A GPU server: one GPU and a compute NIC with one VF under PCIe root pci0000:17,
+	// and a storage NIC with two VFs under pci0000:ae.
+	node := rdma.Node{Name: "n1", Devices: []rdma.DeviceInfo{
+		{Type: rdma.GPU, Minor: minor(0), UUID: "GPU-0", Health: true, Topology: &rdma.DeviceTopology{NodeID: 0, PCIEID: "pci0000:17"}},
+		{Type: rdma.RDMA, Minor: minor(0), UUID: "0000:18:00.0", Health: true, Labels: map[string]string{"rdma-type": "compute"},
+			Topology: &rdma.DeviceTopology{NodeID: 0, PCIEID: "pci0000:17", BusID: "0000:18:00.0"},
+			VFGroups: []rdma.VirtualFunctionGroup{{VFs: []rdma.VirtualFunction{{Minor: 0, BusID: "0000:18:00.2"}}}}},
+		{Type: rdma.RDMA, Minor: minor(1), UUID: "0000:af:00.0", Health: true, Labels: map[string]string{"rdma-type": "storage"},
+			Topology: &rdma.DeviceTopology{NodeID: 1, PCIEID: "pci0000:ae", BusID: "0000:af:00.0"},
+			VFGroups: []rdma.VirtualFunctionGroup{{VFs: []rdma.VirtualFunction{{Minor: 0, BusID: "0000:af:00.2"}, {Minor: 1, BusID: "0000:af:00.3"}}}}},
+	}}
+	inv, _ := rdma.NewInventory(node)
 	a, _ := rdma.Allocate(inv, rdma.Used{}, rdma.Request{Count: 1, WithGPUs: []int32{0}, Joint: rdma.JointSamePCIe})
 	value, err := rdma.EncodeAllocated(`{"gpu":[{"minor":0,"resources":{"koordinator.sh/gpu-core":"50"}}]}`, a, rdma.CountModel)
 	fmt.Println(value, err)
@@ -300,7 +417,19 @@ func ExampleEncodeAllocated_gpuPluginShares() {
 }
 
 func ExampleEntries() {
-	inv, _ := rdma.NewInventory(exampleNode())
+	minor := func(m int32) *int32 { return &m }
+	// A GPU server: one GPU and a compute NIC with one VF under PCIe root pci0000:17,
+	// and a storage NIC with two VFs under pci0000:ae.
+	node := rdma.Node{Name: "n1", Devices: []rdma.DeviceInfo{
+		{Type: rdma.GPU, Minor: minor(0), UUID: "GPU-0", Health: true, Topology: &rdma.DeviceTopology{NodeID: 0, PCIEID: "pci0000:17"}},
+		{Type: rdma.RDMA, Minor: minor(0), UUID: "0000:18:00.0", Health: true, Labels: map[string]string{"rdma-type": "compute"},
+			Topology: &rdma.DeviceTopology{NodeID: 0, PCIEID: "pci0000:17", BusID: "0000:18:00.0"},
+			VFGroups: []rdma.VirtualFunctionGroup{{VFs: []rdma.VirtualFunction{{Minor: 0, BusID: "0000:18:00.2"}}}}},
+		{Type: rdma.RDMA, Minor: minor(1), UUID: "0000:af:00.0", Health: true, Labels: map[string]string{"rdma-type": "storage"},
+			Topology: &rdma.DeviceTopology{NodeID: 1, PCIEID: "pci0000:ae", BusID: "0000:af:00.0"},
+			VFGroups: []rdma.VirtualFunctionGroup{{VFs: []rdma.VirtualFunction{{Minor: 0, BusID: "0000:af:00.2"}, {Minor: 1, BusID: "0000:af:00.3"}}}}},
+	}}
+	inv, _ := rdma.NewInventory(node)
 	a, _ := rdma.Allocate(inv, rdma.Used{}, rdma.Request{Kind: rdma.WholePF, Count: 1, Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"rdma-type": "storage"}}})
 	for _, model := range []rdma.CapacityModel{rdma.CountModel, rdma.PercentModel} {
 		e := rdma.Entries(a, model)[0]
@@ -327,7 +456,19 @@ func ExampleAllocated_GPUMinors() {
 }
 
 func ExampleUsedByPods() {
-	inv, _ := rdma.NewInventory(exampleNode())
+	minor := func(m int32) *int32 { return &m }
+	// A GPU server: one GPU and a compute NIC with one VF under PCIe root pci0000:17,
+	// and a storage NIC with two VFs under pci0000:ae.
+	node := rdma.Node{Name: "n1", Devices: []rdma.DeviceInfo{
+		{Type: rdma.GPU, Minor: minor(0), UUID: "GPU-0", Health: true, Topology: &rdma.DeviceTopology{NodeID: 0, PCIEID: "pci0000:17"}},
+		{Type: rdma.RDMA, Minor: minor(0), UUID: "0000:18:00.0", Health: true, Labels: map[string]string{"rdma-type": "compute"},
+			Topology: &rdma.DeviceTopology{NodeID: 0, PCIEID: "pci0000:17", BusID: "0000:18:00.0"},
+			VFGroups: []rdma.VirtualFunctionGroup{{VFs: []rdma.VirtualFunction{{Minor: 0, BusID: "0000:18:00.2"}}}}},
+		{Type: rdma.RDMA, Minor: minor(1), UUID: "0000:af:00.0", Health: true, Labels: map[string]string{"rdma-type": "storage"},
+			Topology: &rdma.DeviceTopology{NodeID: 1, PCIEID: "pci0000:ae", BusID: "0000:af:00.0"},
+			VFGroups: []rdma.VirtualFunctionGroup{{VFs: []rdma.VirtualFunction{{Minor: 0, BusID: "0000:af:00.2"}, {Minor: 1, BusID: "0000:af:00.3"}}}}},
+	}}
+	inv, _ := rdma.NewInventory(node)
 	running := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Namespace: "ml", Name: "trainer-0", Annotations: map[string]string{
 			rdma.AnnotationDeviceAllocated: `{"rdma":[{"minor":1,"extension":{"vfs":[{"minor":-1,"busID":"0000:af:00.2"}]},"busID":"0000:af:00.0"}],"gpu":[{"minor":0}]}`,
@@ -351,7 +492,19 @@ func ExampleDeviceIDsFromPod() {
 
 // A scheduler plugin's Filter tells "not now" from "never" with errors.Is.
 func ExampleErrInsufficient() {
-	inv, _ := rdma.NewInventory(exampleNode())
+	minor := func(m int32) *int32 { return &m }
+	// A GPU server: one GPU and a compute NIC with one VF under PCIe root pci0000:17,
+	// and a storage NIC with two VFs under pci0000:ae.
+	node := rdma.Node{Name: "n1", Devices: []rdma.DeviceInfo{
+		{Type: rdma.GPU, Minor: minor(0), UUID: "GPU-0", Health: true, Topology: &rdma.DeviceTopology{NodeID: 0, PCIEID: "pci0000:17"}},
+		{Type: rdma.RDMA, Minor: minor(0), UUID: "0000:18:00.0", Health: true, Labels: map[string]string{"rdma-type": "compute"},
+			Topology: &rdma.DeviceTopology{NodeID: 0, PCIEID: "pci0000:17", BusID: "0000:18:00.0"},
+			VFGroups: []rdma.VirtualFunctionGroup{{VFs: []rdma.VirtualFunction{{Minor: 0, BusID: "0000:18:00.2"}}}}},
+		{Type: rdma.RDMA, Minor: minor(1), UUID: "0000:af:00.0", Health: true, Labels: map[string]string{"rdma-type": "storage"},
+			Topology: &rdma.DeviceTopology{NodeID: 1, PCIEID: "pci0000:ae", BusID: "0000:af:00.0"},
+			VFGroups: []rdma.VirtualFunctionGroup{{VFs: []rdma.VirtualFunction{{Minor: 0, BusID: "0000:af:00.2"}, {Minor: 1, BusID: "0000:af:00.3"}}}}},
+	}}
+	inv, _ := rdma.NewInventory(node)
 	storage := &metav1.LabelSelector{MatchLabels: map[string]string{"rdma-type": "storage"}}
 	a, _ := rdma.Allocate(inv, rdma.Used{}, rdma.Request{Count: 2, Selector: storage})
 	var used rdma.Used
@@ -373,7 +526,19 @@ func ExampleErrInsufficient() {
 // Reserve adds a pod's allocation to the node's Used; Unreserve (or the pod's
 // deletion) removes it again. A GPU two pods share stays held until both are gone.
 func ExampleUsed_Remove() {
-	inv, _ := rdma.NewInventory(exampleNode())
+	minor := func(m int32) *int32 { return &m }
+	// A GPU server: one GPU and a compute NIC with one VF under PCIe root pci0000:17,
+	// and a storage NIC with two VFs under pci0000:ae.
+	node := rdma.Node{Name: "n1", Devices: []rdma.DeviceInfo{
+		{Type: rdma.GPU, Minor: minor(0), UUID: "GPU-0", Health: true, Topology: &rdma.DeviceTopology{NodeID: 0, PCIEID: "pci0000:17"}},
+		{Type: rdma.RDMA, Minor: minor(0), UUID: "0000:18:00.0", Health: true, Labels: map[string]string{"rdma-type": "compute"},
+			Topology: &rdma.DeviceTopology{NodeID: 0, PCIEID: "pci0000:17", BusID: "0000:18:00.0"},
+			VFGroups: []rdma.VirtualFunctionGroup{{VFs: []rdma.VirtualFunction{{Minor: 0, BusID: "0000:18:00.2"}}}}},
+		{Type: rdma.RDMA, Minor: minor(1), UUID: "0000:af:00.0", Health: true, Labels: map[string]string{"rdma-type": "storage"},
+			Topology: &rdma.DeviceTopology{NodeID: 1, PCIEID: "pci0000:ae", BusID: "0000:af:00.0"},
+			VFGroups: []rdma.VirtualFunctionGroup{{VFs: []rdma.VirtualFunction{{Minor: 0, BusID: "0000:af:00.2"}, {Minor: 1, BusID: "0000:af:00.3"}}}}},
+	}}
+	inv, _ := rdma.NewInventory(node)
 	var used rdma.Used
 	a, _ := rdma.Allocate(inv, used, rdma.Request{Count: 1, GPUs: 1})
 	used.Add(a)
