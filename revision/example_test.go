@@ -13,19 +13,6 @@ import (
 	"github.com/kplan-dev/kplan/revision"
 )
 
-func exampleSet(value string) *revision.ConfigMapSet {
-	half := intstr.FromString("50%")
-	return &revision.ConfigMapSet{
-		ObjectMeta: metav1.ObjectMeta{Namespace: "demo", Name: "deploy-cms1", Generation: 2},
-		Spec: revision.ConfigMapSetSpec{
-			Selector:       &metav1.LabelSelector{MatchLabels: map[string]string{"app": "sample"}},
-			Data:           map[string]string{"settings.yaml": "value: " + value},
-			Containers:     []revision.ContainerInjectSpec{{Name: "main", MountPath: "/data/conf1"}},
-			UpdateStrategy: revision.ConfigMapSetUpdateStrategy{Partition: &half},
-		},
-	}
-}
-
 // The main flow of a ConfigMapSet controller, end to end: the first reconcile
 // creates the hub and gives every pod revision A; the node side confirms it. Then
 // spec.data changes with partition 50%: the hub gains revision B, two of the four
@@ -108,8 +95,14 @@ func Example() {
 // webhook never injected and one created before spec.containers last changed.
 func ExamplePlan_coldPods() {
 	now := time.Date(2025, 2, 14, 17, 51, 48, 0, time.UTC)
-	set := exampleSet("aaa")
-	set.Spec.UpdateStrategy.Partition = nil
+	set := &revision.ConfigMapSet{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "demo", Name: "deploy-cms1", Generation: 2},
+		Spec: revision.ConfigMapSetSpec{
+			Selector:   &metav1.LabelSelector{MatchLabels: map[string]string{"app": "sample"}},
+			Data:       map[string]string{"settings.yaml": "value: aaa"},
+			Containers: []revision.ContainerInjectSpec{{Name: "main", MountPath: "/data/conf1"}},
+		},
+	}
 	sidecar := []corev1.Container{{Name: revision.ReloadSidecarName(set.Name)}}
 	// spec.containers changed at 17:30, on the previous reconcile.
 	first, _ := revision.Plan(revision.Input{Set: set, Now: now})
@@ -158,7 +151,16 @@ func ExampleKeysFor() {
 }
 
 func ExampleInject() {
-	set := exampleSet("aaa")
+	half := intstr.FromString("50%") // half the pods stay on the current revision
+	set := &revision.ConfigMapSet{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "demo", Name: "deploy-cms1", Generation: 2},
+		Spec: revision.ConfigMapSetSpec{
+			Selector:       &metav1.LabelSelector{MatchLabels: map[string]string{"app": "sample"}},
+			Data:           map[string]string{"settings.yaml": "value: aaa"},
+			Containers:     []revision.ContainerInjectSpec{{Name: "main", MountPath: "/data/conf1"}},
+			UpdateStrategy: revision.ConfigMapSetUpdateStrategy{Partition: &half},
+		},
+	}
 	pod := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Namespace: "demo", Name: "sample-a", Labels: map[string]string{"app": "sample"}},
 		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "main", Image: "app:1"}}},
@@ -191,7 +193,16 @@ func ExampleHub_Files() {
 }
 
 func ExampleMarkCurrent() {
-	set := exampleSet("aaa")
+	half := intstr.FromString("50%") // half the pods stay on the current revision
+	set := &revision.ConfigMapSet{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "demo", Name: "deploy-cms1", Generation: 2},
+		Spec: revision.ConfigMapSetSpec{
+			Selector:       &metav1.LabelSelector{MatchLabels: map[string]string{"app": "sample"}},
+			Data:           map[string]string{"settings.yaml": "value: aaa"},
+			Containers:     []revision.ContainerInjectSpec{{Name: "main", MountPath: "/data/conf1"}},
+			UpdateStrategy: revision.ConfigMapSetUpdateStrategy{Partition: &half},
+		},
+	}
 	keys, _ := revision.KeysFor(set.Name)
 	wantedAt := time.Date(2025, 2, 14, 17, 0, 0, 0, time.UTC)
 	pod := &corev1.Pod{
@@ -214,7 +225,16 @@ func ExampleMarkCurrent() {
 }
 
 func ExampleRestarts() {
-	set := exampleSet("aaa")
+	half := intstr.FromString("50%") // half the pods stay on the current revision
+	set := &revision.ConfigMapSet{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "demo", Name: "deploy-cms1", Generation: 2},
+		Spec: revision.ConfigMapSetSpec{
+			Selector:       &metav1.LabelSelector{MatchLabels: map[string]string{"app": "sample"}},
+			Data:           map[string]string{"settings.yaml": "value: aaa"},
+			Containers:     []revision.ContainerInjectSpec{{Name: "main", MountPath: "/data/conf1"}},
+			UpdateStrategy: revision.ConfigMapSetUpdateStrategy{Partition: &half},
+		},
+	}
 	set.Spec.UpdateStrategy.RestartInjectedContainers = true
 	keys, _ := revision.KeysFor(set.Name)
 	wantedAt := time.Date(2025, 2, 14, 17, 0, 0, 0, time.UTC)
@@ -248,7 +268,16 @@ func ExampleRestarts() {
 }
 
 func ExampleValidate() {
-	set := exampleSet("aaa")
+	half := intstr.FromString("50%") // half the pods stay on the current revision
+	set := &revision.ConfigMapSet{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "demo", Name: "deploy-cms1", Generation: 2},
+		Spec: revision.ConfigMapSetSpec{
+			Selector:       &metav1.LabelSelector{MatchLabels: map[string]string{"app": "sample"}},
+			Data:           map[string]string{"settings.yaml": "value: aaa"},
+			Containers:     []revision.ContainerInjectSpec{{Name: "main", MountPath: "/data/conf1"}},
+			UpdateStrategy: revision.ConfigMapSetUpdateStrategy{Partition: &half},
+		},
+	}
 	bad := intstr.FromString("120%")
 	set.Spec.UpdateStrategy.Partition = &bad
 	set.Spec.Containers = append(set.Spec.Containers, revision.ContainerInjectSpec{
@@ -350,8 +379,16 @@ func ExampleKeys_Read() {
 
 func ExampleValidateSpec() {
 	// An operator embedding ConfigMapSetSpec in its own CRD validates it at its path.
-	spec := exampleSet("aaa").Spec
-	spec.Containers = append(spec.Containers, revision.ContainerInjectSpec{Name: "side", MountPath: "relative/path"})
+	half := intstr.FromString("50%")
+	spec := revision.ConfigMapSetSpec{
+		Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "sample"}},
+		Data:     map[string]string{"settings.yaml": "value: aaa"},
+		Containers: []revision.ContainerInjectSpec{
+			{Name: "main", MountPath: "/data/conf1"},
+			{Name: "side", MountPath: "relative/path"},
+		},
+		UpdateStrategy: revision.ConfigMapSetUpdateStrategy{Partition: &half},
+	}
 	for _, e := range revision.ValidateSpec(&spec, field.NewPath("spec", "configuration")) {
 		fmt.Println(e)
 	}
