@@ -5,9 +5,9 @@ import (
 	"strconv"
 )
 
-// MaxBDFDomain is the largest PCI domain a BDF may name: five hex digits, as Intel VMD
+// maxBDFDomain is the largest PCI domain a BDF may name: five hex digits, as Intel VMD
 // domains (10000 and up) use.
-const MaxBDFDomain = 0xfffff
+const maxBDFDomain = 0xfffff
 
 // BDF is a PCI address, domain:bus:device.function. The zero value is 0000:00:00.0.
 // BDFs compare numerically (domain, then bus, device, function), never as strings.
@@ -85,7 +85,7 @@ func hexField(s string) (uint32, bool) {
 // domain needs them: "0000:3b:00.0", "10001:80:05.0".
 func (b BDF) String() string {
 	buf := make([]byte, 0, 13)
-	buf = appendHex(buf, uint64(b.Domain&MaxBDFDomain), 4)
+	buf = appendHex(buf, uint64(b.Domain&maxBDFDomain), 4)
 	buf = append(buf, ':')
 	buf = appendHex(buf, uint64(b.Bus), 2)
 	buf = append(buf, ':')
@@ -103,10 +103,10 @@ func appendHex(buf []byte, v uint64, width int) []byte {
 	return append(buf, s...)
 }
 
-// Valid reports whether every field is within its range, so that String and
+// valid reports whether every field is within its range, so that String and
 // ParseBDF round-trip.
-func (b BDF) Valid() bool {
-	return b.Domain <= MaxBDFDomain && b.Device <= 0x1f && b.Function <= 7
+func (b BDF) valid() bool {
+	return b.Domain <= maxBDFDomain && b.Device <= 0x1f && b.Function <= 7
 }
 
 // Compare orders addresses numerically: -1 if b sorts before o, 1 after, 0 equal.

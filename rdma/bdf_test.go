@@ -67,7 +67,7 @@ func FuzzParseBDF(f *testing.F) {
 			}
 			return
 		}
-		if !b.Valid() {
+		if !b.valid() {
 			t.Fatalf("%q parsed to invalid %+v", s, b)
 		}
 		out := b.String()

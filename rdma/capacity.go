@@ -8,43 +8,44 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 )
 
-// Mode is how a node's NICs are exposed.
-type Mode int
+// nicMode is how a node's NICs are exposed.
+type nicMode int
 
 // Modes of a node.
 const (
-	// ModePF: no PF has VFs; PFs are allocated whole.
-	ModePF Mode = iota
-	// ModeVF: every PF has SR-IOV VFs; VFs are allocated.
-	ModeVF
+	// modePF: no PF has VFs; PFs are allocated whole.
+	modePF nicMode = iota
+	// modeVF: every PF has SR-IOV VFs; VFs are allocated.
+	modeVF
 	modeMixed
 )
 
 // String returns "PF", "VF" or "mixed".
-func (m Mode) String() string {
+func (m nicMode) String() string {
 	switch m {
-	case ModePF:
+	case modePF:
 		return "PF"
-	case ModeVF:
+	case modeVF:
 		return "VF"
 	}
 	return "mixed"
 }
 
-// CapacityModel chooses how koordinator.sh/rdma is counted in node status.
-type CapacityModel int
+// CapacityModel chooses how koordinator.sh/rdma is counted in node status. The
+// empty CapacityModel is CountModel.
+type CapacityModel string
 
 // Capacity models.
 const (
 	// CountModel is the design's rule: the number of VFs when the node's NICs are in
 	// VF mode, else the number of PFs. A node mixing modes is an error.
-	CountModel CapacityModel = iota
+	CountModel CapacityModel = "Count"
 	// PercentModel is koordinator upstream's: 100 per healthy PF, whatever the mode.
-	PercentModel
+	PercentModel CapacityModel = "Percent"
 )
 
-// PercentPerDevice is what one PF counts for in PercentModel.
-const PercentPerDevice = 100
+// percentPerDevice is what one PF counts for in PercentModel.
+const percentPerDevice = 100
 
 // Capacity is the node's koordinator.sh/rdma capacity under model. Unhealthy PFs (and
 // their VFs) do not count; a nil inventory is an error. The result has the single key ResourceRDMA.
@@ -54,8 +55,8 @@ func Capacity(inv *Inventory, model CapacityModel) (corev1.ResourceList, error) 
 	}
 	var n int64
 	switch model {
-	case CountModel:
-		mode, err := inv.Mode()
+	case CountModel, "":
+		mode, err := inv.modeOrError()
 		if err != nil {
 			return nil, err
 		}
@@ -64,7 +65,7 @@ func Capacity(inv *Inventory, model CapacityModel) (corev1.ResourceList, error) 
 			if !p.healthy {
 				continue
 			}
-			if mode == ModeVF {
+			if mode == modeVF {
 				n += int64(len(p.vfs))
 			} else {
 				n++
@@ -73,11 +74,11 @@ func Capacity(inv *Inventory, model CapacityModel) (corev1.ResourceList, error) 
 	case PercentModel:
 		for i := range inv.pfs {
 			if inv.pfs[i].healthy {
-				n += PercentPerDevice
+				n += percentPerDevice
 			}
 		}
 	default:
-		return nil, fmt.Errorf("rdma: unknown capacity model %d", model)
+		return nil, fmt.Errorf("rdma: capacity model %q is not Count or Percent", model)
 	}
 	return corev1.ResourceList{ResourceRDMA: *resource.NewQuantity(n, resource.DecimalSI)}, nil
 }

@@ -8,6 +8,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	apivalidation "k8s.io/apimachinery/pkg/api/validation"
 )
 
 // Allocated is a decoded device-allocated annotation: the RDMA entries typed, every
@@ -127,8 +128,8 @@ func EntryPF(d DeviceAllocation) (BDF, bool) {
 }
 
 // Encode renders the annotation value: a JSON object with sorted keys, the other types'
-// JSON compacted but otherwise as decoded. It fails when the value would exceed
-// MaxAnnotationBytes.
+// JSON compacted but otherwise as decoded. It fails when the value alone would
+// exceed the API server's limit on all of an object's annotations (256 KiB).
 func (a Allocated) Encode() (string, error) {
 	out := make(map[DeviceType]json.RawMessage, len(a.Other)+1)
 	for t, m := range a.Other {
@@ -145,8 +146,8 @@ func (a Allocated) Encode() (string, error) {
 	if err != nil {
 		return "", annotationError(AnnotationDeviceAllocated, "%v", err)
 	}
-	if len(b) > MaxAnnotationBytes {
-		return "", annotationError(AnnotationDeviceAllocated, "%d bytes, above the %d byte limit", len(b), MaxAnnotationBytes)
+	if len(b) > apivalidation.TotalAnnotationSizeLimitB {
+		return "", annotationError(AnnotationDeviceAllocated, "%d bytes, above the %d byte limit", len(b), apivalidation.TotalAnnotationSizeLimitB)
 	}
 	return string(b), nil
 }
@@ -163,7 +164,7 @@ func Entries(a Allocation, model CapacityModel) []DeviceAllocation {
 		if n.Whole {
 			units = 1
 			if model == PercentModel {
-				units = PercentPerDevice
+				units = percentPerDevice
 			}
 		} else {
 			d.Extension = &DeviceAllocationExtension{}
@@ -177,9 +178,9 @@ func Entries(a Allocation, model CapacityModel) []DeviceAllocation {
 	return out
 }
 
-// GPUEntries turns an Allocation's GPUs into gpu annotation entries, each a whole GPU
+// gpuEntries turns an Allocation's GPUs into gpu annotation entries, each a whole GPU
 // (gpu-core and gpu-memory-ratio 100).
-func GPUEntries(a Allocation) []DeviceAllocation {
+func gpuEntries(a Allocation) []DeviceAllocation {
 	out := make([]DeviceAllocation, 0, len(a.GPUs))
 	for _, g := range a.GPUs {
 		out = append(out, DeviceAllocation{Minor: g.Minor, Resources: corev1.ResourceList{
@@ -195,8 +196,8 @@ func GPUEntries(a Allocation) []DeviceAllocation {
 // A gpu list already in existing belongs to the GPU plugin that chose those GPUs
 // (Request.WithGPUs), with its shares (gpu-core 50, gpu-memory), so it is kept
 // untouched, and it is an error if it names other GPUs than a. Only when existing has
-// no gpu list and a has GPUs (a joint request that chose them) is the list written, as
-// GPUEntries(a): whole GPUs.
+// no gpu list and a has GPUs (a joint request that chose them) is the list written:
+// whole GPUs, gpu-core and gpu-memory-ratio 100 each.
 func EncodeAllocated(existing string, a Allocation, model CapacityModel) (string, error) {
 	cur, err := DecodeAllocated(existing)
 	if err != nil {
@@ -220,7 +221,7 @@ func EncodeAllocated(existing string, a Allocation, model CapacityModel) (string
 		return cur.Encode()
 	}
 	if len(a.GPUs) > 0 {
-		b, err := json.Marshal(GPUEntries(a))
+		b, err := json.Marshal(gpuEntries(a))
 		if err != nil {
 			return "", annotationError(AnnotationDeviceAllocated, "%v", err)
 		}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
+	apivalidation "k8s.io/apimachinery/pkg/api/validation"
 )
 
 func TestEncodeAllocated(t *testing.T) {
@@ -100,7 +101,7 @@ func FuzzDecodeAllocated(f *testing.F) {
 		}
 		out, err := a.Encode()
 		if err != nil {
-			if len(s) > MaxAnnotationBytes/2 {
+			if len(s) > apivalidation.TotalAnnotationSizeLimitB/2 {
 				return
 			}
 			t.Fatal(err)

@@ -106,9 +106,8 @@
 //   - The inventory type is the indexed [Inventory], not the raw Device object, so it is
 //     validated and indexed once per node, not per pod. Likewise keep each node's
 //     [Used] (from [UsedByPods], updated with [Used.Add] and [Used.Remove] as pods are
-//     reserved, unreserved and deleted) between scheduling cycles: decoding every pod's annotation is about nine tenths of a
-//     Filter, about 0.2 ms per node of 8 pods, 1 s per pod over 5000 nodes uncached
-//     (BENCHMARKS.md), while [Fits] on a cached Used is about 20 µs.
+//     reserved, unreserved and deleted) between scheduling cycles: decoding the pods'
+//     annotations costs about ten times a [Fits] on a kept Used.
 //   - A gpu list already in the device-allocated annotation (a GPU plugin's, with its
 //     shares) is kept as is by [EncodeAllocated].
 //   - The GPU resources written for a jointly allocated GPU are gpu-core and

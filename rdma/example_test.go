@@ -1,3 +1,7 @@
+// Every example of the package is in this one file, as the project requires (they
+// compile with no other test file and show only the exported API); it runs past 400
+// lines because each entry point has its own example, each copyable as shown.
+
 package rdma_test
 
 import (
@@ -12,12 +16,84 @@ import (
 	"github.com/kplan-dev/kplan/rdma"
 )
 
-func minor(v int32) *int32 { return &v }
+// The main flow of a scheduler plugin, end to end. A node's Device object lists a
+// GPU and a NIC with two VFs under one PCIe root; a pod asks for one GPU and one VF
+// on the same root. Filter (Fits) and Score run on the node, Reserve allocates and
+// records the allocation in the node's Used, PreBind writes the device-allocated
+// annotation. After a restart, the plugin rebuilds Used from the pods' annotations
+// alone, and a second pod of the same shape no longer fits.
+func Example() {
+	minor := func(m int32) *int32 { return &m }
+	inv, err := rdma.NewInventory(rdma.Node{Name: "gpu-node-1", Devices: []rdma.DeviceInfo{
+		{Type: rdma.GPU, Minor: minor(0), UUID: "GPU-0", Health: true,
+			Topology: &rdma.DeviceTopology{NodeID: 0, PCIEID: "pci0000:17"}},
+		{Type: rdma.RDMA, Minor: minor(0), UUID: "0000:18:00.0", Health: true,
+			Topology: &rdma.DeviceTopology{NodeID: 0, PCIEID: "pci0000:17", BusID: "0000:18:00.0"},
+			VFGroups: []rdma.VirtualFunctionGroup{{VFs: []rdma.VirtualFunction{
+				{Minor: 0, BusID: "0000:18:00.2"}, {Minor: 1, BusID: "0000:18:00.3"}}}}},
+	}})
+	if err != nil {
+		panic(err)
+	}
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "ml", Name: "llm-0", Annotations: map[string]string{
+			rdma.AnnotationDeviceAllocateHint:  `{"rdma":{"vfSelector":{}}}`,
+			rdma.AnnotationDeviceJointAllocate: `{"deviceTypes":["gpu","rdma"],"requiredScope":"SamePCIe"}`,
+		}},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "engine", Resources: corev1.ResourceRequirements{
+			Limits: corev1.ResourceList{rdma.ResourceRDMA: resource.MustParse("1"), rdma.ResourceNvidiaGPU: resource.MustParse("1")},
+		}}}},
+	}
 
-// exampleNode is a GPU server: one GPU and a compute NIC under pci0000:17, and a
-// storage NIC with two VFs under pci0000:ae.
-func exampleNode() rdma.Node {
-	return rdma.Node{Name: "n1", Devices: []rdma.DeviceInfo{
+	// PreFilter: the pod's request, once per pod.
+	req, err := rdma.RequestFromPod(pod, rdma.CountModel)
+	if err != nil {
+		panic(err)
+	}
+	// Filter and Score, per node, against what the node's pods hold (nothing yet).
+	// Score: 1 of the root's 2 VFs left free, (2-1)*100/2 = 50.
+	var used rdma.Used
+	fmt.Println("fits:", rdma.Fits(inv, used, req))
+	score, err := rdma.Score(inv, used, req, rdma.ScoreOptions{Strategy: rdma.LeastAllocated})
+	fmt.Println("score:", score, err)
+	// Reserve: allocate and record.
+	alloc, err := rdma.Allocate(inv, used, req)
+	if err != nil {
+		panic(err)
+	}
+	used.Add(alloc)
+	fmt.Println("GPU", alloc.GPUs[0].Minor, "VF", alloc.NICs[0].VFs[0].BDF, "on", alloc.NICs[0].PCIeRoot)
+	// PreBind: the annotation the CNI and a restarted scheduler read.
+	value, err := rdma.EncodeAllocated(pod.Annotations[rdma.AnnotationDeviceAllocated], alloc, rdma.CountModel)
+	if err != nil {
+		panic(err)
+	}
+	pod.Annotations[rdma.AnnotationDeviceAllocated] = value
+	fmt.Println(value)
+
+	// After a restart: Used from the bound pods' annotations.
+	pod.Spec.NodeName = "gpu-node-1"
+	restarted, err := rdma.UsedByPods(inv, []*corev1.Pod{pod})
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println("held after restart: GPUs", restarted.GPUs(), "VFs", restarted.VFs())
+	err = rdma.Fits(inv, restarted, req)
+	fmt.Println("a second pod:", errors.Is(err, rdma.ErrInsufficient), err)
+	// Output:
+	// fits: <nil>
+	// score: 50 <nil>
+	// GPU 0 VF 0000:18:00.2 on pci0000:17
+	// {"gpu":[{"minor":0,"resources":{"koordinator.sh/gpu-core":"100","koordinator.sh/gpu-memory-ratio":"100"}}],"rdma":[{"minor":0,"resources":{"koordinator.sh/rdma":"1"},"id":"0000:18:00.0","extension":{"vfs":[{"minor":-1,"busID":"0000:18:00.2"}]},"busID":"0000:18:00.0"}]}
+	// held after restart: GPUs [0] VFs [0000:18:00.2]
+	// a second pod: true node gpu-node-1: rdma: need 1 GPUs, 0 free
+}
+
+func ExampleAllocate() {
+	minor := func(m int32) *int32 { return &m }
+	// A GPU server: one GPU and a compute NIC with one VF under PCIe root pci0000:17,
+	// and a storage NIC with two VFs under pci0000:ae.
+	node := rdma.Node{Name: "n1", Devices: []rdma.DeviceInfo{
 		{Type: rdma.GPU, Minor: minor(0), UUID: "GPU-0", Health: true, Topology: &rdma.DeviceTopology{NodeID: 0, PCIEID: "pci0000:17"}},
 		{Type: rdma.RDMA, Minor: minor(0), UUID: "0000:18:00.0", Health: true, Labels: map[string]string{"rdma-type": "compute"},
 			Topology: &rdma.DeviceTopology{NodeID: 0, PCIEID: "pci0000:17", BusID: "0000:18:00.0"},
@@ -26,10 +102,7 @@ func exampleNode() rdma.Node {
 			Topology: &rdma.DeviceTopology{NodeID: 1, PCIEID: "pci0000:ae", BusID: "0000:af:00.0"},
 			VFGroups: []rdma.VirtualFunctionGroup{{VFs: []rdma.VirtualFunction{{Minor: 0, BusID: "0000:af:00.2"}, {Minor: 1, BusID: "0000:af:00.3"}}}}},
 	}}
-}
-
-func ExampleAllocate() {
-	inv, err := rdma.NewInventory(exampleNode())
+	inv, err := rdma.NewInventory(node)
 	if err != nil {
 		panic(err)
 	}
@@ -51,7 +124,19 @@ func ExampleAllocate() {
 }
 
 func ExampleAllocate_joint() {
-	inv, _ := rdma.NewInventory(exampleNode())
+	minor := func(m int32) *int32 { return &m }
+	// A GPU server: one GPU and a compute NIC with one VF under PCIe root pci0000:17,
+	// and a storage NIC with two VFs under pci0000:ae.
+	node := rdma.Node{Name: "n1", Devices: []rdma.DeviceInfo{
+		{Type: rdma.GPU, Minor: minor(0), UUID: "GPU-0", Health: true, Topology: &rdma.DeviceTopology{NodeID: 0, PCIEID: "pci0000:17"}},
+		{Type: rdma.RDMA, Minor: minor(0), UUID: "0000:18:00.0", Health: true, Labels: map[string]string{"rdma-type": "compute"},
+			Topology: &rdma.DeviceTopology{NodeID: 0, PCIEID: "pci0000:17", BusID: "0000:18:00.0"},
+			VFGroups: []rdma.VirtualFunctionGroup{{VFs: []rdma.VirtualFunction{{Minor: 0, BusID: "0000:18:00.2"}}}}},
+		{Type: rdma.RDMA, Minor: minor(1), UUID: "0000:af:00.0", Health: true, Labels: map[string]string{"rdma-type": "storage"},
+			Topology: &rdma.DeviceTopology{NodeID: 1, PCIEID: "pci0000:ae", BusID: "0000:af:00.0"},
+			VFGroups: []rdma.VirtualFunctionGroup{{VFs: []rdma.VirtualFunction{{Minor: 0, BusID: "0000:af:00.2"}, {Minor: 1, BusID: "0000:af:00.3"}}}}},
+	}}
+	inv, _ := rdma.NewInventory(node)
 	a, err := rdma.Allocate(inv, rdma.Used{}, rdma.Request{Count: 1, GPUs: 1, Joint: rdma.JointSamePCIe})
 	if err != nil {
 		panic(err)
@@ -61,7 +146,19 @@ func ExampleAllocate_joint() {
 }
 
 func ExampleEncodeAllocated() {
-	inv, _ := rdma.NewInventory(exampleNode())
+	minor := func(m int32) *int32 { return &m }
+	// A GPU server: one GPU and a compute NIC with one VF under PCIe root pci0000:17,
+	// and a storage NIC with two VFs under pci0000:ae.
+	node := rdma.Node{Name: "n1", Devices: []rdma.DeviceInfo{
+		{Type: rdma.GPU, Minor: minor(0), UUID: "GPU-0", Health: true, Topology: &rdma.DeviceTopology{NodeID: 0, PCIEID: "pci0000:17"}},
+		{Type: rdma.RDMA, Minor: minor(0), UUID: "0000:18:00.0", Health: true, Labels: map[string]string{"rdma-type": "compute"},
+			Topology: &rdma.DeviceTopology{NodeID: 0, PCIEID: "pci0000:17", BusID: "0000:18:00.0"},
+			VFGroups: []rdma.VirtualFunctionGroup{{VFs: []rdma.VirtualFunction{{Minor: 0, BusID: "0000:18:00.2"}}}}},
+		{Type: rdma.RDMA, Minor: minor(1), UUID: "0000:af:00.0", Health: true, Labels: map[string]string{"rdma-type": "storage"},
+			Topology: &rdma.DeviceTopology{NodeID: 1, PCIEID: "pci0000:ae", BusID: "0000:af:00.0"},
+			VFGroups: []rdma.VirtualFunctionGroup{{VFs: []rdma.VirtualFunction{{Minor: 0, BusID: "0000:af:00.2"}, {Minor: 1, BusID: "0000:af:00.3"}}}}},
+	}}
+	inv, _ := rdma.NewInventory(node)
 	a, _ := rdma.Allocate(inv, rdma.Used{}, rdma.Request{Count: 1})
 	value, err := rdma.EncodeAllocated(`{"gpu":[{"minor":0}]}`, a, rdma.CountModel)
 	fmt.Println(value, err)
@@ -93,7 +190,19 @@ func ExampleParseBDF() {
 }
 
 func ExampleCapacity() {
-	inv, _ := rdma.NewInventory(exampleNode())
+	minor := func(m int32) *int32 { return &m }
+	// A GPU server: one GPU and a compute NIC with one VF under PCIe root pci0000:17,
+	// and a storage NIC with two VFs under pci0000:ae.
+	node := rdma.Node{Name: "n1", Devices: []rdma.DeviceInfo{
+		{Type: rdma.GPU, Minor: minor(0), UUID: "GPU-0", Health: true, Topology: &rdma.DeviceTopology{NodeID: 0, PCIEID: "pci0000:17"}},
+		{Type: rdma.RDMA, Minor: minor(0), UUID: "0000:18:00.0", Health: true, Labels: map[string]string{"rdma-type": "compute"},
+			Topology: &rdma.DeviceTopology{NodeID: 0, PCIEID: "pci0000:17", BusID: "0000:18:00.0"},
+			VFGroups: []rdma.VirtualFunctionGroup{{VFs: []rdma.VirtualFunction{{Minor: 0, BusID: "0000:18:00.2"}}}}},
+		{Type: rdma.RDMA, Minor: minor(1), UUID: "0000:af:00.0", Health: true, Labels: map[string]string{"rdma-type": "storage"},
+			Topology: &rdma.DeviceTopology{NodeID: 1, PCIEID: "pci0000:ae", BusID: "0000:af:00.0"},
+			VFGroups: []rdma.VirtualFunctionGroup{{VFs: []rdma.VirtualFunction{{Minor: 0, BusID: "0000:af:00.2"}, {Minor: 1, BusID: "0000:af:00.3"}}}}},
+	}}
+	inv, _ := rdma.NewInventory(node)
 	c, _ := rdma.Capacity(inv, rdma.CountModel)
 	p, _ := rdma.Capacity(inv, rdma.PercentModel)
 	q, pq := c[rdma.ResourceRDMA], p[rdma.ResourceRDMA]
@@ -102,13 +211,26 @@ func ExampleCapacity() {
 }
 
 func ExampleNewInventory() {
+	minor := func(m int32) *int32 { return &m }
 	_, err := rdma.NewInventory(rdma.Node{Name: "n1", Devices: []rdma.DeviceInfo{{Type: rdma.RDMA, Minor: minor(0), UUID: "eth0"}}})
 	fmt.Println(err)
 	// Output: node n1: devices[0].id: Invalid value: "eth0": no topology.busID, and "eth0" is not a PCI address (domain:bus:device.function like 0000:3b:00.0): wrong length
 }
 
 func ExampleFits() {
-	inv, _ := rdma.NewInventory(exampleNode())
+	minor := func(m int32) *int32 { return &m }
+	// A GPU server: one GPU and a compute NIC with one VF under PCIe root pci0000:17,
+	// and a storage NIC with two VFs under pci0000:ae.
+	node := rdma.Node{Name: "n1", Devices: []rdma.DeviceInfo{
+		{Type: rdma.GPU, Minor: minor(0), UUID: "GPU-0", Health: true, Topology: &rdma.DeviceTopology{NodeID: 0, PCIEID: "pci0000:17"}},
+		{Type: rdma.RDMA, Minor: minor(0), UUID: "0000:18:00.0", Health: true, Labels: map[string]string{"rdma-type": "compute"},
+			Topology: &rdma.DeviceTopology{NodeID: 0, PCIEID: "pci0000:17", BusID: "0000:18:00.0"},
+			VFGroups: []rdma.VirtualFunctionGroup{{VFs: []rdma.VirtualFunction{{Minor: 0, BusID: "0000:18:00.2"}}}}},
+		{Type: rdma.RDMA, Minor: minor(1), UUID: "0000:af:00.0", Health: true, Labels: map[string]string{"rdma-type": "storage"},
+			Topology: &rdma.DeviceTopology{NodeID: 1, PCIEID: "pci0000:ae", BusID: "0000:af:00.0"},
+			VFGroups: []rdma.VirtualFunctionGroup{{VFs: []rdma.VirtualFunction{{Minor: 0, BusID: "0000:af:00.2"}, {Minor: 1, BusID: "0000:af:00.3"}}}}},
+	}}
+	inv, _ := rdma.NewInventory(node)
 	holder := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "a", Annotations: map[string]string{
 		rdma.AnnotationDeviceAllocated: `{"rdma":[{"minor":1,"id":"0000:af:00.0","extension":{"vfs":[{"minor":-1,"busID":"0000:af:00.2"}]}}]}`,
 	}}}
@@ -124,7 +246,19 @@ func ExampleFits() {
 }
 
 func ExampleScore() {
-	inv, _ := rdma.NewInventory(exampleNode())
+	minor := func(m int32) *int32 { return &m }
+	// A GPU server: one GPU and a compute NIC with one VF under PCIe root pci0000:17,
+	// and a storage NIC with two VFs under pci0000:ae.
+	node := rdma.Node{Name: "n1", Devices: []rdma.DeviceInfo{
+		{Type: rdma.GPU, Minor: minor(0), UUID: "GPU-0", Health: true, Topology: &rdma.DeviceTopology{NodeID: 0, PCIEID: "pci0000:17"}},
+		{Type: rdma.RDMA, Minor: minor(0), UUID: "0000:18:00.0", Health: true, Labels: map[string]string{"rdma-type": "compute"},
+			Topology: &rdma.DeviceTopology{NodeID: 0, PCIEID: "pci0000:17", BusID: "0000:18:00.0"},
+			VFGroups: []rdma.VirtualFunctionGroup{{VFs: []rdma.VirtualFunction{{Minor: 0, BusID: "0000:18:00.2"}}}}},
+		{Type: rdma.RDMA, Minor: minor(1), UUID: "0000:af:00.0", Health: true, Labels: map[string]string{"rdma-type": "storage"},
+			Topology: &rdma.DeviceTopology{NodeID: 1, PCIEID: "pci0000:ae", BusID: "0000:af:00.0"},
+			VFGroups: []rdma.VirtualFunctionGroup{{VFs: []rdma.VirtualFunction{{Minor: 0, BusID: "0000:af:00.2"}, {Minor: 1, BusID: "0000:af:00.3"}}}}},
+	}}
+	inv, _ := rdma.NewInventory(node)
 	least, _ := rdma.Score(inv, rdma.Used{}, rdma.Request{Count: 1}, rdma.ScoreOptions{Strategy: rdma.LeastAllocated})
 	most, _ := rdma.Score(inv, rdma.Used{}, rdma.Request{Count: 1}, rdma.ScoreOptions{Strategy: rdma.MostAllocated})
 	fmt.Println(least, most) // 3 VFs: (3-1)*100/3 = 66, 1*100/3 = 33
@@ -132,13 +266,25 @@ func ExampleScore() {
 }
 
 func ExampleRequestFromPod() {
+	minor := func(m int32) *int32 { return &m }
+	// A GPU server: one GPU and a compute NIC with one VF under PCIe root pci0000:17,
+	// and a storage NIC with two VFs under pci0000:ae.
+	node := rdma.Node{Name: "n1", Devices: []rdma.DeviceInfo{
+		{Type: rdma.GPU, Minor: minor(0), UUID: "GPU-0", Health: true, Topology: &rdma.DeviceTopology{NodeID: 0, PCIEID: "pci0000:17"}},
+		{Type: rdma.RDMA, Minor: minor(0), UUID: "0000:18:00.0", Health: true, Labels: map[string]string{"rdma-type": "compute"},
+			Topology: &rdma.DeviceTopology{NodeID: 0, PCIEID: "pci0000:17", BusID: "0000:18:00.0"},
+			VFGroups: []rdma.VirtualFunctionGroup{{VFs: []rdma.VirtualFunction{{Minor: 0, BusID: "0000:18:00.2"}}}}},
+		{Type: rdma.RDMA, Minor: minor(1), UUID: "0000:af:00.0", Health: true, Labels: map[string]string{"rdma-type": "storage"},
+			Topology: &rdma.DeviceTopology{NodeID: 1, PCIEID: "pci0000:ae", BusID: "0000:af:00.0"},
+			VFGroups: []rdma.VirtualFunctionGroup{{VFs: []rdma.VirtualFunction{{Minor: 0, BusID: "0000:af:00.2"}, {Minor: 1, BusID: "0000:af:00.3"}}}}},
+	}}
 	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "p", Annotations: map[string]string{
 		rdma.AnnotationDeviceAllocateHint: `{"rdma":{"selector":{"matchLabels":{"rdma-type":"storage"}},"allocateStrategy":"ApplyForAll"}}`,
 	}}}
 	pod.Spec.Containers = []corev1.Container{{Name: "c", Resources: corev1.ResourceRequirements{
 		Requests: corev1.ResourceList{rdma.ResourceRDMA: resource.MustParse("1")}}}}
 	req, _ := rdma.RequestFromPod(pod, rdma.CountModel)
-	inv, _ := rdma.NewInventory(exampleNode())
+	inv, _ := rdma.NewInventory(node)
 	a, _ := rdma.Allocate(inv, rdma.Used{}, req)
 	fmt.Println(req.All, a.Units())
 	// Output: true 2
@@ -156,7 +302,19 @@ func ExampleDeviceIDs() {
 }
 
 func ExampleValidateNode() {
-	n := exampleNode()
+	minor := func(m int32) *int32 { return &m }
+	// A GPU server: one GPU and a compute NIC with one VF under PCIe root pci0000:17,
+	// and a storage NIC with two VFs under pci0000:ae.
+	node := rdma.Node{Name: "n1", Devices: []rdma.DeviceInfo{
+		{Type: rdma.GPU, Minor: minor(0), UUID: "GPU-0", Health: true, Topology: &rdma.DeviceTopology{NodeID: 0, PCIEID: "pci0000:17"}},
+		{Type: rdma.RDMA, Minor: minor(0), UUID: "0000:18:00.0", Health: true, Labels: map[string]string{"rdma-type": "compute"},
+			Topology: &rdma.DeviceTopology{NodeID: 0, PCIEID: "pci0000:17", BusID: "0000:18:00.0"},
+			VFGroups: []rdma.VirtualFunctionGroup{{VFs: []rdma.VirtualFunction{{Minor: 0, BusID: "0000:18:00.2"}}}}},
+		{Type: rdma.RDMA, Minor: minor(1), UUID: "0000:af:00.0", Health: true, Labels: map[string]string{"rdma-type": "storage"},
+			Topology: &rdma.DeviceTopology{NodeID: 1, PCIEID: "pci0000:ae", BusID: "0000:af:00.0"},
+			VFGroups: []rdma.VirtualFunctionGroup{{VFs: []rdma.VirtualFunction{{Minor: 0, BusID: "0000:af:00.2"}, {Minor: 1, BusID: "0000:af:00.3"}}}}},
+	}}
+	n := node
 	n.Devices[1].VFGroups[0].VFs[0].BusID = "0000:18:00.9"
 	for _, e := range rdma.ValidateNode(n) {
 		fmt.Println(e)
@@ -165,7 +323,19 @@ func ExampleValidateNode() {
 }
 
 func ExampleDRADevices() {
-	inv, _ := rdma.NewInventory(exampleNode())
+	minor := func(m int32) *int32 { return &m }
+	// A GPU server: one GPU and a compute NIC with one VF under PCIe root pci0000:17,
+	// and a storage NIC with two VFs under pci0000:ae.
+	node := rdma.Node{Name: "n1", Devices: []rdma.DeviceInfo{
+		{Type: rdma.GPU, Minor: minor(0), UUID: "GPU-0", Health: true, Topology: &rdma.DeviceTopology{NodeID: 0, PCIEID: "pci0000:17"}},
+		{Type: rdma.RDMA, Minor: minor(0), UUID: "0000:18:00.0", Health: true, Labels: map[string]string{"rdma-type": "compute"},
+			Topology: &rdma.DeviceTopology{NodeID: 0, PCIEID: "pci0000:17", BusID: "0000:18:00.0"},
+			VFGroups: []rdma.VirtualFunctionGroup{{VFs: []rdma.VirtualFunction{{Minor: 0, BusID: "0000:18:00.2"}}}}},
+		{Type: rdma.RDMA, Minor: minor(1), UUID: "0000:af:00.0", Health: true, Labels: map[string]string{"rdma-type": "storage"},
+			Topology: &rdma.DeviceTopology{NodeID: 1, PCIEID: "pci0000:ae", BusID: "0000:af:00.0"},
+			VFGroups: []rdma.VirtualFunctionGroup{{VFs: []rdma.VirtualFunction{{Minor: 0, BusID: "0000:af:00.2"}, {Minor: 1, BusID: "0000:af:00.3"}}}}},
+	}}
+	inv, _ := rdma.NewInventory(node)
 	for _, d := range rdma.DRADevices(inv) {
 		root := d.Attributes[rdma.DRAAttributePCIeRoot].StringValue
 		fmt.Println(d.Name, *root, *d.Attributes[rdma.DRAAttributeKind].StringValue)
@@ -199,7 +369,19 @@ func ExampleDecodeJointAllocate() {
 }
 
 func ExampleUsed_Add() {
-	inv, _ := rdma.NewInventory(exampleNode())
+	minor := func(m int32) *int32 { return &m }
+	// A GPU server: one GPU and a compute NIC with one VF under PCIe root pci0000:17,
+	// and a storage NIC with two VFs under pci0000:ae.
+	node := rdma.Node{Name: "n1", Devices: []rdma.DeviceInfo{
+		{Type: rdma.GPU, Minor: minor(0), UUID: "GPU-0", Health: true, Topology: &rdma.DeviceTopology{NodeID: 0, PCIEID: "pci0000:17"}},
+		{Type: rdma.RDMA, Minor: minor(0), UUID: "0000:18:00.0", Health: true, Labels: map[string]string{"rdma-type": "compute"},
+			Topology: &rdma.DeviceTopology{NodeID: 0, PCIEID: "pci0000:17", BusID: "0000:18:00.0"},
+			VFGroups: []rdma.VirtualFunctionGroup{{VFs: []rdma.VirtualFunction{{Minor: 0, BusID: "0000:18:00.2"}}}}},
+		{Type: rdma.RDMA, Minor: minor(1), UUID: "0000:af:00.0", Health: true, Labels: map[string]string{"rdma-type": "storage"},
+			Topology: &rdma.DeviceTopology{NodeID: 1, PCIEID: "pci0000:ae", BusID: "0000:af:00.0"},
+			VFGroups: []rdma.VirtualFunctionGroup{{VFs: []rdma.VirtualFunction{{Minor: 0, BusID: "0000:af:00.2"}, {Minor: 1, BusID: "0000:af:00.3"}}}}},
+	}}
+	inv, _ := rdma.NewInventory(node)
 	a, _ := rdma.Allocate(inv, rdma.Used{}, rdma.Request{Count: 1, Exclusive: rdma.ExclusivePCIe})
 	var used rdma.Used
 	used.Add(a)
@@ -215,7 +397,19 @@ func ExampleUsed_Add() {
 // A GPU plugin chose GPU 0 and wrote its share first; the NIC is placed next to it
 // (WithGPUs) and the GPU plugin's entry is kept as it was.
 func ExampleEncodeAllocated_gpuPluginShares() {
-	inv, _ := rdma.NewInventory(exampleNode())
+	minor := func(m int32) *int32 { return &m }
+	// A GPU server: one GPU and a compute NIC with one VF under PCIe root pci0000:17,
+	// and a storage NIC with two VFs under pci0000:ae.
+	node := rdma.Node{Name: "n1", Devices: []rdma.DeviceInfo{
+		{Type: rdma.GPU, Minor: minor(0), UUID: "GPU-0", Health: true, Topology: &rdma.DeviceTopology{NodeID: 0, PCIEID: "pci0000:17"}},
+		{Type: rdma.RDMA, Minor: minor(0), UUID: "0000:18:00.0", Health: true, Labels: map[string]string{"rdma-type": "compute"},
+			Topology: &rdma.DeviceTopology{NodeID: 0, PCIEID: "pci0000:17", BusID: "0000:18:00.0"},
+			VFGroups: []rdma.VirtualFunctionGroup{{VFs: []rdma.VirtualFunction{{Minor: 0, BusID: "0000:18:00.2"}}}}},
+		{Type: rdma.RDMA, Minor: minor(1), UUID: "0000:af:00.0", Health: true, Labels: map[string]string{"rdma-type": "storage"},
+			Topology: &rdma.DeviceTopology{NodeID: 1, PCIEID: "pci0000:ae", BusID: "0000:af:00.0"},
+			VFGroups: []rdma.VirtualFunctionGroup{{VFs: []rdma.VirtualFunction{{Minor: 0, BusID: "0000:af:00.2"}, {Minor: 1, BusID: "0000:af:00.3"}}}}},
+	}}
+	inv, _ := rdma.NewInventory(node)
 	a, _ := rdma.Allocate(inv, rdma.Used{}, rdma.Request{Count: 1, WithGPUs: []int32{0}, Joint: rdma.JointSamePCIe})
 	value, err := rdma.EncodeAllocated(`{"gpu":[{"minor":0,"resources":{"koordinator.sh/gpu-core":"50"}}]}`, a, rdma.CountModel)
 	fmt.Println(value, err)
@@ -223,7 +417,19 @@ func ExampleEncodeAllocated_gpuPluginShares() {
 }
 
 func ExampleEntries() {
-	inv, _ := rdma.NewInventory(exampleNode())
+	minor := func(m int32) *int32 { return &m }
+	// A GPU server: one GPU and a compute NIC with one VF under PCIe root pci0000:17,
+	// and a storage NIC with two VFs under pci0000:ae.
+	node := rdma.Node{Name: "n1", Devices: []rdma.DeviceInfo{
+		{Type: rdma.GPU, Minor: minor(0), UUID: "GPU-0", Health: true, Topology: &rdma.DeviceTopology{NodeID: 0, PCIEID: "pci0000:17"}},
+		{Type: rdma.RDMA, Minor: minor(0), UUID: "0000:18:00.0", Health: true, Labels: map[string]string{"rdma-type": "compute"},
+			Topology: &rdma.DeviceTopology{NodeID: 0, PCIEID: "pci0000:17", BusID: "0000:18:00.0"},
+			VFGroups: []rdma.VirtualFunctionGroup{{VFs: []rdma.VirtualFunction{{Minor: 0, BusID: "0000:18:00.2"}}}}},
+		{Type: rdma.RDMA, Minor: minor(1), UUID: "0000:af:00.0", Health: true, Labels: map[string]string{"rdma-type": "storage"},
+			Topology: &rdma.DeviceTopology{NodeID: 1, PCIEID: "pci0000:ae", BusID: "0000:af:00.0"},
+			VFGroups: []rdma.VirtualFunctionGroup{{VFs: []rdma.VirtualFunction{{Minor: 0, BusID: "0000:af:00.2"}, {Minor: 1, BusID: "0000:af:00.3"}}}}},
+	}}
+	inv, _ := rdma.NewInventory(node)
 	a, _ := rdma.Allocate(inv, rdma.Used{}, rdma.Request{Kind: rdma.WholePF, Count: 1, Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"rdma-type": "storage"}}})
 	for _, model := range []rdma.CapacityModel{rdma.CountModel, rdma.PercentModel} {
 		e := rdma.Entries(a, model)[0]
@@ -233,16 +439,6 @@ func ExampleEntries() {
 	// Output:
 	// 1 0000:af:00.0 0000:af:00.0 1 true
 	// 1 0000:af:00.0 0000:af:00.0 100 true
-}
-
-func ExampleGPUEntries() {
-	inv, _ := rdma.NewInventory(exampleNode())
-	a, _ := rdma.Allocate(inv, rdma.Used{}, rdma.Request{Count: 1, GPUs: 1})
-	for _, g := range rdma.GPUEntries(a) {
-		core, ratio := g.Resources[rdma.ResourceGPUCore], g.Resources[rdma.ResourceGPUMemoryRatio]
-		fmt.Println(g.Minor, core.String(), ratio.String())
-	}
-	// Output: 0 100 100
 }
 
 func ExampleAllocated_Encode() {
@@ -259,23 +455,20 @@ func ExampleAllocated_GPUMinors() {
 	// Output: [3 1] <nil>
 }
 
-func ExampleInventory_Mode() {
-	inv, _ := rdma.NewInventory(exampleNode())
-	m, err := inv.Mode()
-	fmt.Println(m == rdma.ModeVF, err)
-	// A NIC without VFs beside NICs with VFs: the design wants one mode per node.
-	node := exampleNode()
-	node.Devices[1].VFGroups = nil
-	inv, _ = rdma.NewInventory(node)
-	_, err = inv.Mode()
-	fmt.Println(err)
-	// Output:
-	// true <nil>
-	// node n1: rdma: healthy PFs with and without VFs on one node; a node's NICs must all be in PF or all in VF mode
-}
-
 func ExampleUsedByPods() {
-	inv, _ := rdma.NewInventory(exampleNode())
+	minor := func(m int32) *int32 { return &m }
+	// A GPU server: one GPU and a compute NIC with one VF under PCIe root pci0000:17,
+	// and a storage NIC with two VFs under pci0000:ae.
+	node := rdma.Node{Name: "n1", Devices: []rdma.DeviceInfo{
+		{Type: rdma.GPU, Minor: minor(0), UUID: "GPU-0", Health: true, Topology: &rdma.DeviceTopology{NodeID: 0, PCIEID: "pci0000:17"}},
+		{Type: rdma.RDMA, Minor: minor(0), UUID: "0000:18:00.0", Health: true, Labels: map[string]string{"rdma-type": "compute"},
+			Topology: &rdma.DeviceTopology{NodeID: 0, PCIEID: "pci0000:17", BusID: "0000:18:00.0"},
+			VFGroups: []rdma.VirtualFunctionGroup{{VFs: []rdma.VirtualFunction{{Minor: 0, BusID: "0000:18:00.2"}}}}},
+		{Type: rdma.RDMA, Minor: minor(1), UUID: "0000:af:00.0", Health: true, Labels: map[string]string{"rdma-type": "storage"},
+			Topology: &rdma.DeviceTopology{NodeID: 1, PCIEID: "pci0000:ae", BusID: "0000:af:00.0"},
+			VFGroups: []rdma.VirtualFunctionGroup{{VFs: []rdma.VirtualFunction{{Minor: 0, BusID: "0000:af:00.2"}, {Minor: 1, BusID: "0000:af:00.3"}}}}},
+	}}
+	inv, _ := rdma.NewInventory(node)
 	running := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Namespace: "ml", Name: "trainer-0", Annotations: map[string]string{
 			rdma.AnnotationDeviceAllocated: `{"rdma":[{"minor":1,"extension":{"vfs":[{"minor":-1,"busID":"0000:af:00.2"}]},"busID":"0000:af:00.0"}],"gpu":[{"minor":0}]}`,
@@ -299,7 +492,19 @@ func ExampleDeviceIDsFromPod() {
 
 // A scheduler plugin's Filter tells "not now" from "never" with errors.Is.
 func ExampleErrInsufficient() {
-	inv, _ := rdma.NewInventory(exampleNode())
+	minor := func(m int32) *int32 { return &m }
+	// A GPU server: one GPU and a compute NIC with one VF under PCIe root pci0000:17,
+	// and a storage NIC with two VFs under pci0000:ae.
+	node := rdma.Node{Name: "n1", Devices: []rdma.DeviceInfo{
+		{Type: rdma.GPU, Minor: minor(0), UUID: "GPU-0", Health: true, Topology: &rdma.DeviceTopology{NodeID: 0, PCIEID: "pci0000:17"}},
+		{Type: rdma.RDMA, Minor: minor(0), UUID: "0000:18:00.0", Health: true, Labels: map[string]string{"rdma-type": "compute"},
+			Topology: &rdma.DeviceTopology{NodeID: 0, PCIEID: "pci0000:17", BusID: "0000:18:00.0"},
+			VFGroups: []rdma.VirtualFunctionGroup{{VFs: []rdma.VirtualFunction{{Minor: 0, BusID: "0000:18:00.2"}}}}},
+		{Type: rdma.RDMA, Minor: minor(1), UUID: "0000:af:00.0", Health: true, Labels: map[string]string{"rdma-type": "storage"},
+			Topology: &rdma.DeviceTopology{NodeID: 1, PCIEID: "pci0000:ae", BusID: "0000:af:00.0"},
+			VFGroups: []rdma.VirtualFunctionGroup{{VFs: []rdma.VirtualFunction{{Minor: 0, BusID: "0000:af:00.2"}, {Minor: 1, BusID: "0000:af:00.3"}}}}},
+	}}
+	inv, _ := rdma.NewInventory(node)
 	storage := &metav1.LabelSelector{MatchLabels: map[string]string{"rdma-type": "storage"}}
 	a, _ := rdma.Allocate(inv, rdma.Used{}, rdma.Request{Count: 2, Selector: storage})
 	var used rdma.Used
@@ -321,7 +526,19 @@ func ExampleErrInsufficient() {
 // Reserve adds a pod's allocation to the node's Used; Unreserve (or the pod's
 // deletion) removes it again. A GPU two pods share stays held until both are gone.
 func ExampleUsed_Remove() {
-	inv, _ := rdma.NewInventory(exampleNode())
+	minor := func(m int32) *int32 { return &m }
+	// A GPU server: one GPU and a compute NIC with one VF under PCIe root pci0000:17,
+	// and a storage NIC with two VFs under pci0000:ae.
+	node := rdma.Node{Name: "n1", Devices: []rdma.DeviceInfo{
+		{Type: rdma.GPU, Minor: minor(0), UUID: "GPU-0", Health: true, Topology: &rdma.DeviceTopology{NodeID: 0, PCIEID: "pci0000:17"}},
+		{Type: rdma.RDMA, Minor: minor(0), UUID: "0000:18:00.0", Health: true, Labels: map[string]string{"rdma-type": "compute"},
+			Topology: &rdma.DeviceTopology{NodeID: 0, PCIEID: "pci0000:17", BusID: "0000:18:00.0"},
+			VFGroups: []rdma.VirtualFunctionGroup{{VFs: []rdma.VirtualFunction{{Minor: 0, BusID: "0000:18:00.2"}}}}},
+		{Type: rdma.RDMA, Minor: minor(1), UUID: "0000:af:00.0", Health: true, Labels: map[string]string{"rdma-type": "storage"},
+			Topology: &rdma.DeviceTopology{NodeID: 1, PCIEID: "pci0000:ae", BusID: "0000:af:00.0"},
+			VFGroups: []rdma.VirtualFunctionGroup{{VFs: []rdma.VirtualFunction{{Minor: 0, BusID: "0000:af:00.2"}, {Minor: 1, BusID: "0000:af:00.3"}}}}},
+	}}
+	inv, _ := rdma.NewInventory(node)
 	var used rdma.Used
 	a, _ := rdma.Allocate(inv, used, rdma.Request{Count: 1, GPUs: 1})
 	used.Add(a)

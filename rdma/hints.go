@@ -166,7 +166,7 @@ func RequestFromPod(pod *corev1.Pod, model CapacityModel) (Request, error) {
 		h = &DeviceHint{}
 	}
 	switch model {
-	case CountModel:
+	case CountModel, "":
 		switch {
 		case n == 0:
 		case h.AllocateStrategy == ApplyForAll:
@@ -178,19 +178,19 @@ func RequestFromPod(pod *corev1.Pod, model CapacityModel) (Request, error) {
 		req.Kind, req.OneVFPerPF = WholePF, true
 		switch {
 		case n == 0:
-		case n > PercentPerDevice && n%PercentPerDevice == 0:
-			req.Count = int(n / PercentPerDevice)
+		case n > percentPerDevice && n%percentPerDevice == 0:
+			req.Count = int(n / percentPerDevice)
 		case h.AllocateStrategy == ApplyForAll:
 			req.All = true
 		case h.AllocateStrategy == RequestsAsCount:
 			req.Count = int(n)
-		case n <= PercentPerDevice:
+		case n <= percentPerDevice:
 			req.Count = 1
 		default:
 			return fail(fmt.Errorf("resource %s: %d is neither at most 100 nor a multiple of 100", ResourceRDMA, n))
 		}
 	default:
-		return fail(fmt.Errorf("unknown capacity model %d", model))
+		return fail(fmt.Errorf("capacity model %q is not Count or Percent", model))
 	}
 	req.Selector, req.VFSelector = h.Selector, h.VFSelector
 	req.Scope, req.Exclusive = h.RequiredTopologyScope, h.ExclusivePolicy

@@ -20,7 +20,7 @@ type Inventory struct {
 	byBDF map[BDF]int32
 	vfAt  map[BDF]vfRef
 	gpuAt map[int32]int
-	mode  Mode // ModePF, ModeVF, or modeMixed
+	mode  nicMode // modePF, modeVF, or modeMixed
 	errs  field.ErrorList
 }
 
@@ -126,9 +126,9 @@ func NewInventory(n Node) (*Inventory, error) {
 	case withVF > 0 && withoutVF > 0:
 		inv.mode = modeMixed
 	case withVF > 0:
-		inv.mode = ModeVF
+		inv.mode = modeVF
 	default:
-		inv.mode = ModePF
+		inv.mode = modePF
 	}
 	for r := range rootSet {
 		inv.roots = append(inv.roots, r)
@@ -148,11 +148,11 @@ func (inv *Inventory) Errors() field.ErrorList { return slices.Clone(inv.errs) }
 // Name is the node's name.
 func (inv *Inventory) Name() string { return inv.name }
 
-// Mode is ModeVF when every healthy PF has VFs, ModePF when none has (or no PF is
+// modeOrError is modeVF when every healthy PF has VFs, modePF when none has (or no PF is
 // healthy), and an error when the node mixes both (the design requires one mode per
 // node). Unhealthy PFs do not count: a failed NIC that lost its VFs does not make a
 // VF-mode node mixed.
-func (inv *Inventory) Mode() (Mode, error) {
+func (inv *Inventory) modeOrError() (nicMode, error) {
 	if inv.mode == modeMixed {
 		return modeMixed, fmt.Errorf("node %s: rdma: healthy PFs with and without VFs on one node; a node's NICs must all be in PF or all in VF mode", inv.name)
 	}

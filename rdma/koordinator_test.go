@@ -225,7 +225,7 @@ func TestJointPodGetsOneNICPerGPURoot(t *testing.T) {
 					roots[n.PCIeRoot] = true
 				}
 				if len(a.GPUs) != gpus || a.Units() != nics || len(a.NICs) != nics || len(roots) != nics {
-					t.Errorf("%d GPUs %s model %d: %d GPUs, %d VFs on %d PFs and %d roots, want %d", gpus, scope, model, len(a.GPUs), a.Units(), len(a.NICs), len(roots), nics)
+					t.Errorf("%d GPUs %s model %s: %d GPUs, %d VFs on %d PFs and %d roots, want %d", gpus, scope, model, len(a.GPUs), a.Units(), len(a.NICs), len(roots), nics)
 				}
 			}
 		}

@@ -136,15 +136,16 @@ func Fits(inv *Inventory, used Used, req Request) error {
 	return err
 }
 
-// ScoreStrategy chooses how Score rates free capacity.
-type ScoreStrategy int
+// ScoreStrategy chooses how Score rates free capacity. The empty ScoreStrategy is
+// LeastAllocated.
+type ScoreStrategy string
 
 // Score strategies, as the scheduler's NodeResourcesFit.
 const (
 	// LeastAllocated prefers nodes with more units free after the allocation (spread).
-	LeastAllocated ScoreStrategy = iota
+	LeastAllocated ScoreStrategy = "LeastAllocated"
 	// MostAllocated prefers nodes with fewer units free after the allocation (pack).
-	MostAllocated
+	MostAllocated ScoreStrategy = "MostAllocated"
 )
 
 // MaxScore is the highest score, as the scheduler framework's MaxNodeScore.
@@ -174,6 +175,11 @@ func Score(inv *Inventory, used Used, req Request, opts ScoreOptions) (int64, er
 	}
 	if opts.TopologyWeight < 0 || opts.TopologyWeight > 100 {
 		return 0, unsatisfiable(fmt.Errorf("rdma: topology weight %d is outside 0..100", opts.TopologyWeight))
+	}
+	switch opts.Strategy {
+	case "", LeastAllocated, MostAllocated:
+	default:
+		return 0, unsatisfiable(fmt.Errorf("rdma: score strategy %q is not LeastAllocated or MostAllocated", opts.Strategy))
 	}
 	a, err := Allocate(inv, used, req)
 	if err != nil {

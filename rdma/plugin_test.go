@@ -1,6 +1,7 @@
 package rdma
 
 import (
+	"errors"
 	"strings"
 	"testing"
 
@@ -142,6 +143,22 @@ func TestScore(t *testing.T) {
 				t.Fatalf("got %d %v want %d", got, err, tc.want)
 			}
 		})
+	}
+	t.Run("an unknown strategy is an error that no node can satisfy", func(t *testing.T) {
+		_, err := Score(inv, used, Request{Count: 2}, ScoreOptions{Strategy: "Spread"})
+		if !errors.Is(err, ErrUnsatisfiable) || !strings.Contains(err.Error(), `score strategy "Spread"`) {
+			t.Fatalf("got %v", err)
+		}
+	})
+}
+
+func TestUnknownCapacityModelIsAnError(t *testing.T) {
+	inv := twoRootNode(t)
+	if _, err := Capacity(inv, "Bytes"); err == nil || !strings.Contains(err.Error(), `capacity model "Bytes"`) {
+		t.Fatalf("Capacity: got %v", err)
+	}
+	if _, err := RequestFromPod(&corev1.Pod{}, "Bytes"); err == nil || !strings.Contains(err.Error(), `capacity model "Bytes"`) {
+		t.Fatalf("RequestFromPod: got %v", err)
 	}
 }
 

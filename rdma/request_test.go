@@ -52,7 +52,7 @@ func TestRequestErrors(t *testing.T) {
 }
 
 func TestStrings(t *testing.T) {
-	got := strings.Join([]string{Auto.String(), WholePF.String(), VFs.String(), ModePF.String(), ModeVF.String(), modeMixed.String()}, " ")
+	got := strings.Join([]string{Auto.String(), WholePF.String(), VFs.String(), modePF.String(), modeVF.String(), modeMixed.String()}, " ")
 	if got != "auto PF VF PF VF mixed" {
 		t.Fatalf("got %s", got)
 	}

@@ -32,9 +32,6 @@ const (
 	AnnotationDeviceAllocateHint = "scheduling.koordinator.sh/device-allocate-hint"
 	// AnnotationDeviceJointAllocate asks for joint GPU+RDMA allocation.
 	AnnotationDeviceJointAllocate = "scheduling.koordinator.sh/device-joint-allocate"
-
-	// MaxAnnotationBytes is the API server's limit on all of an object's annotations.
-	MaxAnnotationBytes = 256 << 10
 )
 
 // UnknownNUMANode is the NUMA node of a device whose node is not known. It is never

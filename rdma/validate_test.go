@@ -109,7 +109,7 @@ func TestModeIgnoresUnhealthyPFs(t *testing.T) {
 	failed := nic(3, "0000:d8:00.0", "r3", 1, nil)
 	failed.Health = false
 	inv := mustInv(t, "n1", nic(0, "0000:3b:00.0", "r", 0, nil, vfRange(0, 0x3b, 2)...), failed)
-	if m, err := inv.Mode(); err != nil || m != ModeVF {
+	if m, err := inv.modeOrError(); err != nil || m != modeVF {
 		t.Fatalf("mode %v, %v; want VF mode", m, err)
 	}
 	a, err := Allocate(inv, Used{}, Request{Count: 2})

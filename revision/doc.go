@@ -9,8 +9,7 @@
 // status, events and the cold pods it leaves alone ([Result.Cold]). A mutating webhook calls [Inject] for new pods; the node side
 // calls [Restarts] and [MarkCurrent]; the reload sidecar calls [Hub.Files]. Building
 // blocks: [Validate], [RevisionHash], [Hub] ([DecodeHub], [Hub.Add], [Hub.Trim],
-// [Hub.HubConfigMap]), [KeysFor] and [Keys.Read], [ResolvePartition],
-// [ResolveMaxUnavailable], [InitialRevision].
+// [Hub.HubConfigMap]), [KeysFor] and [Keys.Read], [ResolvePartition].
 //
 //   - Every distinct spec.data is a revision named by [RevisionHash]: the first 16 hex
 //     digits of SHA-256 over a canonical, length-prefixed encoding of the data (and of
@@ -22,7 +21,7 @@
 //     revision to newest.
 //
 // Key scheme (see [Keys]): for a set named N, with S = N when N has at most
-// [MaxSetNameInKey] (25) characters, else its first 16 characters, "-" and 8 hex
+// 25 characters, else its first 16 characters, "-" and 8 hex
 // digits of its hash:
 //
 //	apps.kruise.io/configmapset.S.updateRevision            wanted revision (controller)
@@ -53,19 +52,16 @@
 //     updates; clamped to [0, n]).
 //     Pods to update: want = n - kept.
 //  4. If fewer than want pods have wanted revision U, warm pods are picked in this
-//     priority order (the implementation section's order):
+//     priority order (the design's implementation section's order):
 //     (1) pods not on status.currentRevision before pods on it;
 //     (2) among those, pods whose revision is not in the hub (or missing) first;
 //     (3) then pods on older revisions (smaller hub index) first;
-//     ties by namespace and name (byte order). This is a counting sort over
-//     len(hub)+2 classes of pods already sorted by name: linear after one sort.
+//     ties by namespace and name (byte order).
 //  5. If more than want pods have U (partition raised), pods go back to
 //     status.currentRevision: pods that have not confirmed U first, then in reverse
 //     name order. With no older current revision in the hub nothing rolls back.
 //  6. With restartInjectedContainers, changes are bounded by maxUnavailable
-//     ([ResolveMaxUnavailable]: default 1, percent rounds down but never to 0,
-//     at most n):
-//     unavailable pods are not-ready pods and pods whose wanted revision is not
+//     (default 1, percent rounds down but never to 0, at most n): unavailable pods are not-ready pods and pods whose wanted revision is not
 //     confirmed (restarting); changing an already-unavailable pod is free.
 //  7. Warm kept pods whose revision is not in the hub get the current revision (or U
 //     when there is none): a pod cannot load a revision the hub does not hold.
@@ -145,7 +141,7 @@
 //
 // # Example
 //
-// See ExamplePlan, ExamplePlan_coldPods, ExampleInject, ExampleKeysFor,
-// ExampleRestarts, ExampleMarkCurrent, ExampleValidate, ExampleResolvePartition,
-// ExampleDecodeHub and ExampleHub_Files.
+// The package example runs a controller's reconciles end to end: a data change, the
+// hub, the partitioned selection and the status. The examples of [Plan], [Inject],
+// [Restarts], [MarkCurrent] and [Hub.Files] show each side on its own.
 package revision

@@ -2,6 +2,7 @@ package revision_test
 
 import (
 	"fmt"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -12,77 +13,96 @@ import (
 	"github.com/kplan-dev/kplan/revision"
 )
 
-func exampleSet(value string) *revision.ConfigMapSet {
-	half := intstr.FromString("50%")
-	return &revision.ConfigMapSet{
-		ObjectMeta: metav1.ObjectMeta{Namespace: "demo", Name: "deploy-cms1", Generation: 2},
+// The main flow of a ConfigMapSet controller, end to end: the first reconcile
+// creates the hub and gives every pod revision A; the node side confirms it. Then
+// spec.data changes with partition 50%: the hub gains revision B, two of the four
+// pods are selected for it (in name order), and once the node side confirms B on
+// them the status counts two updated pods, A still current.
+func Example() {
+	now := time.Date(2025, 2, 14, 17, 51, 48, 0, time.UTC)
+	set := &revision.ConfigMapSet{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "demo", Name: "deploy-cms1", Generation: 1},
 		Spec: revision.ConfigMapSetSpec{
-			Selector:       &metav1.LabelSelector{MatchLabels: map[string]string{"app": "sample"}},
-			Data:           map[string]string{"settings.yaml": "value: " + value},
-			Containers:     []revision.ContainerInjectSpec{{Name: "main", MountPath: "/data/conf1"}},
-			UpdateStrategy: revision.ConfigMapSetUpdateStrategy{Partition: &half},
+			Selector:   &metav1.LabelSelector{MatchLabels: map[string]string{"app": "sample"}},
+			Data:       map[string]string{"settings.yaml": "value: aaa"},
+			Containers: []revision.ContainerInjectSpec{{Name: "main", MountPath: "/data/conf1"}},
 		},
 	}
-}
-
-func ExamplePlan() {
-	now := time.Date(2025, 2, 14, 17, 51, 48, 0, time.UTC)
-	set := exampleSet("aaa")
-	set.Spec.UpdateStrategy.Partition = nil
-	keys, _ := revision.KeysFor(set.Name)
+	keys, err := revision.KeysFor(set.Name)
+	if err != nil {
+		panic(err)
+	}
 	var pods []*corev1.Pod
 	for _, name := range []string{"sample-a", "sample-b", "sample-c", "sample-d"} {
 		// Pods as the webhook (Inject) left them: with the reload sidecar.
 		pods = append(pods, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "demo", Name: name},
 			Spec: corev1.PodSpec{InitContainers: []corev1.Container{{Name: revision.ReloadSidecarName(set.Name)}}}})
 	}
-	// First reconcile: the hub is created and every pod gets revision A.
-	res, err := revision.Plan(revision.Input{Set: set, Pods: pods, Now: now})
-	if err != nil {
-		fmt.Println(err)
-		return
+	// reconcile plans, applies the pod patches as the API server would, and plays
+	// the node side: every patched pod loads its revision and is ready.
+	var hub *corev1.ConfigMap
+	reconcile := func(at time.Time) revision.Result {
+		res, err := revision.Plan(revision.Input{Set: set, Hub: hub, Pods: pods, Now: at})
+		if err != nil {
+			panic(err)
+		}
+		if res.Hub != nil {
+			hub = res.Hub // the reconciler writes it and reads it back next time
+		}
+		set.Status = res.Status
+		for _, patch := range res.Pods {
+			for i, p := range pods {
+				if p.Name == patch.Name {
+					p = patch.Apply(p)
+					p.Annotations[keys.CurrentRevision] = p.Annotations[keys.UpdateRevision]
+					p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}
+					pods[i] = p
+				}
+			}
+		}
+		return res
 	}
-	hub := res.Hub // what the reconciler wrote; it reads it back next time
-	fmt.Println("hub:", hub.Name, "revisions:", res.Revisions, "patches:", len(res.Pods))
-	b, _ := res.Pods[0].MergePatch()
-	fmt.Println(string(b))
 
-	// The node side confirms A on every pod; the rollout completes.
-	for i, p := range pods {
-		p = res.Pods[i].Apply(p)
-		p.Annotations[keys.CurrentRevision] = p.Annotations[keys.UpdateRevision]
-		p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}
-		pods[i] = p
-	}
-	set.Status = res.Status
-	res, _ = revision.Plan(revision.Input{Set: set, Hub: hub, Pods: pods, Now: now})
-	fmt.Println("current:", res.Status.CurrentRevision)
+	res := reconcile(now)
+	fmt.Println("hub", hub.Name, "revisions", res.Revisions, "patched", len(res.Pods), "pods")
+	res = reconcile(now)
+	fmt.Println("current", res.Status.CurrentRevision)
 
-	// New data with partition 50%: two of four pods move to revision B, in name order.
-	set.Status = res.Status
+	// New data, half the pods kept on the current revision.
+	set.Generation++
 	set.Spec.Data = map[string]string{"settings.yaml": "value: bbb"}
 	half := intstr.FromString("50%")
 	set.Spec.UpdateStrategy.Partition = &half
-	res, _ = revision.Plan(revision.Input{Set: set, Hub: hub, Pods: pods, Now: now.Add(time.Minute)})
-	fmt.Println("revisions:", res.Revisions)
+	res = reconcile(now.Add(time.Minute))
+	fmt.Println("hub revisions", res.Revisions)
 	for _, p := range res.Pods {
 		fmt.Println(p.Name, "->", *p.Annotations[keys.UpdateRevision])
 	}
+	res = reconcile(now.Add(2 * time.Minute))
+	st := res.Status
+	fmt.Printf("status: current %s, update %s, matched %d, updated %d, updated and ready %d\n",
+		st.CurrentRevision, st.UpdateRevision, st.MatchedPods, st.UpdatedPods, st.UpdatedReadyPods)
 	// Output:
-	// hub: deploy-cms1-hub revisions: [1b5d3bd378ca7b6c] patches: 4
-	// {"metadata":{"annotations":{"apps.kruise.io/configmapset.deploy-cms1.updateRevision":"1b5d3bd378ca7b6c","apps.kruise.io/configmapset.deploy-cms1.updateRevisionTimestamp":"1739555508000"}}}
-	// current: 1b5d3bd378ca7b6c
-	// revisions: [1b5d3bd378ca7b6c f4c16993a53f5b40]
+	// hub deploy-cms1-hub revisions [1b5d3bd378ca7b6c] patched 4 pods
+	// current 1b5d3bd378ca7b6c
+	// hub revisions [1b5d3bd378ca7b6c f4c16993a53f5b40]
 	// sample-a -> f4c16993a53f5b40
 	// sample-b -> f4c16993a53f5b40
+	// status: current 1b5d3bd378ca7b6c, update f4c16993a53f5b40, matched 4, updated 2, updated and ready 2
 }
 
 // Plan leaves cold pods alone and lists them with the reason: here one pod the
 // webhook never injected and one created before spec.containers last changed.
 func ExamplePlan_coldPods() {
 	now := time.Date(2025, 2, 14, 17, 51, 48, 0, time.UTC)
-	set := exampleSet("aaa")
-	set.Spec.UpdateStrategy.Partition = nil
+	set := &revision.ConfigMapSet{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "demo", Name: "deploy-cms1", Generation: 2},
+		Spec: revision.ConfigMapSetSpec{
+			Selector:   &metav1.LabelSelector{MatchLabels: map[string]string{"app": "sample"}},
+			Data:       map[string]string{"settings.yaml": "value: aaa"},
+			Containers: []revision.ContainerInjectSpec{{Name: "main", MountPath: "/data/conf1"}},
+		},
+	}
 	sidecar := []corev1.Container{{Name: revision.ReloadSidecarName(set.Name)}}
 	// spec.containers changed at 17:30, on the previous reconcile.
 	first, _ := revision.Plan(revision.Input{Set: set, Now: now})
@@ -121,7 +141,8 @@ func ExampleKeysFor() {
 	fmt.Println(k.CurrentRevisionTimestamp)
 	fmt.Println(k.UpdateOrder)
 	long, _ := revision.KeysFor("a-configmapset-with-a-rather-long-name")
-	fmt.Println(long.CurrentRevisionTimestamp, len(long.CurrentRevisionTimestamp[len(revision.KeyDomain)+1:]))
+	_, name, _ := strings.Cut(long.CurrentRevisionTimestamp, "/")
+	fmt.Println(long.CurrentRevisionTimestamp, len(name)) // a key's name part holds at most 63
 	// Output:
 	// apps.kruise.io/configmapset.deploy-cms1.updateRevision
 	// apps.kruise.io/configmapset.deploy-cms1.currentRevisionTimestamp
@@ -130,7 +151,16 @@ func ExampleKeysFor() {
 }
 
 func ExampleInject() {
-	set := exampleSet("aaa")
+	half := intstr.FromString("50%") // half the pods stay on the current revision
+	set := &revision.ConfigMapSet{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "demo", Name: "deploy-cms1", Generation: 2},
+		Spec: revision.ConfigMapSetSpec{
+			Selector:       &metav1.LabelSelector{MatchLabels: map[string]string{"app": "sample"}},
+			Data:           map[string]string{"settings.yaml": "value: aaa"},
+			Containers:     []revision.ContainerInjectSpec{{Name: "main", MountPath: "/data/conf1"}},
+			UpdateStrategy: revision.ConfigMapSetUpdateStrategy{Partition: &half},
+		},
+	}
 	pod := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Namespace: "demo", Name: "sample-a", Labels: map[string]string{"app": "sample"}},
 		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "main", Image: "app:1"}}},
@@ -163,7 +193,16 @@ func ExampleHub_Files() {
 }
 
 func ExampleMarkCurrent() {
-	set := exampleSet("aaa")
+	half := intstr.FromString("50%") // half the pods stay on the current revision
+	set := &revision.ConfigMapSet{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "demo", Name: "deploy-cms1", Generation: 2},
+		Spec: revision.ConfigMapSetSpec{
+			Selector:       &metav1.LabelSelector{MatchLabels: map[string]string{"app": "sample"}},
+			Data:           map[string]string{"settings.yaml": "value: aaa"},
+			Containers:     []revision.ContainerInjectSpec{{Name: "main", MountPath: "/data/conf1"}},
+			UpdateStrategy: revision.ConfigMapSetUpdateStrategy{Partition: &half},
+		},
+	}
 	keys, _ := revision.KeysFor(set.Name)
 	wantedAt := time.Date(2025, 2, 14, 17, 0, 0, 0, time.UTC)
 	pod := &corev1.Pod{
@@ -186,7 +225,16 @@ func ExampleMarkCurrent() {
 }
 
 func ExampleRestarts() {
-	set := exampleSet("aaa")
+	half := intstr.FromString("50%") // half the pods stay on the current revision
+	set := &revision.ConfigMapSet{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "demo", Name: "deploy-cms1", Generation: 2},
+		Spec: revision.ConfigMapSetSpec{
+			Selector:       &metav1.LabelSelector{MatchLabels: map[string]string{"app": "sample"}},
+			Data:           map[string]string{"settings.yaml": "value: aaa"},
+			Containers:     []revision.ContainerInjectSpec{{Name: "main", MountPath: "/data/conf1"}},
+			UpdateStrategy: revision.ConfigMapSetUpdateStrategy{Partition: &half},
+		},
+	}
 	set.Spec.UpdateStrategy.RestartInjectedContainers = true
 	keys, _ := revision.KeysFor(set.Name)
 	wantedAt := time.Date(2025, 2, 14, 17, 0, 0, 0, time.UTC)
@@ -220,7 +268,16 @@ func ExampleRestarts() {
 }
 
 func ExampleValidate() {
-	set := exampleSet("aaa")
+	half := intstr.FromString("50%") // half the pods stay on the current revision
+	set := &revision.ConfigMapSet{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "demo", Name: "deploy-cms1", Generation: 2},
+		Spec: revision.ConfigMapSetSpec{
+			Selector:       &metav1.LabelSelector{MatchLabels: map[string]string{"app": "sample"}},
+			Data:           map[string]string{"settings.yaml": "value: aaa"},
+			Containers:     []revision.ContainerInjectSpec{{Name: "main", MountPath: "/data/conf1"}},
+			UpdateStrategy: revision.ConfigMapSetUpdateStrategy{Partition: &half},
+		},
+	}
 	bad := intstr.FromString("120%")
 	set.Spec.UpdateStrategy.Partition = &bad
 	set.Spec.Containers = append(set.Spec.Containers, revision.ContainerInjectSpec{
@@ -290,18 +347,6 @@ func ExampleRevisionHash() {
 	// false
 }
 
-func ExampleParseKey() {
-	keys, _ := revision.KeysFor("deploy-cms1")
-	for _, key := range []string{keys.CurrentRevision, keys.UpdateOrder, "apps.kruise.io/other"} {
-		set, f, ok := revision.ParseKey(key)
-		fmt.Printf("%q %q %v\n", set, f, ok)
-	}
-	// Output:
-	// "deploy-cms1" "currentRevision" true
-	// "deploy-cms1" "updateOrder" true
-	// "" "" false
-}
-
 func ExampleKeys_Write() {
 	keys, _ := revision.KeysFor("deploy-cms1")
 	at := time.Date(2025, 2, 14, 17, 51, 48, 0, time.UTC)
@@ -332,56 +377,18 @@ func ExampleKeys_Read() {
 	// pod demo/sample-a: annotation apps.kruise.io/configmapset.deploy-cms1.currentRevisionTimestamp: "yesterday" is not a timestamp in milliseconds
 }
 
-func ExampleParseTimestamp() {
-	t, err := revision.ParseTimestamp("1739555508000")
-	fmt.Println(t.UTC(), err)
-	fmt.Println(revision.FormatTimestamp(t))
-	_, err = revision.ParseTimestamp("2025-02-14T17:51:48Z")
-	fmt.Println(err != nil)
-	// Output:
-	// 2025-02-14 17:51:48 +0000 UTC <nil>
-	// 1739555508000
-	// true
-}
-
-func ExampleInitialRevision() {
-	set := exampleSet("bbb") // partition 50%: half the pods stay on the current revision
-	set.Status.CurrentRevision, set.Status.UpdateRevision = "1b5d3bd378ca7b6c", "f4c16993a53f5b40"
-	keys, _ := revision.KeysFor(set.Name)
-	pod := func(name, rev string) *corev1.Pod {
-		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "demo", Name: name,
-			Annotations: map[string]string{keys.UpdateRevision: rev}}}
-	}
-	// Three pods, one on the update revision: the fourth should take the update
-	// revision, so two of four run it.
-	pods := []*corev1.Pod{pod("a", "f4c16993a53f5b40"), pod("b", "1b5d3bd378ca7b6c"), pod("c", "1b5d3bd378ca7b6c")}
-	fmt.Println(revision.InitialRevision(set, pods))
-	// With two already on it, the fourth stays on the current revision.
-	pods[1] = pod("b", "f4c16993a53f5b40")
-	fmt.Println(revision.InitialRevision(set, pods))
-	// Output:
-	// f4c16993a53f5b40
-	// 1b5d3bd378ca7b6c
-}
-
-func ExampleResolveMaxUnavailable() {
-	for _, v := range []intstr.IntOrString{intstr.FromInt32(3), intstr.FromString("25%"), intstr.FromString("1%")} {
-		n, err := revision.ResolveMaxUnavailable(&v, 10)
-		fmt.Println(v.String(), n, err)
-	}
-	n, _ := revision.ResolveMaxUnavailable(nil, 10)
-	fmt.Println("unset", n)
-	// Output:
-	// 3 3 <nil>
-	// 25% 2 <nil>
-	// 1% 1 <nil>
-	// unset 1
-}
-
 func ExampleValidateSpec() {
 	// An operator embedding ConfigMapSetSpec in its own CRD validates it at its path.
-	spec := exampleSet("aaa").Spec
-	spec.Containers = append(spec.Containers, revision.ContainerInjectSpec{Name: "side", MountPath: "relative/path"})
+	half := intstr.FromString("50%")
+	spec := revision.ConfigMapSetSpec{
+		Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "sample"}},
+		Data:     map[string]string{"settings.yaml": "value: aaa"},
+		Containers: []revision.ContainerInjectSpec{
+			{Name: "main", MountPath: "/data/conf1"},
+			{Name: "side", MountPath: "relative/path"},
+		},
+		UpdateStrategy: revision.ConfigMapSetUpdateStrategy{Partition: &half},
+	}
 	for _, e := range revision.ValidateSpec(&spec, field.NewPath("spec", "configuration")) {
 		fmt.Println(e)
 	}

@@ -69,7 +69,7 @@ func FuzzDecodeHub(f *testing.F) {
 	})
 }
 
-// FuzzParseKey: a key ParseKey accepts is exactly the key KeysFor builds for the name
+// FuzzParseKey: a key parseKey accepts is exactly the key KeysFor builds for the name
 // and field it returns; anything else is rejected.
 func FuzzParseKey(f *testing.F) {
 	long := mustKeys(strings.Repeat("a", 40) + ".example.com")
@@ -82,7 +82,7 @@ func FuzzParseKey(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, key string) {
-		set, field, ok := ParseKey(key)
+		set, field, ok := parseKey(key)
 		if !ok {
 			if set != "" || field != "" {
 				t.Fatalf("rejected %q but returned %q %q", key, set, field)
@@ -96,18 +96,18 @@ func FuzzParseKey(f *testing.F) {
 		if err != nil {
 			t.Fatalf("accepted %q with set %q that KeysFor rejects: %v", key, set, err)
 		}
-		built := map[KeyField]string{
-			FieldUpdateRevision: keys.UpdateRevision, FieldUpdateRevisionTimestamp: keys.UpdateRevisionTimestamp,
-			FieldCurrentRevision: keys.CurrentRevision, FieldCurrentRevisionTimestamp: keys.CurrentRevisionTimestamp,
-			FieldUpdateOrder: keys.UpdateOrder,
+		built := map[keyField]string{
+			fieldUpdateRevision: keys.UpdateRevision, fieldUpdateRevisionTimestamp: keys.UpdateRevisionTimestamp,
+			fieldCurrentRevision: keys.CurrentRevision, fieldCurrentRevisionTimestamp: keys.CurrentRevisionTimestamp,
+			fieldUpdateOrder: keys.UpdateOrder,
 		}[field]
 		if built != key {
-			t.Fatalf("ParseKey(%q) = %q %q, but KeysFor builds %q", key, set, field, built)
+			t.Fatalf("parseKey(%q) = %q %q, but KeysFor builds %q", key, set, field, built)
 		}
 	})
 }
 
-// FuzzKeysFor: every name KeysFor accepts gives valid, distinct keys that ParseKey
+// FuzzKeysFor: every name KeysFor accepts gives valid, distinct keys that parseKey
 // reads back to the (shortened) name.
 func FuzzKeysFor(f *testing.F) {
 	for _, s := range []string{"cms1", "a", "a.b", strings.Repeat("x", 25), strings.Repeat("x", 26), strings.Repeat("ab.", 84) + "c", "", "A", "-a", "a..b"} {
@@ -127,9 +127,9 @@ func FuzzKeysFor(f *testing.F) {
 				t.Fatalf("key %q: %v (or repeated)", k, msgs)
 			}
 			seen[k] = true
-			set, _, ok := ParseKey(k)
-			if !ok || set != names.Fit(name, MaxSetNameInKey) {
-				t.Fatalf("ParseKey(%q) = %q, %v", k, set, ok)
+			set, _, ok := parseKey(k)
+			if !ok || set != names.Fit(name, maxSetNameInKey) {
+				t.Fatalf("parseKey(%q) = %q, %v", k, set, ok)
 			}
 		}
 	})
@@ -184,7 +184,7 @@ func FuzzParseTimestamp(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
-		ts, err := ParseTimestamp(s)
+		ts, err := parseTimestamp(s)
 		if err != nil {
 			if !strings.Contains(err.Error(), strconv.Quote(s)) {
 				t.Fatalf("error does not quote the input: %v", err)
@@ -195,7 +195,7 @@ func FuzzParseTimestamp(f *testing.F) {
 		if perr != nil || int64(ms) != ts.UnixMilli() {
 			t.Fatalf("%q parsed to %v (%d ms)", s, ts, ts.UnixMilli())
 		}
-		back, err := ParseTimestamp(FormatTimestamp(ts))
+		back, err := parseTimestamp(FormatTimestamp(ts))
 		if err != nil || !back.Equal(ts) {
 			t.Fatalf("%q: format round trip %v %v", s, back, err)
 		}
@@ -217,7 +217,7 @@ func FuzzResolveBudgets(f *testing.F) {
 		set := newSet(data("a"), partition(v), restartWith(v))
 		errs := Validate(set)
 		kept, perr := ResolvePartition(&v, pods)
-		mu, merr := ResolveMaxUnavailable(&v, pods)
+		mu, merr := resolveMaxUnavailable(&v, pods)
 		if perr == nil && (kept < 0 || kept > pods) {
 			t.Fatalf("partition %q of %d = %d", s, pods, kept)
 		}

@@ -7,8 +7,8 @@ import (
 	"github.com/kplan-dev/kplan/internal/canonhash"
 )
 
-// RevisionNameLength is the number of lowercase hex digits in a revision name.
-const RevisionNameLength = 16
+// revisionNameLength is the number of lowercase hex digits in a revision name.
+const revisionNameLength = 16
 
 // hashDomain separates revision hashes from every other canonical hash in kplan.
 const hashDomain = "kplan.dev/configmapset-revision/v1"
@@ -26,7 +26,7 @@ func RevisionHash(data map[string]string, collisionCount int32) string {
 	if collisionCount > 0 {
 		h.Uint64(uint64(collisionCount))
 	}
-	return h.Hex(RevisionNameLength)
+	return h.Hex(revisionNameLength)
 }
 
 // AddResult is what Hub.Add did.

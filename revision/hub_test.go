@@ -28,7 +28,7 @@ func TestRevisionHashIsCanonical(t *testing.T) {
 	})
 	t.Run("the name is 16 lowercase hex digits", func(t *testing.T) {
 		h := RevisionHash(nil, 0)
-		if len(h) != RevisionNameLength || strings.Trim(h, "0123456789abcdef") != "" {
+		if len(h) != revisionNameLength || strings.Trim(h, "0123456789abcdef") != "" {
 			t.Errorf("%q", h)
 		}
 	})

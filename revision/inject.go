@@ -96,8 +96,9 @@ type InjectResult struct {
 // the set's files: an emptyDir, the hub ConfigMap volume, the reload sidecar (native or
 // with launch priority by Kubernetes version), read-only mounts in the selected
 // containers, and, if the pod has none, a wanted revision chosen so the partition holds
-// (InitialRevision) with its timestamp. It is idempotent, records what it injected
-// under InjectorName, and returns an error wrapping webhookpatch.ErrConflict when
+// (the update revision while fewer than pods+1-partition pods run it, else the
+// current one) with its timestamp. It is idempotent, records what it injected under
+// InjectorName, and returns an error wrapping webhookpatch.ErrConflict when
 // another set already injected the same container and mountPath or sidecar. With
 // injectStrategy.pause it does nothing.
 func Inject(pod *corev1.Pod, in InjectInput) (InjectResult, error) {
@@ -195,7 +196,7 @@ func inject(pod *corev1.Pod, in InjectInput, keys Keys, mode webhookpatch.Sideca
 		res.Revision = rev
 		return res, nil
 	}
-	res.Revision = InitialRevision(set, in.Pods)
+	res.Revision = initialRevision(set, in.Pods)
 	if err := note(inj.EnsureAnnotation(pod, keys.UpdateRevision, res.Revision)); err != nil {
 		return res, err
 	}
@@ -216,12 +217,12 @@ func hasContainer(pod *corev1.Pod, name string) bool {
 	return false
 }
 
-// InitialRevision returns the revision a new pod should start with so the partition
+// initialRevision returns the revision a new pod should start with so the partition
 // holds once it joins pods (the set's other matched pods): status.updateRevision (or
 // the hash of spec.data before the first reconcile) while fewer than
 // pods+1-partition pods have it, else status.currentRevision. Terminating pods do not
 // count. An invalid partition counts as 0; a nil set has no revision ("").
-func InitialRevision(set *ConfigMapSet, pods []*corev1.Pod) string {
+func initialRevision(set *ConfigMapSet, pods []*corev1.Pod) string {
 	if set == nil {
 		return ""
 	}

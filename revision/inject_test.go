@@ -119,7 +119,7 @@ func TestInitialRevision(t *testing.T) {
 			for i, r := range tt.pods {
 				pods = append(pods, revPod(string(rune('a'+i)), r, r, true))
 			}
-			if got := InitialRevision(set, pods); got != tt.want {
+			if got := initialRevision(set, pods); got != tt.want {
 				t.Errorf("got %s, want %s", got, tt.want)
 			}
 		})

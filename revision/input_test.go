@@ -12,7 +12,7 @@ import (
 	"github.com/kplan-dev/kplan/internal/podfixture"
 )
 
-// Every entry point turns a missing pod or set into an error (or, for InitialRevision,
+// Every entry point turns a missing pod or set into an error (or, for initialRevision,
 // no revision) instead of a panic.
 func TestNilInputsAreErrors(t *testing.T) {
 	set := newSet(data("a"))
@@ -37,8 +37,8 @@ func TestNilInputsAreErrors(t *testing.T) {
 			}
 		})
 	}
-	if got := InitialRevision(nil, []*corev1.Pod{pod}); got != "" {
-		t.Errorf("InitialRevision(nil) = %q, want no revision", got)
+	if got := initialRevision(nil, []*corev1.Pod{pod}); got != "" {
+		t.Errorf("initialRevision(nil) = %q, want no revision", got)
 	}
 }
 
@@ -67,7 +67,7 @@ func TestInjectSidecarNameConflict(t *testing.T) {
 	}
 }
 
-// The node-side functions and InitialRevision read their inputs only; Inject changes
+// The node-side functions and initialRevision read their inputs only; Inject changes
 // only the pod it is given, never the other pods.
 func TestEntryPointsDoNotMutateInputs(t *testing.T) {
 	set := newSet(data("b"))
@@ -108,8 +108,8 @@ func TestEntryPointsDoNotMutateInputs(t *testing.T) {
 		t.Errorf("MarkCurrent = %v, %v; want not yet (main must restart)", ok, err)
 	}
 	check("MarkCurrent")
-	_ = InitialRevision(set, others)
-	check("InitialRevision")
+	_ = initialRevision(set, others)
+	check("initialRevision")
 	fresh := podfixture.Pod("ns", "new", podfixture.Labels("app", "sample"), podfixture.Containers("main"))
 	in := injectInput(set, "v1.30.0")
 	in.Pods = others

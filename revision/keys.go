@@ -12,9 +12,9 @@ import (
 	"github.com/kplan-dev/kplan/internal/names"
 )
 
-// KeyDomain is the prefix of every annotation and label key a ConfigMapSet writes on
+// keyDomain is the prefix of every annotation and label key a ConfigMapSet writes on
 // pods, as in OpenKruise's implementation.
-const KeyDomain = "apps.kruise.io"
+const keyDomain = "apps.kruise.io"
 
 // keySetPrefix starts the name part of every key.
 const keySetPrefix = "configmapset."
@@ -28,17 +28,17 @@ const (
 	suffixUpdateOrder              = "updateOrder"
 )
 
-// MaxSetNameInKey is the longest set name used verbatim inside a key: the name part
+// maxSetNameInKey is the longest set name used verbatim inside a key: the name part
 // of a qualified key is at most 63 characters and the longest suffix is
 // ".currentRevisionTimestamp". Longer names are shortened to a prefix plus 8 hex
 // digits of their hash (internal/names), so every key stays valid.
-const MaxSetNameInKey = names.MaxLabelLength - len(keySetPrefix) - len(".") - len(suffixCurrentRevisionTimestamp)
+const maxSetNameInKey = names.MaxLabelLength - len(keySetPrefix) - len(".") - len(suffixCurrentRevisionTimestamp)
 
 // UpdateOrderValue is the value of the update-order label.
 const UpdateOrderValue = "1"
 
 // Keys are the annotation and label keys of one ConfigMapSet on its pods. The scheme,
-// for a set named N (shortened to S as MaxSetNameInKey says):
+// for a set named N (shortened to S when longer than 25 characters):
 //
 //	apps.kruise.io/configmapset.S.updateRevision            wanted revision (controller)
 //	apps.kruise.io/configmapset.S.updateRevisionTimestamp   when it was wanted, ms since epoch
@@ -69,8 +69,8 @@ func KeysFor(setName string) (Keys, error) {
 	if errs := validation.IsDNS1123Subdomain(setName); len(errs) > 0 {
 		return Keys{}, fmt.Errorf("configmapset name %q: %s", setName, strings.Join(errs, "; "))
 	}
-	s := names.Fit(setName, MaxSetNameInKey)
-	k := func(suffix string) string { return KeyDomain + "/" + keySetPrefix + s + "." + suffix }
+	s := names.Fit(setName, maxSetNameInKey)
+	k := func(suffix string) string { return keyDomain + "/" + keySetPrefix + s + "." + suffix }
 	keys := Keys{
 		UpdateRevision:           k(suffixUpdateRevision),
 		UpdateRevisionTimestamp:  k(suffixUpdateRevisionTimestamp),
@@ -86,22 +86,22 @@ func KeysFor(setName string) (Keys, error) {
 	return keys, nil
 }
 
-// KeyField says which of a set's keys a key is.
-type KeyField string
+// keyField says which of a set's keys a key is.
+type keyField string
 
 // The fields of a set's keys.
 const (
-	FieldUpdateRevision           KeyField = suffixUpdateRevision
-	FieldUpdateRevisionTimestamp  KeyField = suffixUpdateRevisionTimestamp
-	FieldCurrentRevision          KeyField = suffixCurrentRevision
-	FieldCurrentRevisionTimestamp KeyField = suffixCurrentRevisionTimestamp
-	FieldUpdateOrder              KeyField = suffixUpdateOrder
+	fieldUpdateRevision           keyField = suffixUpdateRevision
+	fieldUpdateRevisionTimestamp  keyField = suffixUpdateRevisionTimestamp
+	fieldCurrentRevision          keyField = suffixCurrentRevision
+	fieldCurrentRevisionTimestamp keyField = suffixCurrentRevisionTimestamp
+	fieldUpdateOrder              keyField = suffixUpdateOrder
 )
 
-// ParseKey splits a key written by KeysFor into the set name as it appears in the key
+// parseKey splits a key written by KeysFor into the set name as it appears in the key
 // (shortened for long names) and the field. ok is false for any other key.
-func ParseKey(key string) (setInKey string, field KeyField, ok bool) {
-	rest, found := strings.CutPrefix(key, KeyDomain+"/"+keySetPrefix)
+func parseKey(key string) (setInKey string, field keyField, ok bool) {
+	rest, found := strings.CutPrefix(key, keyDomain+"/"+keySetPrefix)
 	if !found {
 		return "", "", false
 	}
@@ -109,13 +109,13 @@ func ParseKey(key string) (setInKey string, field KeyField, ok bool) {
 	if dot <= 0 {
 		return "", "", false
 	}
-	setInKey, f := rest[:dot], KeyField(rest[dot+1:])
+	setInKey, f := rest[:dot], keyField(rest[dot+1:])
 	switch f {
-	case FieldUpdateRevision, FieldUpdateRevisionTimestamp, FieldCurrentRevision, FieldCurrentRevisionTimestamp, FieldUpdateOrder:
+	case fieldUpdateRevision, fieldUpdateRevisionTimestamp, fieldCurrentRevision, fieldCurrentRevisionTimestamp, fieldUpdateOrder:
 	default:
 		return "", "", false
 	}
-	if len(setInKey) > MaxSetNameInKey || len(validation.IsDNS1123Subdomain(setInKey)) > 0 {
+	if len(setInKey) > maxSetNameInKey || len(validation.IsDNS1123Subdomain(setInKey)) > 0 {
 		return "", "", false
 	}
 	return setInKey, f, true
@@ -146,12 +146,12 @@ func (k Keys) Read(pod *corev1.Pod) (PodState, error) {
 	s := PodState{UpdateRevision: a[k.UpdateRevision], CurrentRevision: a[k.CurrentRevision]}
 	var err error
 	if v, ok := a[k.UpdateRevisionTimestamp]; ok {
-		if s.UpdateTimestamp, err = ParseTimestamp(v); err != nil {
+		if s.UpdateTimestamp, err = parseTimestamp(v); err != nil {
 			return PodState{}, fmt.Errorf("pod %s/%s: annotation %s: %w", pod.Namespace, pod.Name, k.UpdateRevisionTimestamp, err)
 		}
 	}
 	if v, ok := a[k.CurrentRevisionTimestamp]; ok {
-		if s.CurrentTimestamp, err = ParseTimestamp(v); err != nil {
+		if s.CurrentTimestamp, err = parseTimestamp(v); err != nil {
 			return PodState{}, fmt.Errorf("pod %s/%s: annotation %s: %w", pod.Namespace, pod.Name, k.CurrentRevisionTimestamp, err)
 		}
 	}
@@ -187,7 +187,7 @@ func FormatTimestamp(t time.Time) string {
 }
 
 // checkNow returns an error unless now can be written both as an annotation
-// timestamp (milliseconds since the Unix epoch, which ParseTimestamp reads back) and
+// timestamp (milliseconds since the Unix epoch, which parseTimestamp reads back) and
 // as a status time (RFC 3339, years 0000 to 9999): it must be set and lie between the
 // Unix epoch and the end of the year 9999.
 func checkNow(now time.Time) error {
@@ -204,9 +204,9 @@ func checkNow(now time.Time) error {
 // hold, so that Now rounded up to a second (as lastContainersTimestamp is) still fits.
 var maxNow = time.Date(9999, 12, 31, 23, 59, 59, 0, time.UTC)
 
-// ParseTimestamp reads milliseconds since the Unix epoch: decimal digits only, at most
+// parseTimestamp reads milliseconds since the Unix epoch: decimal digits only, at most
 // 18 of them.
-func ParseTimestamp(s string) (time.Time, error) {
+func parseTimestamp(s string) (time.Time, error) {
 	if s == "" || len(s) > 18 {
 		return time.Time{}, fmt.Errorf("%q is not a timestamp in milliseconds", s)
 	}

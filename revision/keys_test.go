@@ -75,12 +75,12 @@ func TestKeysAreValidForEveryValidName(t *testing.T) {
 			if errs := validation.IsQualifiedName(key); len(errs) > 0 {
 				t.Fatalf("%q: %v", key, errs)
 			}
-			setIn, _, ok := ParseKey(key)
+			setIn, _, ok := parseKey(key)
 			if !ok {
-				t.Fatalf("ParseKey(%q) failed", key)
+				t.Fatalf("parseKey(%q) failed", key)
 			}
-			if len(name) <= MaxSetNameInKey && setIn != name {
-				t.Fatalf("ParseKey(%q) set %q, want %q", key, setIn, name)
+			if len(name) <= maxSetNameInKey && setIn != name {
+				t.Fatalf("parseKey(%q) set %q, want %q", key, setIn, name)
 			}
 		}
 		for _, n := range []string{ReloadSidecarName(name), VolumeName(name), HubVolumeName(name), InjectorName(name)} {
@@ -98,19 +98,19 @@ func TestParseKey(t *testing.T) {
 	tests := []struct {
 		name, key string
 		ok        bool
-		field     KeyField
+		field     keyField
 	}{
-		{"a current-revision key parses", "apps.kruise.io/configmapset.cms1.currentRevision", true, FieldCurrentRevision},
-		{"the label key parses", "apps.kruise.io/configmapset.a.b.updateOrder", true, FieldUpdateOrder},
+		{"a current-revision key parses", "apps.kruise.io/configmapset.cms1.currentRevision", true, fieldCurrentRevision},
+		{"the label key parses", "apps.kruise.io/configmapset.a.b.updateOrder", true, fieldUpdateOrder},
 		{"an unknown field does not", "apps.kruise.io/configmapset.cms1.revision", false, ""},
 		{"the design's invalid key does not", "apps.kruise.io/configMapSet/cms1/revision", false, ""},
 		{"an empty set name does not", "apps.kruise.io/configmapset..updateRevision", false, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, f, ok := ParseKey(tt.key)
+			_, f, ok := parseKey(tt.key)
 			if ok != tt.ok || f != tt.field {
-				t.Errorf("ParseKey(%q) = %q, %v", tt.key, f, ok)
+				t.Errorf("parseKey(%q) = %q, %v", tt.key, f, ok)
 			}
 		})
 	}
@@ -139,11 +139,11 @@ func TestPodStateRoundTrip(t *testing.T) {
 
 func TestParseTimestamp(t *testing.T) {
 	for _, bad := range []string{"", "-1", "+5", "1e3", " 1", "1234567890123456789", "0x10"} {
-		if _, err := ParseTimestamp(bad); err == nil {
-			t.Errorf("ParseTimestamp(%q) accepted", bad)
+		if _, err := parseTimestamp(bad); err == nil {
+			t.Errorf("parseTimestamp(%q) accepted", bad)
 		}
 	}
-	got, err := ParseTimestamp("1739552400000")
+	got, err := parseTimestamp("1739552400000")
 	if err != nil || !got.Equal(t0) {
 		t.Errorf("got %v, %v", got, err)
 	}

@@ -29,11 +29,11 @@ func ResolvePartition(p *intstr.IntOrString, pods int) (int, error) {
 	return min(max(kept, 0), pods), nil
 }
 
-// ResolveMaxUnavailable returns how many pods may be unavailable at once when
+// resolveMaxUnavailable returns how many pods may be unavailable at once when
 // injected containers restart: nil is 1; a percent rounds down but a non-zero percent
 // of a non-zero total is at least 1. The result is clamped to [0, pods] (a value that
 // Validate would reject, such as "110%", does not resolve to more pods than exist).
-func ResolveMaxUnavailable(v *intstr.IntOrString, pods int) (int, error) {
+func resolveMaxUnavailable(v *intstr.IntOrString, pods int) (int, error) {
 	if v == nil {
 		v = &defaultMaxUnavailable
 	}
@@ -63,32 +63,4 @@ func priorityClass(rev, current string, hubIndex map[string]int, hubLen int) int
 		return 0
 	}
 	return 1 + i
-}
-
-// bucketOrder returns the members of items (already in name order) ordered by class
-// ascending and, within a class, in their given order (reverse when reverse is set):
-// a counting sort, linear in len(items).
-func bucketOrder(items []int, class func(int) int, classes int, reverse bool) []int {
-	counts := make([]int, classes+1)
-	for _, it := range items {
-		counts[class(it)+1]++
-	}
-	for c := 1; c <= classes; c++ {
-		counts[c] += counts[c-1]
-	}
-	out := make([]int, len(items))
-	if reverse {
-		for j := len(items) - 1; j >= 0; j-- {
-			c := class(items[j])
-			out[counts[c]] = items[j]
-			counts[c]++
-		}
-		return out
-	}
-	for _, it := range items {
-		c := class(it)
-		out[counts[c]] = it
-		counts[c]++
-	}
-	return out
 }

@@ -84,9 +84,9 @@ func TestResolveMaxUnavailable(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := ResolveMaxUnavailable(tt.v, tt.pods)
+			got, err := resolveMaxUnavailable(tt.v, tt.pods)
 			if err != nil || got != tt.want {
-				t.Errorf("ResolveMaxUnavailable(%v, %d) = %d, %v; want %d", tt.v, tt.pods, got, err, tt.want)
+				t.Errorf("resolveMaxUnavailable(%v, %d) = %d, %v; want %d", tt.v, tt.pods, got, err, tt.want)
 			}
 		})
 	}
@@ -114,27 +114,8 @@ func TestPriorityClass(t *testing.T) {
 	}
 }
 
-func TestBucketOrder(t *testing.T) {
-	items := []int{0, 1, 2, 3, 4, 5}
-	class := func(i int) int { return (5 - i) % 3 } // 0:2 1:1 2:0 3:2 4:1 5:0
-	got := bucketOrder(items, class, 3, false)
-	want := []int{2, 5, 1, 4, 0, 3}
-	for i := range want {
-		if got[i] != want[i] {
-			t.Fatalf("forward: got %v, want %v", got, want)
-		}
-	}
-	got = bucketOrder(items, class, 3, true)
-	want = []int{5, 2, 4, 1, 3, 0}
-	for i := range want {
-		if got[i] != want[i] {
-			t.Fatalf("reverse: got %v, want %v", got, want)
-		}
-	}
-}
-
 // Validate takes the fractional percents ResolvePartition and
-// ResolveMaxUnavailable resolve, and still bounds them to 0%..100% (1%..100% for
+// resolveMaxUnavailable resolve, and still bounds them to 0%..100% (1%..100% for
 // maxUnavailable, where any percent above 0% counts).
 func TestValidateTakesFractionalPercents(t *testing.T) {
 	tests := []struct {

@@ -9,8 +9,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apivalidation "k8s.io/apimachinery/pkg/api/validation"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-
-	"github.com/kplan-dev/kplan/internal/canonhash"
 )
 
 // Input is what Plan reads for one reconcile. Plan never changes it.
@@ -26,8 +24,7 @@ type Input struct {
 	Now time.Time
 }
 
-// Result is what one reconcile should write. (The issue calls it Plan; Go does not
-// allow a type and a function of the same name.)
+// Result is what one reconcile should write.
 type Result struct {
 	// Hub is the hub ConfigMap to create or update, or nil when unchanged.
 	Hub *corev1.ConfigMap
@@ -46,35 +43,6 @@ type Result struct {
 	// inject them. Nil when every pod is warm.
 	Cold []ColdPod
 }
-
-// ColdPod is a matched pod Plan never changes, with the reason.
-type ColdPod struct {
-	// Namespace is the pod's namespace.
-	Namespace string
-	// Name is the pod's name.
-	Name string
-	// Reason says why the pod is cold; never empty.
-	Reason ColdReason
-	// Message explains the reason for a person, naming the missing sidecar or the
-	// timestamps.
-	Message string
-}
-
-// ColdReason says why Plan leaves a pod alone. When both apply, ColdNotInjected is
-// reported.
-type ColdReason string
-
-const (
-	// ColdNotInjected means the pod lacks the set's reload sidecar
-	// ([ReloadSidecarName]): it was created before the set or its webhook, while
-	// injection was paused, or the webhook failed open. It can never confirm a
-	// revision.
-	ColdNotInjected ColdReason = "NotInjected"
-	// ColdCreatedBeforeContainersChange means the pod was created before
-	// status.lastContainersTimestamp, when spec.containers last changed, so it lacks
-	// the current mounts.
-	ColdCreatedBeforeContainersChange ColdReason = "CreatedBeforeContainersChange"
-)
 
 // podInfo is Plan's view of one pod.
 type podInfo struct {
@@ -217,49 +185,6 @@ func Plan(in Input) (Result, error) {
 	return out, nil
 }
 
-// coldStart returns status.lastContainersTimestamp and lastContainersHash for the
-// current spec.containers, and whether they changed. On the first reconcile the
-// timestamp is the set's creation time (pods older than the set were never injected),
-// or now when that is unknown.
-func coldStart(set *ConfigMapSet, now time.Time) (*metav1.Time, string, bool) {
-	h := canonhash.New().String("kplan.dev/configmapset-containers/v1")
-	h.Uint64(uint64(len(set.Spec.Containers)))
-	for _, c := range set.Spec.Containers {
-		fp := ""
-		if c.NameFrom != nil {
-			fp = c.NameFrom.FieldRef.FieldPath
-		}
-		h.Strings(c.Name, fp, c.MountPath)
-	}
-	hash := h.Hex(16)
-	st := set.Status
-	switch {
-	case st.LastContainersHash == "":
-		ts := metav1.NewTime(ceilSecond(now))
-		if !set.CreationTimestamp.IsZero() {
-			ts = set.CreationTimestamp
-		}
-		return &ts, hash, false
-	case st.LastContainersHash != hash || st.LastContainersTimestamp == nil:
-		ts := metav1.NewTime(ceilSecond(now))
-		return &ts, hash, st.LastContainersHash != hash
-	default:
-		return st.LastContainersTimestamp.DeepCopy(), hash, false
-	}
-}
-
-// ceilSecond rounds t up to a whole second. The API server stores status
-// timestamps in whole seconds, so a sub-second lastContainersTimestamp would read
-// back earlier than Plan wrote it and a pod created in that second would turn from
-// cold to warm between two reconciles. Rounding up keeps such a pod cold in both:
-// created in the second the containers changed, it may lack the new mounts.
-func ceilSecond(t time.Time) time.Time {
-	if s := t.Truncate(time.Second); !s.Equal(t) {
-		return s.Add(time.Second)
-	}
-	return t
-}
-
 // readPods reads every non-terminating pod's state, ordered by namespace and name.
 // The pointers are sorted before the states are read: swapping pointers is cheaper
 // than swapping podInfo values.
@@ -297,55 +222,6 @@ func readPods(in []*corev1.Pod, keys Keys, sidecar string, lastTS *metav1.Time) 
 	return pods, nil
 }
 
-// coldKind is a ColdReason in one byte (podInfo is kept small: Plan holds one per pod).
-type coldKind uint8
-
-const (
-	coldNone coldKind = iota
-	coldNotInjected
-	coldBeforeContainers
-)
-
-func (k coldKind) reason() ColdReason {
-	switch k {
-	case coldNotInjected:
-		return ColdNotInjected
-	case coldBeforeContainers:
-		return ColdCreatedBeforeContainersChange
-	}
-	return ""
-}
-
-// coldOf says why Plan leaves the pod alone, or coldNone: the one implementation of the
-// rule (the package doc's Algorithm step 2).
-func coldOf(p *corev1.Pod, sidecar string, lastContainers *metav1.Time) coldKind {
-	switch {
-	case !hasContainer(p, sidecar):
-		return coldNotInjected
-	case isColdAt(p, lastContainers):
-		return coldBeforeContainers
-	}
-	return coldNone
-}
-
-// coldPods lists the cold pods, in the pods' (name) order.
-func coldPods(pods []podInfo, sidecar string, lastContainers *metav1.Time) []ColdPod {
-	var out []ColdPod
-	for i := range pods {
-		p := &pods[i]
-		if p.cold == coldNone {
-			continue
-		}
-		msg := "not injected (no reload sidecar " + sidecar + ")"
-		if p.cold == coldBeforeContainers {
-			msg = fmt.Sprintf("created %s, before status.lastContainersTimestamp %s (lacks the current mounts)",
-				p.pod.CreationTimestamp.UTC().Format(time.RFC3339), lastContainers.UTC().Format(time.RFC3339))
-		}
-		out = append(out, ColdPod{Namespace: p.pod.Namespace, Name: p.pod.Name, Reason: p.cold.reason(), Message: msg})
-	}
-	return out
-}
-
 func podReady(p *corev1.Pod) bool {
 	for _, c := range p.Status.Conditions {
 		if c.Type == corev1.PodReady {
@@ -357,7 +233,7 @@ func podReady(p *corev1.Pod) bool {
 
 // buildPatches returns the patches for pods whose target or update-order label changed.
 func buildPatches(pods []podInfo, keys Keys, injectOrder bool, now time.Time) ([]PodPatch, error) {
-	n, changed := 0, 0
+	n := 0
 	for i := range pods {
 		p := &pods[i]
 		if p.cold != coldNone {
@@ -367,16 +243,11 @@ func buildPatches(pods []podInfo, keys Keys, injectOrder bool, now time.Time) ([
 		if p.changed || p.labelWant != p.labelNow {
 			n++
 		}
-		if p.changed {
-			changed++
-		}
 	}
 	if n == 0 {
 		return nil, nil
 	}
 	out := make([]PodPatch, 0, n)
-	// One backing array for the patches' values; each patch points at its own slots.
-	vals := make([]string, 0, 2*changed)
 	ts := FormatTimestamp(now)
 	for i := range pods {
 		p := &pods[i]
@@ -385,9 +256,8 @@ func buildPatches(pods []podInfo, keys Keys, injectOrder bool, now time.Time) ([
 		}
 		pp := PodPatch{Namespace: p.pod.Namespace, Name: p.pod.Name, UID: p.pod.UID}
 		if p.changed {
-			vals = append(vals, p.target, ts)
-			target, stamp := &vals[len(vals)-2], &vals[len(vals)-1]
-			pp.Annotations = map[string]*string{keys.UpdateRevision: target, keys.UpdateRevisionTimestamp: stamp}
+			target, stamp := p.target, ts
+			pp.Annotations = map[string]*string{keys.UpdateRevision: &target, keys.UpdateRevisionTimestamp: &stamp}
 			if err := checkAnnotationSize(p.pod, [2]string{keys.UpdateRevision, keys.UpdateRevisionTimestamp}, [2]string{p.target, ts}); err != nil {
 				return nil, err
 			}

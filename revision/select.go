@@ -1,7 +1,9 @@
 package revision
 
 import (
+	"cmp"
 	"math"
+	"slices"
 )
 
 // selection counts what selectPods changed.
@@ -29,7 +31,7 @@ func selectPods(set *ConfigMapSet, pods []podInfo, update string, hubIndex map[s
 	// The budget: how many available pods may be changed now.
 	avail := math.MaxInt
 	if us.RestartInjectedContainers {
-		mu, err := ResolveMaxUnavailable(us.MaxUnavailable, n)
+		mu, err := resolveMaxUnavailable(us.MaxUnavailable, n)
 		if err != nil {
 			return sel, err
 		}
@@ -71,8 +73,13 @@ func selectPods(set *ConfigMapSet, pods []podInfo, update string, hubIndex map[s
 				cand = append(cand, i)
 			}
 		}
-		class := func(i int) int { return priorityClass(pods[i].target, current, hubIndex, hubLen) }
-		for _, i := range bucketOrder(cand, class, hubLen+2, false) {
+		// By priority class, then in name order (cand is in name order).
+		class := make([]int, len(pods))
+		for _, i := range cand {
+			class[i] = priorityClass(pods[i].target, current, hubIndex, hubLen)
+		}
+		slices.SortStableFunc(cand, func(a, b int) int { return cmp.Compare(class[a], class[b]) })
+		for _, i := range cand {
 			if assigned >= want {
 				break
 			}
@@ -88,15 +95,17 @@ func selectPods(set *ConfigMapSet, pods []podInfo, update string, hubIndex map[s
 				cand = append(cand, i)
 			}
 		}
-		// Pods that have not confirmed the update yet go back first, then the
-		// pods updated last in name order.
-		class := func(i int) int {
+		// Pods that have not confirmed the update yet go back first, each group in
+		// reverse name order.
+		slices.Reverse(cand)
+		confirmed := func(i int) int {
 			if pods[i].state.CurrentRevision == update {
 				return 1
 			}
 			return 0
 		}
-		for _, i := range bucketOrder(cand, class, 2, true) {
+		slices.SortStableFunc(cand, func(a, b int) int { return cmp.Compare(confirmed(a), confirmed(b)) })
+		for _, i := range cand {
 			if assigned <= want {
 				break
 			}

@@ -3,12 +3,12 @@ package rollout_test
 import (
 	"fmt"
 	"math/rand/v2"
-	"reflect"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
 	"github.com/kplan-dev/kplan/rollout"
@@ -178,8 +178,8 @@ func TestPlanLargeShuffled(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if !reflect.DeepEqual(rs, orig) {
-				t.Fatal("Plan modified its input")
+			if diff := cmp.Diff(orig, rs, strictTime); diff != "" {
+				t.Fatalf("Plan modified its input (-before +after):\n%s", diff)
 			}
 			if err := rollouttest.Check(rs, s, step); err != nil {
 				t.Fatal(err)
@@ -187,8 +187,11 @@ func TestPlanLargeShuffled(t *testing.T) {
 			other := slices.Clone(rs)
 			rand.New(rand.NewPCG(7, 7)).Shuffle(len(other), func(i, j int) { other[i], other[j] = other[j], other[i] })
 			again, err := rollout.Plan(other, s)
-			if err != nil || !reflect.DeepEqual(step, again) {
-				t.Fatalf("shuffled input gives a different step (err %v)", err)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(step, again); diff != "" {
+				t.Fatalf("shuffled input gives a different step (-want +got):\n%s", diff)
 			}
 			if len(step.Update) == 0 || len(step.Waiting) == 0 {
 				t.Fatalf("scenario plans %d updates and %d waits, want both", len(step.Update), len(step.Waiting))

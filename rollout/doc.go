@@ -15,9 +15,7 @@
 // controllers and strategies against the same rules.
 //
 //   - Inputs are never modified; the same replicas in any order give the same
-//     result; there is no clock (recovery takes now) and no randomness in
-//     results (Plan's name index hashes with a per-process seed, as Go maps do:
-//     it changes speed, never output).
+//     result; there is no clock (recovery takes now) and no randomness.
 //   - Bad input returns an error naming the replica and field.
 //   - Every replica that still has to change but is left alone is listed in
 //     [Step].Waiting with a reason ([ReasonBudget], [ReasonWindow], ...).
@@ -209,11 +207,12 @@
 //
 // # Example
 //
+//	maxUnavailable := intstr.FromString("20%")
 //	step, err := rollout.Plan(replicas, rollout.Strategy{
 //		Mode:           rollout.Rolling,
 //		TargetRevision: "2-b",
 //		Replicas:       10,
-//		MaxUnavailable: ptr(intstr.FromString("20%")),
+//		MaxUnavailable: &maxUnavailable,
 //	})
 //	// apply step.Update, step.Create, step.Delete; call again next reconcile.
 package rollout

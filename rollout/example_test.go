@@ -1,3 +1,7 @@
+// Every example of the package is in this one file, as the project requires (they
+// compile with no other test file and show only the exported API); it runs past 400
+// lines because each entry point has its own example, each copyable as shown.
+
 package rollout_test
 
 import (
@@ -7,57 +11,88 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
-	"github.com/kplan-dev/kplan/internal/podfixture"
 	"github.com/kplan-dev/kplan/rollout"
+	"github.com/kplan-dev/kplan/rollout/rollouttest"
 )
 
-func ptr(v intstr.IntOrString) *intstr.IntOrString { return &v }
-
-var ready = rollout.State{Ready: true, Available: true, Healthy: true}
-
-func show(step rollout.Step) {
-	for _, u := range step.Update {
-		members := ""
-		if len(u.Members) > 0 {
-			members = " members " + strings.Join(u.Members, ",")
+// A whole rollout, one reconcile at a time: six replicas move from 1-a to 2-b with
+// maxUnavailable 2 and maxSurge 0. The controller's side (applying each step, the
+// pods becoming available by the next reconcile) is played by rollouttest's
+// Simulator; a controller does the same with pods. After three batches of two, the
+// fourth reconcile finds every replica at 2-b and available: Complete.
+func Example() {
+	two, zero := intstr.FromInt32(2), intstr.FromInt32(0)
+	strategy := rollout.Strategy{
+		Mode:           rollout.Rolling,
+		TargetRevision: "2-b",
+		Replicas:       6,
+		MaxUnavailable: &two,
+		MaxSurge:       &zero,
+	}
+	var replicas []rollout.Replica
+	for i := range 6 {
+		replicas = append(replicas, rollout.Replica{Name: fmt.Sprintf("web-%d", i), Revision: "1-a",
+			State: rollout.State{Ready: true, Available: true, Healthy: true}})
+	}
+	cluster := rollouttest.NewSimulator(rollouttest.Scenario{Strategy: strategy, Replicas: replicas}, rollouttest.NoFaults)
+	for reconcile := 1; reconcile <= 10; reconcile++ {
+		// Observe, plan, act.
+		step, err := rollout.Plan(cluster.Replicas, strategy)
+		if err != nil {
+			fmt.Println(err)
+			return
 		}
-		fmt.Printf("update %s %s -> %s%s\n", u.Replica, u.From, u.To, members)
+		if step.Complete {
+			fmt.Printf("reconcile %d: complete\n", reconcile)
+			break
+		}
+		var moves []string
+		for _, u := range step.Update {
+			moves = append(moves, u.Replica+" "+u.From+" -> "+u.To)
+		}
+		fmt.Printf("reconcile %d: update %s; %d waiting\n", reconcile, strings.Join(moves, ", "), len(step.Waiting))
+		cluster.Apply(step) // the controller updates the pods
+		cluster.Settle(nil) // they become available before the next reconcile
 	}
-	for _, c := range step.Create {
-		fmt.Printf("create %d at %s%s\n", c.Count, c.Revision, strings.TrimRight(" "+c.Column, " "))
-	}
-	for _, d := range step.Delete {
-		fmt.Printf("delete %s\n", d)
-	}
-	for _, w := range step.Waiting {
-		fmt.Printf("wait %s: %s\n", w.Replica, w.Reason)
-	}
-	fmt.Println("complete:", step.Complete)
+	// Output:
+	// reconcile 1: update web-0 1-a -> 2-b, web-1 1-a -> 2-b; 4 waiting
+	// reconcile 2: update web-2 1-a -> 2-b, web-3 1-a -> 2-b; 2 waiting
+	// reconcile 3: update web-4 1-a -> 2-b, web-5 1-a -> 2-b; 0 waiting
+	// reconcile 4: complete
 }
 
 // Four replicas, one of them unready. The unready one already uses up
 // maxUnavailable 1, so it is updated (for free) and the others wait: 3 available
 // replicas is the floor, 4 - 1.
 func ExamplePlan() {
+	available := rollout.State{Ready: true, Available: true, Healthy: true}
+	one, zero := intstr.FromInt32(1), intstr.FromInt32(0)
 	replicas := []rollout.Replica{
-		{Name: "web-0", Revision: "1-a", State: ready},
-		{Name: "web-1", Revision: "1-a", State: ready},
+		{Name: "web-0", Revision: "1-a", State: available},
+		{Name: "web-1", Revision: "1-a", State: available},
 		{Name: "web-2", Revision: "1-a", State: rollout.State{Healthy: true}},
-		{Name: "web-3", Revision: "1-a", State: ready},
+		{Name: "web-3", Revision: "1-a", State: available},
 	}
 	step, err := rollout.Plan(replicas, rollout.Strategy{
 		Mode:           rollout.Rolling,
 		TargetRevision: "2-b",
 		Replicas:       4,
-		MaxUnavailable: ptr(intstr.FromInt32(1)),
-		MaxSurge:       ptr(intstr.FromInt32(0)),
+		MaxUnavailable: &one,
+		MaxSurge:       &zero,
 	})
 	if err != nil {
 		panic(err)
 	}
-	show(step)
+	for _, u := range step.Update {
+		fmt.Printf("update %s %s -> %s\n", u.Replica, u.From, u.To)
+	}
+	for _, w := range step.Waiting {
+		fmt.Printf("wait %s: %s\n", w.Replica, w.Reason)
+	}
+	fmt.Println("complete:", step.Complete)
 	// Output:
 	// update web-2 1-a -> 2-b
 	// wait web-0: maxUnavailable budget exhausted
@@ -69,10 +104,12 @@ func ExamplePlan() {
 // Gangs move whole; a gang with a missing member is unavailable, so it goes first
 // and costs no budget; it also uses up maxUnavailable 1, so the others wait.
 func ExamplePlan_gang() {
+	available := rollout.State{Ready: true, Available: true, Healthy: true}
+	one, zero := intstr.FromInt32(1), intstr.FromInt32(0)
 	gang := func(name string, missing bool) rollout.Replica {
 		return rollout.Replica{Name: name, Revision: "1-a", Members: []rollout.Member{
-			{Name: name + "-0", State: ready},
-			{Name: name + "-1", State: ready, Missing: missing},
+			{Name: name + "-0", State: available},
+			{Name: name + "-1", State: available, Missing: missing},
 		}}
 	}
 	step, err := rollout.Plan([]rollout.Replica{gang("row-0", false), gang("row-1", true), gang("row-2", false)},
@@ -80,13 +117,19 @@ func ExamplePlan_gang() {
 			Mode:           rollout.Gang,
 			TargetRevision: "2-b",
 			Replicas:       3,
-			MaxUnavailable: ptr(intstr.FromInt32(1)),
-			MaxSurge:       ptr(intstr.FromInt32(0)),
+			MaxUnavailable: &one,
+			MaxSurge:       &zero,
 		})
 	if err != nil {
 		panic(err)
 	}
-	show(step)
+	for _, u := range step.Update {
+		fmt.Printf("update %s %s -> %s members %s\n", u.Replica, u.From, u.To, strings.Join(u.Members, ","))
+	}
+	for _, w := range step.Waiting {
+		fmt.Printf("wait %s: %s\n", w.Replica, w.Reason)
+	}
+	fmt.Println("complete:", step.Complete)
 	// Output:
 	// update row-1 1-a -> 2-b members row-1-0,row-1-1
 	// wait row-0: maxUnavailable budget exhausted
@@ -99,10 +142,12 @@ func ExamplePlan_gang() {
 // column; column a already has 2 and waits for b, and so do b's other old
 // replicas once b-1 is updated.
 func ExamplePlan_group() {
+	available := rollout.State{Ready: true, Available: true, Healthy: true}
+	quarter, zero := intstr.FromString("25%"), intstr.FromInt32(0)
 	var replicas []rollout.Replica
 	add := func(col string, revs ...string) {
 		for i, rev := range revs {
-			replicas = append(replicas, rollout.Replica{Name: fmt.Sprintf("%s-%d", col, i), Column: col, Revision: rev, State: ready})
+			replicas = append(replicas, rollout.Replica{Name: fmt.Sprintf("%s-%d", col, i), Column: col, Revision: rev, State: available})
 		}
 	}
 	add("a", "2-b", "2-b", "1-a", "1-a")
@@ -111,13 +156,19 @@ func ExamplePlan_group() {
 		Mode:           rollout.Group,
 		TargetRevision: "2-b",
 		Replicas:       4,
-		MaxUnavailable: ptr(intstr.FromString("25%")),
-		MaxSurge:       ptr(intstr.FromInt32(0)),
+		MaxUnavailable: &quarter,
+		MaxSurge:       &zero,
 	})
 	if err != nil {
 		panic(err)
 	}
-	show(step)
+	for _, u := range step.Update {
+		fmt.Printf("update %s %s -> %s\n", u.Replica, u.From, u.To)
+	}
+	for _, w := range step.Waiting {
+		fmt.Printf("wait %s: %s\n", w.Replica, w.Reason)
+	}
+	fmt.Println("complete:", step.Complete)
 	fmt.Println("window:", step.Latest)
 	// Output:
 	// update b-1 1-a -> 2-b
@@ -134,20 +185,22 @@ func ExamplePlan_group() {
 // either, the plan is not complete, and a's 1-a moves to 2-b, the revision the
 // replicas LatestRatio holds back run.
 func ExamplePlan_groupRows() {
+	available := rollout.State{Ready: true, Available: true, Healthy: true}
+	one, zero := intstr.FromInt32(1), intstr.FromInt32(0)
 	replicas := []rollout.Replica{
-		{Name: "a-0", Column: "a", Revision: "3-c", State: ready},
-		{Name: "a-1", Column: "a", Revision: "1-a", State: ready},
-		{Name: "b-0", Column: "b", Revision: "3-c", State: ready},
-		{Name: "b-1", Column: "b", Revision: "2-b", State: ready},
+		{Name: "a-0", Column: "a", Revision: "3-c", State: available},
+		{Name: "a-1", Column: "a", Revision: "1-a", State: available},
+		{Name: "b-0", Column: "b", Revision: "3-c", State: available},
+		{Name: "b-1", Column: "b", Revision: "2-b", State: available},
 	}
 	step, err := rollout.Plan(replicas, rollout.Strategy{
 		Mode:           rollout.Group,
 		TargetRevision: "3-c",
 		Replicas:       2,
-		LatestRatio:    ptr(intstr.FromInt32(1)),
+		LatestRatio:    &one,
 		History:        []string{"1-a", "2-b", "3-c"},
-		MaxUnavailable: ptr(intstr.FromInt32(1)),
-		MaxSurge:       ptr(intstr.FromInt32(0)),
+		MaxUnavailable: &one,
+		MaxSurge:       &zero,
 	})
 	if err != nil {
 		panic(err)
@@ -155,7 +208,13 @@ func ExamplePlan_groupRows() {
 	for _, r := range step.Rows {
 		fmt.Printf("%s: %d whole rows, %d available\n", r.Revision, r.Rows, r.AvailableRows)
 	}
-	show(step)
+	for _, u := range step.Update {
+		fmt.Printf("update %s %s -> %s\n", u.Replica, u.From, u.To)
+	}
+	for _, w := range step.Waiting {
+		fmt.Printf("wait %s: %s\n", w.Replica, w.Reason)
+	}
+	fmt.Println("complete:", step.Complete)
 	// Output:
 	// 1-a: 0 whole rows, 0 available
 	// 2-b: 0 whole rows, 0 available
@@ -167,25 +226,33 @@ func ExamplePlan_groupRows() {
 // Lowering LatestRatio rolls back: with 50% of 4 = 2 wanted at the target and 4
 // there, two go back to the previous revision, one at a time (maxUnavailable 1).
 func ExamplePlan_rollback() {
+	available := rollout.State{Ready: true, Available: true, Healthy: true}
+	one, zero, half := intstr.FromInt32(1), intstr.FromInt32(0), intstr.FromString("50%")
 	replicas := []rollout.Replica{
-		{Name: "web-0", Revision: "2-b", State: ready},
-		{Name: "web-1", Revision: "2-b", State: ready},
-		{Name: "web-2", Revision: "2-b", State: ready},
-		{Name: "web-3", Revision: "2-b", State: ready},
+		{Name: "web-0", Revision: "2-b", State: available},
+		{Name: "web-1", Revision: "2-b", State: available},
+		{Name: "web-2", Revision: "2-b", State: available},
+		{Name: "web-3", Revision: "2-b", State: available},
 	}
 	step, err := rollout.Plan(replicas, rollout.Strategy{
 		Mode:           rollout.Rolling,
 		TargetRevision: "2-b",
 		Replicas:       4,
-		MaxUnavailable: ptr(intstr.FromInt32(1)),
-		MaxSurge:       ptr(intstr.FromInt32(0)),
-		LatestRatio:    ptr(intstr.FromString("50%")),
+		MaxUnavailable: &one,
+		MaxSurge:       &zero,
+		LatestRatio:    &half,
 		History:        []string{"1-a", "2-b"},
 	})
 	if err != nil {
 		panic(err)
 	}
-	show(step)
+	for _, u := range step.Update {
+		fmt.Printf("update %s %s -> %s\n", u.Replica, u.From, u.To)
+	}
+	for _, w := range step.Waiting {
+		fmt.Printf("wait %s: %s\n", w.Replica, w.Reason)
+	}
+	fmt.Println("complete:", step.Complete)
 	// Output:
 	// update web-0 2-b -> 1-a
 	// wait web-1: maxUnavailable budget exhausted
@@ -195,41 +262,52 @@ func ExamplePlan_rollback() {
 // maxUnavailable 0 with surge 1 and a single replica: create the new one first,
 // delete the old one once the new one is available.
 func ExamplePlan_surge() {
+	available := rollout.State{Ready: true, Available: true, Healthy: true}
+	zero, one := intstr.FromInt32(0), intstr.FromInt32(1)
 	strategy := rollout.Strategy{
 		Mode:           rollout.Rolling,
 		TargetRevision: "2-b",
 		Replicas:       1,
-		MaxUnavailable: ptr(intstr.FromInt32(0)),
-		MaxSurge:       ptr(intstr.FromInt32(1)),
+		MaxUnavailable: &zero,
+		MaxSurge:       &one,
 	}
-	step, _ := rollout.Plan([]rollout.Replica{{Name: "web-0", Revision: "1-a", State: ready}}, strategy)
-	show(step)
+	step, _ := rollout.Plan([]rollout.Replica{{Name: "web-0", Revision: "1-a", State: available}}, strategy)
+	for _, c := range step.Create {
+		fmt.Printf("create %d at %s\n", c.Count, c.Revision)
+	}
+	for _, w := range step.Waiting {
+		fmt.Printf("wait %s: %s\n", w.Replica, w.Reason)
+	}
+	fmt.Println("complete:", step.Complete)
+	// Once the new replica is available, the old one goes.
 	step, _ = rollout.Plan([]rollout.Replica{
-		{Name: "web-0", Revision: "1-a", State: ready},
-		{Name: "web-1", Revision: "2-b", State: ready},
+		{Name: "web-0", Revision: "1-a", State: available},
+		{Name: "web-1", Revision: "2-b", State: available},
 	}, strategy)
-	show(step)
+	fmt.Println("delete:", step.Delete)
+	fmt.Println("complete:", step.Complete)
 	// Output:
 	// create 1 at 2-b
 	// wait web-0: maxUnavailable budget exhausted
 	// complete: false
-	// delete web-0
+	// delete: [web-0]
 	// complete: false
 }
 
 // A failed replica gets a replacement; the replacement is swapped in once ready;
 // the failed one is released after the delay.
 func ExamplePlanRecover() {
+	available := rollout.State{Ready: true, Available: true, Healthy: true}
 	policy := rollout.RecoverPolicy{ReleaseDelay: time.Minute, MaxParallel: 1}
 	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	replicas := []rollout.Replica{
-		{Name: "web-0", Revision: "1-a", State: ready},
+		{Name: "web-0", Revision: "1-a", State: available},
 		{Name: "web-1", Revision: "1-a", State: rollout.State{Failed: true}},
 	}
 	step, _ := rollout.PlanRecover(replicas, policy, now)
 	fmt.Printf("replace %s at %s\n", step.Replace[0].For, step.Replace[0].Revision)
 
-	replicas = append(replicas, rollout.Replica{Name: "web-2", Revision: "1-a", ReplacementFor: "web-1", State: ready})
+	replicas = append(replicas, rollout.Replica{Name: "web-2", Revision: "1-a", ReplacementFor: "web-1", State: available})
 	step, _ = rollout.PlanRecover(replicas, policy, now.Add(time.Minute))
 	fmt.Printf("swap %s for %s\n", step.Swap[0].New, step.Swap[0].Old)
 
@@ -249,10 +327,11 @@ func ExamplePlanRecover() {
 // A gang whose member has been missing longer than GangMemberTimeout is lost and
 // gets a whole new gang.
 func ExamplePlanRecover_gangLost() {
+	available := rollout.State{Ready: true, Available: true, Healthy: true}
 	policy := rollout.RecoverPolicy{GangMemberTimeout: 5 * time.Minute}
 	since := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	gang := rollout.Replica{Name: "row-0", Revision: "1-a", Members: []rollout.Member{
-		{Name: "row-0-0", State: ready},
+		{Name: "row-0-0", State: available},
 		{Name: "row-0-1", Missing: true, State: rollout.State{UnreadySince: since}},
 	}}
 	for _, after := range []time.Duration{4 * time.Minute, 5 * time.Minute} {
@@ -269,14 +348,16 @@ func ExamplePlanRecover_gangLost() {
 // ceil(1*2/4) = 1, so both roles run the new revision from the first step; decode
 // then waits at 1 until step 3 (ceil(3*2/4) = 2).
 func ExamplePlanLockstep() {
+	available := rollout.State{Ready: true, Available: true, Healthy: true}
 	role := func(name string, n int) rollout.Role {
 		var rs []rollout.Replica
 		for i := range n {
-			rs = append(rs, rollout.Replica{Name: fmt.Sprintf("%s-%d", name, i), Revision: "1-a", State: ready})
+			rs = append(rs, rollout.Replica{Name: fmt.Sprintf("%s-%d", name, i), Revision: "1-a", State: available})
 		}
+		one, zero := intstr.FromInt32(1), intstr.FromInt32(0)
 		return rollout.Role{Name: name, Replicas: rs, Strategy: rollout.Strategy{
 			TargetRevision: "2-b", Replicas: n, History: []string{"1-a", "2-b"},
-			MaxUnavailable: ptr(intstr.FromInt32(1)), MaxSurge: ptr(intstr.FromInt32(0)),
+			MaxUnavailable: &one, MaxSurge: &zero,
 		}}
 	}
 	step, err := rollout.PlanLockstep([]rollout.Role{role("prefill", 4), role("decode", 2)})
@@ -296,10 +377,16 @@ func ExamplePlanLockstep() {
 // FromPods groups kthena pods into gangs by their group-name label.
 func ExampleFromPods() {
 	pod := func(name, group, rev string) *corev1.Pod {
-		return podfixture.Pod("default", name, podfixture.Ready(), podfixture.Labels(
-			"modelserving.volcano.sh/group-name", group,
-			"modelserving.volcano.sh/revision", rev,
-			"modelserving.volcano.sh/role", "decode"))
+		return &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: name, Labels: map[string]string{
+				"modelserving.volcano.sh/group-name": group,
+				"modelserving.volcano.sh/revision":   rev,
+				"modelserving.volcano.sh/role":       "decode",
+			}},
+			Status: corev1.PodStatus{Phase: corev1.PodRunning, Conditions: []corev1.PodCondition{
+				{Type: corev1.PodReady, Status: corev1.ConditionTrue},
+			}},
+		}
 	}
 	replicas, err := rollout.FromPods([]*corev1.Pod{
 		pod("qwen-1-0", "qwen-1", "2-b"), pod("qwen-0-1", "qwen-0", "1-a"), pod("qwen-0-0", "qwen-0", "1-a"),
@@ -321,44 +408,25 @@ func ExampleFromPods() {
 
 // The rounding rules on 3 replicas.
 func ExampleResolveBudget() {
-	b, _ := rollout.ResolveBudget(ptr(intstr.FromString("20%")), ptr(intstr.FromString("20%")), 3)
+	twenty := intstr.FromString("20%")
+	b, _ := rollout.ResolveBudget(&twenty, &twenty, 3)
 	fmt.Printf("%+v\n", b)
-	_, err := rollout.ResolveBudget(ptr(intstr.FromInt32(0)), ptr(intstr.FromString("0%")), 3)
+	zero, zeroPercent := intstr.FromInt32(0), intstr.FromString("0%")
+	_, err := rollout.ResolveBudget(&zero, &zeroPercent, 3)
 	fmt.Println(err)
 	// Output:
 	// {MaxUnavailable:1 MaxSurge:1}
 	// maxUnavailable and maxSurge: both are 0, nothing could move
 }
 
-// Revisions order by History first, then by the generation before "-", then by
-// name; SortRevisions also drops repeats.
-func ExampleSortRevisions() {
-	revs := []string{"10-c", "2-b", "canary", "9-a", "2-b", "hotfix"}
-	fmt.Println(rollout.SortRevisions(revs, nil))
-	fmt.Println(rollout.SortRevisions(revs, []string{"hotfix", "canary"}))
-	// Output:
-	// [canary hotfix 2-b 9-a 10-c]
-	// [2-b 9-a 10-c hotfix canary]
-}
-
-func ExampleGeneration() {
-	for _, rev := range []string{"12-5d8f", "web-5d8f", "+3-a"} {
-		g, ok := rollout.Generation(rev)
-		fmt.Println(rev, g, ok)
-	}
-	// Output:
-	// 12-5d8f 12 true
-	// web-5d8f 0 false
-	// +3-a 0 false
-}
-
 // CompareReplicas puts the least healthy first, then priority, deletion cost,
 // and name in natural order.
 func ExampleCompareReplicas() {
+	available := rollout.State{Ready: true, Available: true, Healthy: true}
 	rs := []*rollout.Replica{
-		{Name: "r-10", State: ready},
-		{Name: "r-9", State: ready},
-		{Name: "r-2", State: ready, DeletionCost: 5},
+		{Name: "r-10", State: available},
+		{Name: "r-9", State: available},
+		{Name: "r-2", State: available, DeletionCost: 5},
 		{Name: "r-3", State: rollout.State{Healthy: true}},
 	}
 	slices.SortFunc(rs, rollout.CompareReplicas)
@@ -402,11 +470,13 @@ func ExampleCompareRevisions() {
 // LatestRatio says how many replicas should run the target revision: percents round
 // up, so a non-zero percent is never 0 replicas.
 func ExampleResolveRatio() {
-	for _, r := range []*intstr.IntOrString{nil, ptr(intstr.FromString("50%")), ptr(intstr.FromString("1%")), ptr(intstr.FromInt32(12))} {
+	half, one, twelve := intstr.FromString("50%"), intstr.FromString("1%"), intstr.FromInt32(12)
+	for _, r := range []*intstr.IntOrString{nil, &half, &one, &twelve} {
 		n, err := rollout.ResolveRatio(r, 10)
 		fmt.Println(n, err)
 	}
-	_, err := rollout.ResolveRatio(ptr(intstr.FromString("half")), 10)
+	bad := intstr.FromString("half")
+	_, err := rollout.ResolveRatio(&bad, 10)
 	fmt.Println(err != nil)
 	// Output:
 	// 10 <nil>
@@ -421,14 +491,16 @@ func ExampleResolveRatio() {
 // takes them in one update; once the pods are done, data moves alone (From ==
 // To). Every reconcile takes exactly one replica down.
 func ExamplePlan_data() {
+	available := rollout.State{Ready: true, Available: true, Healthy: true}
+	one, zero := intstr.FromInt32(1), intstr.FromInt32(0)
 	replicas := []rollout.Replica{
-		{Name: "search-0", Revision: "1-a", DataRevision: "idx-6", State: ready},
-		{Name: "search-1", Revision: "2-b", DataRevision: "idx-6", State: ready},
-		{Name: "search-2", Revision: "2-b", DataRevision: "idx-6", State: ready},
-		{Name: "search-3", Revision: "2-b", DataRevision: "idx-7", State: ready},
+		{Name: "search-0", Revision: "1-a", DataRevision: "idx-6", State: available},
+		{Name: "search-1", Revision: "2-b", DataRevision: "idx-6", State: available},
+		{Name: "search-2", Revision: "2-b", DataRevision: "idx-6", State: available},
+		{Name: "search-3", Revision: "2-b", DataRevision: "idx-7", State: available},
 	}
 	s := rollout.Strategy{TargetRevision: "2-b", TargetDataRevision: "idx-7", Replicas: 4,
-		MaxUnavailable: ptr(intstr.FromInt32(1)), MaxSurge: ptr(intstr.FromInt32(0))}
+		MaxUnavailable: &one, MaxSurge: &zero}
 	for range 4 {
 		step, err := rollout.Plan(replicas, s)
 		if err != nil {

@@ -2,9 +2,9 @@ package rollout_test
 
 import (
 	"fmt"
-	"reflect"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"pgregory.net/rapid"
 
@@ -98,12 +98,15 @@ func TestPlanLockstepIsDeterministicAndDoesNotMutate(t *testing.T) {
 		}
 		want, err1 := rollout.PlanLockstep(roles)
 		got, err2 := rollout.PlanLockstep(shuffled)
-		if fmt.Sprint(err1) != fmt.Sprint(err2) || !reflect.DeepEqual(want, got) {
-			t.Fatalf("shuffled replicas give another step:\n%+v\n%+v", want, got)
+		if fmt.Sprint(err1) != fmt.Sprint(err2) {
+			t.Fatalf("shuffled replicas give another error: %v vs %v", err1, err2)
+		}
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Fatalf("shuffled replicas give another step (-want +got):\n%s", diff)
 		}
 		for i := range roles {
-			if !reflect.DeepEqual(before[i], roles[i].Replicas) {
-				t.Fatalf("role %d: PlanLockstep modified its replicas", i)
+			if diff := cmp.Diff(before[i], roles[i].Replicas, strictTime); diff != "" {
+				t.Fatalf("role %d: PlanLockstep modified its replicas (-before +after):\n%s", i, diff)
 			}
 		}
 	})

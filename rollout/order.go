@@ -9,10 +9,10 @@ import (
 	"github.com/kplan-dev/kplan/internal/natural"
 )
 
-// Generation returns the integer before the first "-" of a revision name ("3-abc"
+// generation returns the integer before the first "-" of a revision name ("3-abc"
 // is generation 3) and whether there is one: the prefix must be ASCII decimal
 // digits only (no sign or spaces) and fit in an int64.
-func Generation(revision string) (int64, bool) {
+func generation(revision string) (int64, bool) {
 	head, _, found := strings.Cut(revision, "-")
 	if !found || head == "" || strings.Trim(head, "0123456789") != "" {
 		return 0, false
@@ -29,7 +29,8 @@ func Generation(revision string) (int64, bool) {
 //
 //   - Revisions in history (oldest to newest) compare by position and are newer
 //     than every revision outside it.
-//   - Outside history, revisions with a generation ([Generation]) compare by it and
+//   - Outside history, revisions with a generation (the integer before the first
+//     "-", ASCII digits only, fitting an int64: "3-abc" is 3) compare by it and
 //     are newer than those without one.
 //   - The rest, and equal generations, compare in natural order of their names.
 func CompareRevisions(a, b string, history []string) int {
@@ -46,9 +47,9 @@ func CompareRevisions(a, b string, history []string) int {
 	return natural.Compare(a, b)
 }
 
-// SortRevisions returns the distinct revisions in revs, oldest first, ordered by
+// sortRevisions returns the distinct revisions in revs, oldest first, ordered by
 // [CompareRevisions]. revs is not modified.
-func SortRevisions(revs, history []string) []string {
+func sortRevisions(revs, history []string) []string {
 	out := slices.Clone(revs)
 	slices.SortFunc(out, func(a, b string) int { return CompareRevisions(a, b, history) })
 	return slices.Compact(out)
@@ -63,7 +64,7 @@ func revisionKeyOf(r string, history []string) revisionKey {
 	if i := slices.Index(history, r); i >= 0 {
 		return revisionKey{class: 2, num: int64(i)}
 	}
-	if g, ok := Generation(r); ok {
+	if g, ok := generation(r); ok {
 		return revisionKey{class: 1, num: g}
 	}
 	return revisionKey{}
@@ -93,7 +94,7 @@ type revisionTable struct {
 }
 
 func newRevisionTable(revs []string, history []string) revisionTable {
-	names := SortRevisions(revs, history)
+	names := sortRevisions(revs, history)
 	rank := make(map[string]int, len(names))
 	for i, n := range names {
 		rank[n] = i

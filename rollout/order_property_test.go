@@ -25,7 +25,7 @@ func TestPlanChoosesInCompareReplicasOrder(t *testing.T) {
 			func(s string) string { return s }).Draw(t, "names")
 		rs := make([]rollout.Replica, len(names))
 		for i, n := range names {
-			rs[i] = rollout.Replica{Name: n, Revision: "1-a", State: rollouttest.State().Draw(t, "state"),
+			rs[i] = rollout.Replica{Name: n, Revision: "1-a", State: rollouttest.States().Draw(t, "state"),
 				Priority: int32(rapid.IntRange(-2, 2).Draw(t, "priority")), DeletionCost: int64(rapid.IntRange(-2, 2).Draw(t, "cost"))}
 		}
 		u := intstr.FromInt32(int32(rapid.IntRange(0, 5).Draw(t, "maxUnavailable")))

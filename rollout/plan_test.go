@@ -116,7 +116,7 @@ func TestPlanVersionOrder(t *testing.T) {
 		{rollout.OldFirst, "a-0"},    // oldest first
 	}
 	for _, tt := range tests {
-		t.Run(tt.order.String()+" picks "+tt.want, func(t *testing.T) {
+		t.Run(string(tt.order)+" picks "+tt.want, func(t *testing.T) {
 			step, err := rollout.Plan(replicas, rollout.Strategy{TargetRevision: "3-c", Replicas: 3, VersionOrder: tt.order,
 				MaxUnavailable: ptr(intstr.FromInt32(1)), MaxSurge: ptr(intstr.FromInt32(0))})
 			if err != nil {
@@ -203,7 +203,7 @@ func TestPlanRejectsBadInput(t *testing.T) {
 		{"a member without a name is rejected", []rollout.Replica{{Name: "g", Revision: "1-a", Members: []rollout.Member{{}}}},
 			with(func(s *rollout.Strategy) { s.Mode = rollout.Gang }), "replica g: members[0].name"},
 		{"a group replica without a column is rejected", one, with(func(s *rollout.Strategy) { s.Mode = rollout.Group }), "replica r-0: column"},
-		{"an unknown mode is rejected", one, with(func(s *rollout.Strategy) { s.Mode = 7 }), "strategy: mode"},
+		{"an unknown mode is rejected", one, with(func(s *rollout.Strategy) { s.Mode = "rolling" }), `strategy: mode: "rolling" is not Rolling, Gang or Group`},
 		{"an empty target is rejected", one, with(func(s *rollout.Strategy) { s.TargetRevision = "" }), "strategy: targetRevision"},
 		{"a name longer than MaxNameLength is rejected", []rollout.Replica{{Name: strings.Repeat("r", rollout.MaxNameLength+1), Revision: "1-a"}},
 			ok, "…: name: 254 bytes, longer than MaxNameLength 253"},
@@ -211,7 +211,7 @@ func TestPlanRejectsBadInput(t *testing.T) {
 		{"a history longer than MaxReplicas is rejected", one, with(func(s *rollout.Strategy) { s.History = make([]string, rollout.MaxReplicas+1) }),
 			"strategy: history: 1048577 entries"},
 		{"negative replicas are rejected", one, with(func(s *rollout.Strategy) { s.Replicas = -1 }), "strategy: replicas"},
-		{"an unknown version order is rejected", one, with(func(s *rollout.Strategy) { s.VersionOrder = 9 }), "strategy: versionOrder"},
+		{"an unknown version order is rejected", one, with(func(s *rollout.Strategy) { s.VersionOrder = "Newest" }), "strategy: versionOrder"},
 		{"a repeated history entry is rejected", one, with(func(s *rollout.Strategy) { s.History = []string{"1-a", "1-a"} }), "strategy: history[1]"},
 		{"a percent with an exponent is rejected", one, with(func(s *rollout.Strategy) { s.MaxUnavailable = ptr(intstr.FromString("2e1%")) }), "strategy: maxUnavailable"},
 		{"explicit zero budgets are rejected", one, with(func(s *rollout.Strategy) {

@@ -53,7 +53,7 @@ type PodOptions struct {
 	// GangSize is how many members a gang should have; missing members are added
 	// with Missing set. 0 means gangs have as many members as they have pods. It
 	// must not be negative, and the gangs found times GangSize must not exceed
-	// [MaxReplicas] (members are allocated for every missing pod).
+	// [MaxReplicas] (every missing pod becomes a member).
 	GangSize int
 	// MissingSince maps a gang name to when the caller first saw one of its members
 	// missing; it becomes the missing members' UnreadySince.

@@ -83,8 +83,11 @@ func TestFromPodsGangs(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Run("the gang runs its majority revision", func(t *testing.T) {
-		if rs[0].Revision != "2-b" || !rs[0].Partial() {
-			t.Fatalf("got %s partial=%v", rs[0].Revision, rs[0].Partial())
+		if rs[0].Revision != "2-b" || rs[0].Members[0].Revision != "1-a" {
+			t.Fatalf("got gang %s, members %+v", rs[0].Revision, rs[0].Members)
+		}
+		if rs[0].Effective().Available {
+			t.Fatal("a gang whose members run two revisions is available")
 		}
 	})
 	t.Run("members are in natural order and deletion cost is read", func(t *testing.T) {

@@ -289,7 +289,7 @@ func (p *planner) explain() {
 
 // reason is why u waits, or "" when it does not (done, or nothing to change).
 // It counts a ReasonBudget against w.short.
-func (p *planner) reason(u *unit, w *waits) string {
+func (p *planner) reason(u *unit, w *waits) Reason {
 	if u.done {
 		return ""
 	}

@@ -3,9 +3,9 @@ package rollout_test
 import (
 	"context"
 	"fmt"
-	"reflect"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"pgregory.net/rapid"
 
@@ -132,11 +132,11 @@ func TestPlanIsDeterministicAndDoesNotMutate(t *testing.T) {
 				if fmt.Sprint(err1) != fmt.Sprint(err2) {
 					t.Fatalf("errors differ: %v vs %v", err1, err2)
 				}
-				if !reflect.DeepEqual(want, got) {
-					t.Fatalf("shuffled input gives another step:\n%+v\n%+v", want, got)
+				if diff := cmp.Diff(want, got); diff != "" {
+					t.Fatalf("shuffled input gives another step (-want +got):\n%s", diff)
 				}
-				if !reflect.DeepEqual(before, sc.Replicas) {
-					t.Fatalf("Plan modified its input")
+				if diff := cmp.Diff(before, sc.Replicas, strictTime); diff != "" {
+					t.Fatalf("Plan modified its input (-before +after):\n%s", diff)
 				}
 			})
 		})

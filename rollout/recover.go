@@ -8,33 +8,21 @@ import (
 	"github.com/kplan-dev/kplan/internal/natural"
 )
 
-// RecoverStrategy is how a failed replica is replaced.
-type RecoverStrategy int
+// RecoverStrategy is how a failed replica is replaced. The empty RecoverStrategy is
+// CreateThenDelete.
+type RecoverStrategy string
 
 const (
 	// CreateThenDelete starts a replacement, swaps it in once it is ready, and
 	// releases the failed replica ReleaseDelay after the swap (the default).
-	CreateThenDelete RecoverStrategy = iota
+	CreateThenDelete RecoverStrategy = "CreateThenDelete"
 	// DeleteThenCreate releases the failed replica first and starts its replacement
 	// in the same step (for services that cannot run two copies).
-	DeleteThenCreate
+	DeleteThenCreate RecoverStrategy = "DeleteThenCreate"
 	// NoRecover only reports failed replicas: nothing is started, swapped,
 	// released or cancelled, and recovery left by another strategy waits.
-	NoRecover
+	NoRecover RecoverStrategy = "NoRecover"
 )
-
-// String returns "CreateThenDelete", "DeleteThenCreate" or "NoRecover".
-func (s RecoverStrategy) String() string {
-	switch s {
-	case CreateThenDelete:
-		return "CreateThenDelete"
-	case DeleteThenCreate:
-		return "DeleteThenCreate"
-	case NoRecover:
-		return "NoRecover"
-	}
-	return fmt.Sprintf("RecoverStrategy(%d)", int(s))
-}
 
 // RecoverPolicy configures [PlanRecover]. The zero value replaces failed replicas
 // create-then-delete, with no timeouts, no delay and no quota.
@@ -107,21 +95,21 @@ type RecoverStep struct {
 // or it waits for quota, for a NoRecover policy, for its replacement to be ready,
 // or for ReleaseDelay.
 const (
-	ReasonFailed          = "failed"
-	ReasonLost            = "lost"
-	ReasonStartTimeout    = "not ready for longer than StartTimeout"
-	ReasonGangMember      = "gang member missing or not ready for longer than GangMemberTimeout"
-	ReasonQuota           = "recover quota exhausted"
-	ReasonNoRecover       = "recover strategy is NoRecover"
-	ReasonReplacementWait = "replacement not ready yet"
-	ReasonReleaseDelay    = "swapped out, waiting for ReleaseDelay"
+	ReasonFailed          Reason = "failed"
+	ReasonLost            Reason = "lost"
+	ReasonStartTimeout    Reason = "not ready for longer than StartTimeout"
+	ReasonGangMember      Reason = "gang member missing or not ready for longer than GangMemberTimeout"
+	ReasonQuota           Reason = "recover quota exhausted"
+	ReasonNoRecover       Reason = "recover strategy is NoRecover"
+	ReasonReplacementWait Reason = "replacement not ready yet"
+	ReasonReleaseDelay    Reason = "swapped out, waiting for ReleaseDelay"
 )
 
 // FailureReason reports whether r must be replaced at now under policy, and why:
 // it is Failed or Lost (a gang: any member is), it has not been ready and healthy
 // for StartTimeout, or (a gang) one member has been missing or not ready for
 // GangMemberTimeout. Terminating and swapped-out replicas are never failed.
-func FailureReason(r *Replica, policy RecoverPolicy, now time.Time) (string, bool) {
+func FailureReason(r *Replica, policy RecoverPolicy, now time.Time) (Reason, bool) {
 	if !live(r) {
 		return "", false
 	}
@@ -173,8 +161,10 @@ func timedOut(since time.Time, d time.Duration, now time.Time) bool {
 //
 // replicas is not modified; the result does not depend on its order.
 func PlanRecover(replicas []Replica, policy RecoverPolicy, now time.Time) (RecoverStep, error) {
-	if policy.Strategy < CreateThenDelete || policy.Strategy > NoRecover {
-		return RecoverStep{}, fmt.Errorf("policy: strategy: %d is not CreateThenDelete, DeleteThenCreate or NoRecover", int(policy.Strategy))
+	switch policy.Strategy {
+	case "", CreateThenDelete, DeleteThenCreate, NoRecover:
+	default:
+		return RecoverStep{}, fmt.Errorf("policy: strategy: %q is not CreateThenDelete, DeleteThenCreate or NoRecover", policy.Strategy)
 	}
 	if policy.MaxParallel < 0 || policy.MaxPerWindow < 0 || policy.Window < 0 ||
 		policy.StartTimeout < 0 || policy.GangMemberTimeout < 0 || policy.ReleaseDelay < 0 {

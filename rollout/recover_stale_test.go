@@ -27,7 +27,7 @@ func TestPlanRecoverNeverSwapsAReplicaThatIsNotFailed(t *testing.T) {
 		rollout.NoRecover:        "wait r-9-x (recover strategy is NoRecover);",
 	}
 	for _, st := range strategies {
-		t.Run(st.String(), func(t *testing.T) {
+		t.Run(string(st), func(t *testing.T) {
 			policy := rollout.RecoverPolicy{Strategy: st}
 			step, err := rollout.PlanRecover(replicas, policy, now)
 			if err != nil {

@@ -137,7 +137,7 @@ func TestPlanRecoverRejectsBadInput(t *testing.T) {
 		policy   rollout.RecoverPolicy
 		want     string
 	}{
-		{"an unknown strategy", nil, rollout.RecoverPolicy{Strategy: 5}, "policy: strategy"},
+		{"an unknown strategy", nil, rollout.RecoverPolicy{Strategy: "Restart"}, "policy: strategy"},
 		{"a negative quota", nil, rollout.RecoverPolicy{MaxParallel: -1}, "policy:"},
 		{"a per-window cap without a window", nil, rollout.RecoverPolicy{MaxPerWindow: 2}, "policy: window: must be set when maxPerWindow is 2"},
 		{"an empty name", []rollout.Replica{{}}, rollout.RecoverPolicy{}, "replicas: 1 without a name"},

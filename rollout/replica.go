@@ -90,7 +90,7 @@ func effective(r *Replica) State {
 }
 
 // inspect walks a replica's members once: its effective state, whether the gang
-// is partial ([Replica.Partial]), and the index of the first member without a
+// is partial (some member runs another revision than the gang's), and the index of the first member without a
 // name (-1 when none).
 func inspect(r *Replica) (s State, partial bool, unnamed int) {
 	unnamed = -1
@@ -135,16 +135,6 @@ func earliest(a, b time.Time) time.Time {
 		return b
 	}
 	return a
-}
-
-// Partial reports whether a gang's members do not all run the gang's revision.
-func (r Replica) Partial() bool {
-	for i := range r.Members {
-		if rev := r.Members[i].Revision; rev != "" && rev != r.Revision {
-			return true
-		}
-	}
-	return false
 }
 
 // healthRank orders states least healthy first: failed or lost (0), not ready or

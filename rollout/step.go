@@ -34,25 +34,29 @@ type Create struct {
 type Wait struct {
 	// Replica is the replica's name.
 	Replica string
-	// Reason is one of the Reason constants.
-	Reason string
+	// Reason is why.
+	Reason Reason
 }
 
-// Reasons used in [Wait]. They are constants so callers can match them.
+// Reason says why a replica waits, or why recovery found it failed: one of the
+// Reason constants, a sentence fit to show a user.
+type Reason string
+
+// Reasons [Plan] gives in [Step].Waiting.
 const (
 	// ReasonBudget: updating this available replica would take availability below
 	// Replicas - maxUnavailable.
-	ReasonBudget = "maxUnavailable budget exhausted"
+	ReasonBudget Reason = "maxUnavailable budget exhausted"
 	// ReasonWindow: group mode; the latest version's ratio moves one step at a time
 	// and waits for the slowest column.
-	ReasonWindow = "group window: waiting for the slowest column"
+	ReasonWindow Reason = "group window: waiting for the slowest column"
 	// ReasonNotAvailable: the replica runs the right revision but is not available yet.
-	ReasonNotAvailable = "not available yet"
+	ReasonNotAvailable Reason = "not available yet"
 	// ReasonRecovering: recovery is replacing this replica; the rollout leaves it alone.
-	ReasonRecovering = "being replaced by recovery"
+	ReasonRecovering Reason = "being replaced by recovery"
 	// ReasonScaleDown: the replica is surplus but deleting it now would take
 	// availability below the floor.
-	ReasonScaleDown = "surplus, kept until others are available"
+	ReasonScaleDown Reason = "surplus, kept until others are available"
 )
 
 // Step is one reconcile's actions. Lists are in the order replicas were chosen

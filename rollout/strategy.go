@@ -8,33 +8,20 @@ import (
 	"github.com/kplan-dev/kplan/internal/budget"
 )
 
-// Mode is how replicas are grouped for a rollout.
-type Mode int
+// Mode is how replicas are grouped for a rollout. The empty Mode is Rolling.
+type Mode string
 
 const (
 	// Rolling updates single replicas in batches bounded by maxUnavailable.
-	Rolling Mode = iota
+	Rolling Mode = "Rolling"
 	// Gang updates each gang replica (a row of member pods) atomically; gangs are
 	// the unit of availability.
-	Gang
+	Gang Mode = "Gang"
 	// Group updates a rows x columns service whose replicas carry a Column, keeping
 	// every column's availability floor and sliding the latest version's ratio
 	// forward by one step at a time across all columns.
-	Group
+	Group Mode = "Group"
 )
-
-// String returns "rolling", "gang" or "group".
-func (m Mode) String() string {
-	switch m {
-	case Rolling:
-		return "rolling"
-	case Gang:
-		return "gang"
-	case Group:
-		return "group"
-	}
-	return fmt.Sprintf("Mode(%d)", int(m))
-}
 
 // VersionOrder says which old version loses replicas first when there are several.
 //
@@ -44,8 +31,8 @@ func (m Mode) String() string {
 // serve in no whole row) are cut first, whatever the order, since cutting them
 // costs no serving capacity; the order then applies to the rest. So with
 // columns A = {1-a, 2-b, 2-b} and B = {1-a, 1-a, 2-b}, A cuts a 2-b and B a 1-a
-// first under every order.
-type VersionOrder int
+// first under every order. The empty VersionOrder is LessFirst.
+type VersionOrder string
 
 const (
 	// LessFirst cuts the least available old version first (kube-sharding's
@@ -54,25 +41,12 @@ const (
 	// availability is its available replicas; in group mode, the fewest in any
 	// column (its available whole rows), and replicas beyond those rows go first
 	// (see [VersionOrder]).
-	LessFirst VersionOrder = iota
+	LessFirst VersionOrder = "LessFirst"
 	// LatestFirst cuts the second-newest version first.
-	LatestFirst
+	LatestFirst VersionOrder = "LatestFirst"
 	// OldFirst cuts the oldest version first.
-	OldFirst
+	OldFirst VersionOrder = "OldFirst"
 )
-
-// String returns "LessFirst", "LatestFirst" or "OldFirst".
-func (o VersionOrder) String() string {
-	switch o {
-	case LessFirst:
-		return "LessFirst"
-	case LatestFirst:
-		return "LatestFirst"
-	case OldFirst:
-		return "OldFirst"
-	}
-	return fmt.Sprintf("VersionOrder(%d)", int(o))
-}
 
 // DefaultMaxUnavailable and DefaultMaxSurge apply when a [Strategy] leaves the
 // budget nil; they are Kubernetes Deployment's defaults.
@@ -209,8 +183,8 @@ func isZero(v *intstr.IntOrString) bool {
 // validate checks the strategy's own fields.
 func (s *Strategy) validate() error {
 	switch {
-	case s.Mode < Rolling || s.Mode > Group:
-		return fmt.Errorf("strategy: mode: %d is not Rolling, Gang or Group", int(s.Mode))
+	case s.Mode != "" && s.Mode != Rolling && s.Mode != Gang && s.Mode != Group:
+		return fmt.Errorf("strategy: mode: %q is not Rolling, Gang or Group", s.Mode)
 	case s.TargetRevision == "":
 		return fmt.Errorf("strategy: targetRevision: must not be empty")
 	case s.Replicas < 0:
@@ -219,8 +193,8 @@ func (s *Strategy) validate() error {
 		return fmt.Errorf("strategy: replicas: %d, more than MaxReplicas %d", s.Replicas, MaxReplicas)
 	case len(s.History) > MaxReplicas:
 		return fmt.Errorf("strategy: history: %d entries, more than MaxReplicas %d", len(s.History), MaxReplicas)
-	case s.VersionOrder < LessFirst || s.VersionOrder > OldFirst:
-		return fmt.Errorf("strategy: versionOrder: %d is not LessFirst, LatestFirst or OldFirst", int(s.VersionOrder))
+	case s.VersionOrder != "" && s.VersionOrder != LessFirst && s.VersionOrder != LatestFirst && s.VersionOrder != OldFirst:
+		return fmt.Errorf("strategy: versionOrder: %q is not LessFirst, LatestFirst or OldFirst", s.VersionOrder)
 	}
 	seen := make(map[string]bool, len(s.History))
 	for i, h := range s.History {

@@ -6,7 +6,7 @@
 //   - A percent is a non-negative decimal number followed by "%": "25%", "12.5%",
 //     "99.99%", "0.01%" (OpenKruise's partition helper takes fractional percents
 //     too). Signs, exponents, spaces, "%" alone, "25" given as a string, more than
-//     [MaxPercent] and strings longer than [MaxPercentLength] are errors.
+//     1,000,000% and strings longer than 64 bytes are errors.
 //   - A percent resolves to total*p/100 rounded as the [Rule] says, computed
 //     exactly (no floating point): 12.5% of 8 is exactly 1; 20% of 3 is 0.6, which
 //     is 0 rounded down and 1 rounded up.
@@ -53,10 +53,10 @@ type Rule struct {
 
 // Limits on a percent string.
 const (
-	// MaxPercent is the largest percent accepted.
-	MaxPercent = 1_000_000
-	// MaxPercentLength is the longest percent string accepted, "%" included.
-	MaxPercentLength = 64
+	// maxPercent is the largest percent accepted.
+	maxPercent = 1_000_000
+	// maxPercentLength is the longest percent string accepted, "%" included.
+	maxPercentLength = 64
 )
 
 // Percent is a parsed percent, held exactly as a decimal: digits with the
@@ -85,13 +85,13 @@ func Resolve(v *intstr.IntOrString, total int, rule Rule) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	return p.Of(total, rule), nil
+	return p.of(total, rule), nil
 }
 
 // Parse parses a percent such as "25%" or "12.5%".
 func Parse(s string) (Percent, error) {
-	if len(s) > MaxPercentLength {
-		return Percent{}, fmt.Errorf("%q is longer than %d bytes", s[:16]+"...", MaxPercentLength)
+	if len(s) > maxPercentLength {
+		return Percent{}, fmt.Errorf("%q is longer than %d bytes", s[:16]+"...", maxPercentLength)
 	}
 	num, ok := strings.CutSuffix(s, "%")
 	if !ok {
@@ -103,9 +103,9 @@ func Parse(s string) (Percent, error) {
 	}
 	whole = strings.TrimLeft(whole, "0")
 	frac = strings.TrimRight(frac, "0")
-	if len(whole) > len(strconv.Itoa(MaxPercent)) || (whole != "" && mustAtoi(whole) > MaxPercent) ||
-		(whole != "" && mustAtoi(whole) == MaxPercent && frac != "") {
-		return Percent{}, fmt.Errorf("%q is out of range (at most %d%%)", s, MaxPercent)
+	if len(whole) > len(strconv.Itoa(maxPercent)) || (whole != "" && mustAtoi(whole) > maxPercent) ||
+		(whole != "" && mustAtoi(whole) == maxPercent && frac != "") {
+		return Percent{}, fmt.Errorf("%q is out of range (at most %d%%)", s, maxPercent)
 	}
 	digits := strings.TrimLeft(whole+frac, "0")
 	return Percent{digits: digits, scale: len(frac)}, nil
@@ -130,11 +130,11 @@ func (p Percent) Cmp(w int) int {
 }
 
 // Ceil returns p rounded up to a whole percent: range checks against whole bounds
-// stay exact (Ceil() <= 100 iff p <= 100%, Ceil() >= 1 iff p > 0%).
-func (p Percent) Ceil() int {
+// stay exact (ceil() <= 100 iff p <= 100%, ceil() >= 1 iff p > 0%).
+func (p Percent) ceil() int {
 	a, b := p.rat()
 	q, r := new(big.Int).QuoRem(a, b, new(big.Int))
-	n := int(q.Int64()) // at most MaxPercent
+	n := int(q.Int64()) // at most maxPercent
 	if r.Sign() != 0 {
 		n++
 	}
@@ -151,12 +151,12 @@ func (p Percent) rat() (a, b *big.Int) {
 	return a, b
 }
 
-// Of returns p percent of total under rule, exactly: total*p/100 rounded as
+// of returns p percent of total under rule, exactly: total*p/100 rounded as
 // rule says.
-func (p Percent) Of(total int, rule Rule) int {
+func (p Percent) of(total int, rule Rule) int {
 	var n int
 	if p.scale == 0 && len(p.digits) <= 7 {
-		// A whole percent (at most MaxPercent): integer arithmetic.
+		// A whole percent (at most maxPercent): integer arithmetic.
 		w := 0
 		if p.digits != "" {
 			w = mustAtoi(p.digits)
@@ -171,7 +171,7 @@ func (p Percent) Of(total int, rule Rule) int {
 		a.Mul(a, big.NewInt(int64(total)))
 		b.Mul(b, big.NewInt(100))
 		q, r := a.QuoRem(a, b, new(big.Int))
-		n = int(q.Int64()) // at most total*MaxPercent/100
+		n = int(q.Int64()) // at most total*maxPercent/100
 		if rule.Rounding == RoundUp && r.Sign() != 0 {
 			n++
 		}
@@ -183,11 +183,12 @@ func (p Percent) Of(total int, rule Rule) int {
 }
 
 // ParsePercent parses a percent ("25%", "12.5%") and returns it rounded up to a
-// whole percent (see [Percent.Ceil]), for range checks against whole bounds.
+// whole percent, for range checks against whole bounds: the result is <= 100
+// exactly when the percent is at most 100%, and >= 1 exactly when it is above 0%.
 func ParsePercent(s string) (int, error) {
 	p, err := Parse(s)
 	if err != nil {
 		return 0, err
 	}
-	return p.Ceil(), nil
+	return p.ceil(), nil
 }

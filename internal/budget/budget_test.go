@@ -115,15 +115,15 @@ func TestWholePercentOfIsFloorOrCeil(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		d := pc.Of(total, Rule{Rounding: RoundDown})
-		u := pc.Of(total, Rule{Rounding: RoundUp})
+		d := pc.of(total, Rule{Rounding: RoundDown})
+		u := pc.of(total, Rule{Rounding: RoundUp})
 		if d*100 > p*total || (d+1)*100 <= p*total {
 			t.Fatalf("down %d is not floor(%d*%d/100)", d, p, total)
 		}
 		if u*100 < p*total || (u-1)*100 >= p*total {
 			t.Fatalf("up %d is not ceil(%d*%d/100)", u, p, total)
 		}
-		one := pc.Of(total, Rule{NonZeroPercentAtLeastOne: true})
+		one := pc.of(total, Rule{NonZeroPercentAtLeastOne: true})
 		if p > 0 && total > 0 && one < 1 {
 			t.Fatalf("%d%% of %d resolved to 0 with NonZeroPercentAtLeastOne", p, total)
 		}
@@ -135,7 +135,7 @@ func TestFractionalPercentOfIsExact(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		whole := rapid.IntRange(0, 300).Draw(t, "whole")
 		frac := rapid.StringMatching(`[0-9]{1,12}`).Draw(t, "fraction")
-		total := rapid.IntRange(0, MaxPercent).Draw(t, "total")
+		total := rapid.IntRange(0, maxPercent).Draw(t, "total")
 		s := fmt.Sprintf("%d.%s", whole, frac)
 		p, err := Parse(s + "%")
 		if err != nil {
@@ -144,7 +144,7 @@ func TestFractionalPercentOfIsExact(t *testing.T) {
 		exact, _ := new(big.Rat).SetString(s)
 		exact.Mul(exact, big.NewRat(int64(total), 100))
 		for _, r := range []Rounding{RoundDown, RoundUp} {
-			got := big.NewRat(int64(p.Of(total, Rule{Rounding: r})), 1)
+			got := big.NewRat(int64(p.of(total, Rule{Rounding: r})), 1)
 			lo, hi := new(big.Rat).Sub(got, big.NewRat(1, 1)), new(big.Rat).Add(got, big.NewRat(1, 1))
 			if r == RoundDown && (got.Cmp(exact) > 0 || hi.Cmp(exact) <= 0) {
 				t.Fatalf("%s%% of %d down = %v, exact %v", s, total, got, exact.FloatString(6))

@@ -21,9 +21,9 @@ const (
 	// MaxLabelLength is the limit of a DNS-1123 label (container, volume and
 	// Service names, label values, the name part of a qualified key).
 	MaxLabelLength = 63
-	// MaxSubdomainLength is the limit of a DNS-1123 subdomain (ConfigMap and most
+	// maxSubdomainLength is the limit of a DNS-1123 subdomain (ConfigMap and most
 	// object names).
-	MaxSubdomainLength = 253
+	maxSubdomainLength = 253
 
 	hashSuffixLength = 1 + 8
 )
@@ -60,5 +60,5 @@ func Fit(name string, limit int) string {
 // Label joins parts into a name of at most [MaxLabelLength] characters.
 func Label(parts ...string) string { return Join(MaxLabelLength, parts...) }
 
-// Subdomain joins parts into a name of at most [MaxSubdomainLength] characters.
-func Subdomain(parts ...string) string { return Join(MaxSubdomainLength, parts...) }
+// Subdomain joins parts into a name of at most [maxSubdomainLength] characters.
+func Subdomain(parts ...string) string { return Join(maxSubdomainLength, parts...) }

@@ -59,8 +59,8 @@ func TestLongNamesStayDistinctAndValid(t *testing.T) {
 
 func TestSubdomainLimit(t *testing.T) {
 	got := Subdomain(strings.Repeat("x", 300))
-	if len(got) != MaxSubdomainLength {
-		t.Fatalf("len %d, want %d", len(got), MaxSubdomainLength)
+	if len(got) != maxSubdomainLength {
+		t.Fatalf("len %d, want %d", len(got), maxSubdomainLength)
 	}
 	if errs := validation.IsDNS1123Subdomain(got); len(errs) > 0 {
 		t.Fatal(errs)

@@ -51,9 +51,6 @@ func Compare(a, b string) int {
 	return strings.Compare(a, b)
 }
 
-// Less reports whether a sorts before b.
-func Less(a, b string) bool { return Compare(a, b) < 0 }
-
 func isDigit(c byte) bool { return '0' <= c && c <= '9' }
 
 func digitRunEnd(s string, i int) int {

@@ -3,7 +3,7 @@
 //
 // # Overview
 //
-//   - Generators ([ScenarioOf], [Strategy], [State], [Budget]) draw valid
+//   - Generators ([ScenarioOf], [StrategyOf], [States], [Budgets]) draw valid
 //     strategies and replicas for each mode with pgregory.net/rapid. A
 //     [Scenario] prints itself readably ([Scenario.String]) and becomes pods
 //     ([Scenario.Pods]) that [rollout.FromPods] reads back, to seed a cluster.

@@ -11,12 +11,45 @@ import (
 	"github.com/kplan-dev/kplan/rollout/rollouttest"
 )
 
+// The main flow of a property test: draw scenarios of every mode, run each rollout
+// to the end with a Driver against an Executor (here the Simulator without faults;
+// a controller against a test API server is another Executor), checking every step
+// against the invariants and the end state with Converged. In a test, the loop is a
+// rapid.Check and the scenario is drawn with Draw(t, "scenario"), so rapid
+// shrinks a failure to a minimal scenario.
+func Example() {
+	ctx := context.Background()
+	start := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
+	completed := 0
+	for _, mode := range []rollout.Mode{rollout.Rolling, rollout.Gang, rollout.Group} {
+		gen := rollouttest.ScenarioOf(mode, rollouttest.DefaultLimits)
+		for seed := range 50 {
+			sc := gen.Example(seed)
+			d := &rollouttest.Driver{Executor: rollouttest.NewSimulator(sc, rollouttest.NoFaults),
+				Strategy: sc.Strategy, Now: start}
+			if _, err := d.Run(ctx, 0); err != nil { // 0: within ProgressBound
+				fmt.Printf("%v\n%s\n", err, sc) // the scenario, readably
+				return
+			}
+			completed++
+		}
+	}
+	fmt.Println("rollouts completed within their bound, every step checked:", completed)
+	// Output: rollouts completed within their bound, every step checked: 150
+}
+
 // Check rejects a step that takes availability below the floor: 4 replicas with
 // maxUnavailable 1 may lose one at a time, not two.
 func ExampleCheck() {
-	s := rollout.Strategy{TargetRevision: "2-b", Replicas: 4,
-		MaxUnavailable: ptr(intstr.FromInt32(1)), MaxSurge: ptr(intstr.FromInt32(0))}
-	replicas := fleet("web", 4, "1-a", "", 0)
+	one, zero := intstr.FromInt32(1), intstr.FromInt32(0)
+	s := rollout.Strategy{TargetRevision: "2-b", Replicas: 4, MaxUnavailable: &one, MaxSurge: &zero}
+	available := rollout.State{Ready: true, Available: true, Healthy: true}
+	replicas := []rollout.Replica{
+		{Name: "web-0", Revision: "1-a", State: available},
+		{Name: "web-1", Revision: "1-a", State: available},
+		{Name: "web-2", Revision: "1-a", State: available},
+		{Name: "web-3", Revision: "1-a", State: available},
+	}
 	bad := rollout.Step{Update: []rollout.Update{
 		{Replica: "web-0", From: "1-a", To: "2-b"}, {Replica: "web-1", From: "1-a", To: "2-b"}}}
 	fmt.Println(rollouttest.Check(replicas, s, bad))
@@ -31,10 +64,14 @@ func ExampleCheck() {
 // a time, take ceil(6/2) = 3 reconciles that update and a 4th that finds all
 // available and reports Complete.
 func ExampleSimulator_Run() {
-	s := rollout.Strategy{TargetRevision: "2-b", Replicas: 6,
-		MaxUnavailable: ptr(intstr.FromInt32(2)), MaxSurge: ptr(intstr.FromInt32(0))}
-	sim := rollouttest.NewSimulator(rollouttest.Scenario{Strategy: s, Replicas: fleet("web", 6, "1-a", "", 0)},
-		rollouttest.NoFaults)
+	two, zero := intstr.FromInt32(2), intstr.FromInt32(0)
+	s := rollout.Strategy{TargetRevision: "2-b", Replicas: 6, MaxUnavailable: &two, MaxSurge: &zero}
+	var replicas []rollout.Replica
+	for i := range 6 {
+		replicas = append(replicas, rollout.Replica{Name: fmt.Sprintf("web-%d", i), Revision: "1-a",
+			State: rollout.State{Ready: true, Available: true, Healthy: true}})
+	}
+	sim := rollouttest.NewSimulator(rollouttest.Scenario{Strategy: s, Replicas: replicas}, rollouttest.NoFaults)
 	n, err := sim.Run(10)
 	fmt.Println(n, err, rollouttest.Converged(sim.Replicas, s))
 	// Output:
@@ -45,8 +82,12 @@ func ExampleSimulator_Run() {
 // replacement is ready (under CreateThenDelete), and accepts what PlanRecover plans.
 func ExampleCheckRecover() {
 	now := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
-	replicas := fleet("web", 3, "1-a", "", 0)
-	replicas[1].State = rollout.State{Failed: true, UnreadySince: now.Add(-time.Minute)}
+	available := rollout.State{Ready: true, Available: true, Healthy: true}
+	replicas := []rollout.Replica{
+		{Name: "web-0", Revision: "1-a", State: available},
+		{Name: "web-1", Revision: "1-a", State: rollout.State{Failed: true, UnreadySince: now.Add(-time.Minute)}},
+		{Name: "web-2", Revision: "1-a", State: available},
+	}
 	policy := rollout.RecoverPolicy{Strategy: rollout.CreateThenDelete}
 	bad := rollout.RecoverStep{Release: []string{"web-1"}}
 	fmt.Println(rollouttest.CheckRecover(replicas, policy, now, bad))
@@ -62,8 +103,10 @@ func ExampleCheckRecover() {
 // after ReleaseDelay it is deleted. Healthy says when recovery is over.
 func ExampleRecoverSimulator() {
 	now := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
-	replicas := fleet("web", 2, "1-a", "", 0)
-	replicas[0].State = rollout.State{Failed: true, UnreadySince: now.Add(-time.Minute)}
+	replicas := []rollout.Replica{
+		{Name: "web-0", Revision: "1-a", State: rollout.State{Failed: true, UnreadySince: now.Add(-time.Minute)}},
+		{Name: "web-1", Revision: "1-a", State: rollout.State{Ready: true, Available: true, Healthy: true}},
+	}
 	sim := &rollouttest.RecoverSimulator{Policy: rollout.RecoverPolicy{Strategy: rollout.CreateThenDelete},
 		Replicas: replicas, Now: now, Tick: time.Minute}
 	for range 4 {
@@ -93,7 +136,11 @@ func ExampleRecoverSimulator() {
 // is not.
 func ExampleHealthy() {
 	now := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
-	replicas := fleet("web", 2, "1-a", "", 0)
+	available := rollout.State{Ready: true, Available: true, Healthy: true}
+	replicas := []rollout.Replica{
+		{Name: "web-0", Revision: "1-a", State: available},
+		{Name: "web-1", Revision: "1-a", State: available},
+	}
 	fmt.Println(rollouttest.Healthy(replicas, rollout.RecoverPolicy{}, now))
 	replicas[1].State.Failed = true
 	fmt.Println(rollouttest.Healthy(replicas, rollout.RecoverPolicy{}, now))
@@ -140,9 +187,14 @@ func ExampleExhaustive() {
 // built-in Simulator; a controller running against a test API server
 // implements the same three methods and is driven, and checked, the same way.
 func ExampleDriver() {
-	s := rollout.Strategy{TargetRevision: "2-b", Replicas: 3,
-		MaxUnavailable: ptr(intstr.FromInt32(1)), MaxSurge: ptr(intstr.FromInt32(0))}
-	sc := rollouttest.Scenario{Strategy: s, Replicas: fleet("web", 3, "1-a", "", 0)}
+	one, zero := intstr.FromInt32(1), intstr.FromInt32(0)
+	s := rollout.Strategy{TargetRevision: "2-b", Replicas: 3, MaxUnavailable: &one, MaxSurge: &zero}
+	available := rollout.State{Ready: true, Available: true, Healthy: true}
+	sc := rollouttest.Scenario{Strategy: s, Replicas: []rollout.Replica{
+		{Name: "web-0", Revision: "1-a", State: available},
+		{Name: "web-1", Revision: "1-a", State: available},
+		{Name: "web-2", Revision: "1-a", State: available},
+	}}
 	fmt.Println(sc)
 
 	var ex rollouttest.Executor = rollouttest.NewSimulator(sc, rollouttest.NoFaults)
@@ -175,7 +227,7 @@ func ExampleDriver() {
 	replicas, _ := ex.Observe(ctx)
 	fmt.Println("within bound", bound, "converged:", rollouttest.Converged(replicas, s))
 	// Output:
-	// rolling to 2-b, 3 replicas, maxUnavailable 1, maxSurge 0, order LessFirst
+	// Rolling to 2-b, 3 replicas, maxUnavailable 1, maxSurge 0, order LessFirst
 	//   web-0 1-a available
 	//   web-1 1-a available
 	//   web-2 1-a available
@@ -209,6 +261,6 @@ func ExampleScenario_Pods() {
 	fmt.Println(rollouttest.Scenario{Strategy: sc.Strategy, GangSize: 2, Replicas: replicas}, err)
 	// Output:
 	// g-0-0 g-0 1-a True 11:59:30
-	// gang to 2-b, 1 gang of 2 members, maxUnavailable 25% (default), maxSurge 25% (default), order LessFirst
+	// Gang to 2-b, 1 gang of 2 members, maxUnavailable 25% (default), maxSurge 25% (default), order LessFirst
 	//   g-0 1-a [g-0-0 available, ready since 2026-01-01T11:59:30Z; g-0-missing-1 missing] <nil>
 }

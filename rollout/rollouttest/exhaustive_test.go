@@ -231,7 +231,7 @@ func TestExhaustiveRejectsBadScopes(t *testing.T) {
 		{Mode: rollout.Rolling, Replicas: 2, Revisions: 9},
 		{Mode: rollout.Rolling, Replicas: 2, Extra: -1},
 		{Mode: rollout.Gang, Replicas: 2, Columns: 9},
-		{Mode: rollout.Mode(7), Replicas: 1},
+		{Mode: rollout.Mode("Stateful"), Replicas: 1},
 	} {
 		if _, err := (&rollouttest.Exhaustive{Scope: sc}).Run(); err == nil || !strings.HasPrefix(err.Error(), "scope: ") {
 			t.Errorf("%+v: got %v, want a scope error", sc, err)

@@ -42,9 +42,9 @@ var DataRevisions = []string{"d1", "d2"}
 // DefaultLimits keep generated scenarios small enough for 1000 cases per property.
 var DefaultLimits = Limits{MaxReplicas: 12, MaxColumns: 3}
 
-// Budget generates an int-or-percent budget: an integer 0..max or a percent
+// Budgets generates an int-or-percent budget: an integer 0..max or a percent
 // 0..100 in steps of 5.
-func Budget(maxInt int) *rapid.Generator[intstr.IntOrString] {
+func Budgets(maxInt int) *rapid.Generator[intstr.IntOrString] {
 	return rapid.Custom(func(t *rapid.T) intstr.IntOrString {
 		if rapid.Bool().Draw(t, "percent") {
 			return intstr.FromString(fmt.Sprintf("%d%%", 5*rapid.IntRange(0, 20).Draw(t, "pct")))
@@ -53,19 +53,20 @@ func Budget(maxInt int) *rapid.Generator[intstr.IntOrString] {
 	})
 }
 
-// Strategy generates a valid strategy for mode with Replicas in 1..max, a budget that is not 0/0, a LatestRatio (nil half the time)
-// and any VersionOrder, with [Revisions] as History. The target is the newest of [Revisions].
-func Strategy(mode rollout.Mode, maxReplicas int) *rapid.Generator[rollout.Strategy] {
+// StrategyOf generates a valid strategy for mode with Replicas in 1..max, a budget
+// that is not 0/0, a LatestRatio (nil half the time) and any VersionOrder, with
+// [Revisions] as History. The target is the newest of [Revisions].
+func StrategyOf(mode rollout.Mode, maxReplicas int) *rapid.Generator[rollout.Strategy] {
 	return rapid.Custom(func(t *rapid.T) rollout.Strategy {
 		s := rollout.Strategy{
 			Mode:           mode,
 			TargetRevision: Revisions[len(Revisions)-1],
 			Replicas:       rapid.IntRange(1, maxReplicas).Draw(t, "replicas"),
-			VersionOrder:   rollout.VersionOrder(rapid.IntRange(0, 2).Draw(t, "versionOrder")),
+			VersionOrder:   rapid.SampledFrom([]rollout.VersionOrder{rollout.LessFirst, rollout.LatestFirst, rollout.OldFirst}).Draw(t, "versionOrder"),
 			History:        slices.Clone(Revisions),
 		}
-		u := Budget(3).Draw(t, "maxUnavailable")
-		sg := Budget(3).Draw(t, "maxSurge")
+		u := Budgets(3).Draw(t, "maxUnavailable")
+		sg := Budgets(3).Draw(t, "maxSurge")
 		if u.String() == "0" || u.String() == "0%" {
 			if sg.String() == "0" || sg.String() == "0%" {
 				sg = intstr.FromInt32(1)
@@ -80,9 +81,9 @@ func Strategy(mode rollout.Mode, maxReplicas int) *rapid.Generator[rollout.Strat
 	})
 }
 
-// State generates a replica state: mostly available, sometimes not ready, not
+// States generates a replica state: mostly available, sometimes not ready, not
 // yet available, unhealthy or failed.
-func State() *rapid.Generator[rollout.State] {
+func States() *rapid.Generator[rollout.State] {
 	return rapid.Custom(func(t *rapid.T) rollout.State {
 		switch rapid.IntRange(0, 9).Draw(t, "health") {
 		case 0:
@@ -106,7 +107,7 @@ func State() *rapid.Generator[rollout.State] {
 // unknown, so recovery timeouts never count it; set it to test them).
 func ScenarioOf(mode rollout.Mode, lim Limits) *rapid.Generator[Scenario] {
 	return rapid.Custom(func(t *rapid.T) Scenario {
-		s := Strategy(mode, lim.MaxReplicas).Draw(t, "strategy")
+		s := StrategyOf(mode, lim.MaxReplicas).Draw(t, "strategy")
 		if lim.Data {
 			s.TargetDataRevision = rapid.SampledFrom(DataRevisions).Draw(t, "targetData")
 			if b, err := rollout.ResolveBudget(s.MaxUnavailable, s.MaxSurge, s.Replicas); err == nil && b.MaxUnavailable == 0 {
@@ -145,11 +146,11 @@ func ScenarioOf(mode rollout.Mode, lim Limits) *rapid.Generator[Scenario] {
 				if mode == rollout.Gang {
 					for m := range sc.GangSize {
 						r.Members = append(r.Members, rollout.Member{
-							Name: fmt.Sprintf("%s-%d", r.Name, m), State: State().Draw(t, "member"),
+							Name: fmt.Sprintf("%s-%d", r.Name, m), State: States().Draw(t, "member"),
 							Missing: rapid.IntRange(0, 9).Draw(t, "missing") == 0})
 					}
 				} else {
-					r.State = State().Draw(t, "state")
+					r.State = States().Draw(t, "state")
 				}
 				sc.Replicas = append(sc.Replicas, r)
 			}

@@ -15,7 +15,7 @@ import (
 // data, column, state, priority and deletion cost (for a gang, each member's
 // state). Fields at their zero value are left out. It is not meant to be parsed.
 //
-//	rolling to 2-b, 3 replicas, maxUnavailable 1, maxSurge 0, order LessFirst
+//	Rolling to 2-b, 3 replicas, maxUnavailable 1, maxSurge 0, order LessFirst
 //	  r-0 1-a available
 //	  r-1 1-a not ready, priority 1
 //	  r-2 2-b failed
@@ -31,7 +31,11 @@ func (sc Scenario) String() string {
 
 func describeStrategy(s rollout.Strategy, gangSize int) string {
 	var parts []string
-	target := fmt.Sprintf("%s to %s", s.Mode, quoteEmpty(s.TargetRevision))
+	mode := s.Mode
+	if mode == "" {
+		mode = rollout.Rolling
+	}
+	target := fmt.Sprintf("%s to %s", mode, quoteEmpty(s.TargetRevision))
 	if s.TargetDataRevision != "" {
 		target += " and data " + s.TargetDataRevision
 	}
@@ -59,7 +63,11 @@ func describeStrategy(s rollout.Strategy, gangSize int) string {
 	if s.LatestRatio != nil {
 		parts = append(parts, "latestRatio "+s.LatestRatio.String())
 	}
-	parts = append(parts, "order "+s.VersionOrder.String())
+	order := s.VersionOrder
+	if order == "" {
+		order = rollout.LessFirst
+	}
+	parts = append(parts, "order "+string(order))
 	if len(s.History) > 0 {
 		parts = append(parts, "history "+strings.Join(s.History, " "))
 	}

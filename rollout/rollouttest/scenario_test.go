@@ -28,7 +28,7 @@ func TestScenarioString(t *testing.T) {
 				{Name: "r-4", Revision: "2-b", State: rollout.State{Ready: true}},
 				{Name: "r-5", Revision: "2-b", State: rollout.State{Terminating: true}},
 			}},
-			`rolling to 2-b, 3 replicas, maxUnavailable 1, maxSurge 0, order LessFirst
+			`Rolling to 2-b, 3 replicas, maxUnavailable 1, maxSurge 0, order LessFirst
   r-0 1-a available
   r-1 1-a ready, priority 1
   r-2 2-b not ready, cost -2
@@ -42,7 +42,7 @@ func TestScenarioString(t *testing.T) {
 			Replicas: []rollout.Replica{{Name: "g", Revision: "1-a", DataRevision: "d1", Members: []rollout.Member{
 				{Name: "g-0", Revision: "2-b", State: good}, {Name: "g-1", Missing: true}}}},
 		},
-			`gang to 2-b and data d2, 1 gang of 2 members, maxUnavailable 25% (default), maxSurge 25% (default), latestRatio 50%, order OldFirst, history 1-a 2-b
+			`Gang to 2-b and data d2, 1 gang of 2 members, maxUnavailable 25% (default), maxSurge 25% (default), latestRatio 50%, order OldFirst, history 1-a 2-b
   g 1-a data d1 [g-0 2-b available; g-1 missing]`},
 		{"group with columns, recovery and times", rollouttest.Scenario{
 			Strategy: rollout.Strategy{Mode: rollout.Group, TargetRevision: "2-b", Replicas: 1, Columns: []string{"a", "b"},
@@ -52,11 +52,11 @@ func TestScenarioString(t *testing.T) {
 				{Name: "a-1", Revision: "1-a", Column: "a", ReplacementFor: "a-0",
 					State: rollout.State{Ready: true, Healthy: true, ReadySince: at}},
 			}},
-			`group to 2-b, 1 row x columns a b, maxUnavailable 1, maxSurge 1, order LessFirst
+			`Group to 2-b, 1 row x columns a b, maxUnavailable 1, maxSurge 1, order LessFirst
   a-0 1-a column a failed, unready since 2026-01-01T12:00:00Z, swapped out at 2026-01-01T12:00:00Z
   a-1 1-a column a ready, ready since 2026-01-01T12:00:00Z, replacing a-0`},
 		{"the zero scenario", rollouttest.Scenario{},
-			`rolling to "", 0 replicas, maxUnavailable 25% (default), maxSurge 25% (default), order LessFirst`},
+			`Rolling to "", 0 replicas, maxUnavailable 25% (default), maxSurge 25% (default), order LessFirst`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

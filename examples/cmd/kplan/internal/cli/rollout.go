@@ -187,11 +187,11 @@ func runRollout(o *options, objs []manifest.Object) (any, error) {
 		return nil, blame(err, nil, podObjs)
 	}
 	out := stepOut{
-		Mode: strategy.Mode.String(), TargetRevision: strategy.TargetRevision, Replicas: strategy.Replicas,
+		Mode: strings.ToLower(string(strategy.Mode)), TargetRevision: strategy.TargetRevision, Replicas: strategy.Replicas,
 		Budget: budgetOut(step.Budget), Latest: step.Latest, Complete: step.Complete, Delete: step.Delete,
 	}
 	for _, w := range step.Waiting {
-		out.Waiting = append(out.Waiting, waitOut(w))
+		out.Waiting = append(out.Waiting, waitOut{Replica: w.Replica, Reason: string(w.Reason)})
 	}
 	for _, u := range step.Update {
 		out.Update = append(out.Update, updateOut(u))
@@ -362,7 +362,7 @@ func simulate(strategy rollout.Strategy, replicas []rollout.Replica, gangSize, m
 		return simulation{}, fmt.Errorf("simulation: %d replicas (%d pods) is more than the %d pods kplan simulates", strategy.Replicas, pods, MaxSimulatedPods)
 	}
 	sim := rollouttest.NewSimulator(rollouttest.Scenario{Strategy: strategy, Replicas: replicas, GangSize: gangSize}, rollouttest.NoFaults)
-	out := simulation{Mode: strategy.Mode.String(), TargetRevision: strategy.TargetRevision, Replicas: strategy.Replicas}
+	out := simulation{Mode: strings.ToLower(string(strategy.Mode)), TargetRevision: strategy.TargetRevision, Replicas: strategy.Replicas}
 	for range maxSteps {
 		step, err := sim.Reconcile()
 		if err != nil {

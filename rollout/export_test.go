@@ -1,0 +1,7 @@
+package rollout
+
+// Building blocks tested directly by the external tests.
+var (
+	Generation    = generation
+	SortRevisions = sortRevisions
+)
