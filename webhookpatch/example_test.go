@@ -91,8 +91,8 @@ func ExampleInjector_EnsureSidecar() {
 			pod.Annotations[webhookpatch.LaunchPriorityAnnotation])
 	}
 	// Output:
-	// v1.28.9 launch-priority: initContainers=[] containers=[reload engine] priority="Ordered"
-	// v1.31.0 native: initContainers=[reload] containers=[engine] priority=""
+	// v1.28.9 LaunchPriority: initContainers=[] containers=[reload engine] priority="Ordered"
+	// v1.31.0 Native: initContainers=[reload] containers=[engine] priority=""
 }
 
 // Diff computes the patch from the typed pods; keys are escaped and a prepended
@@ -261,10 +261,3 @@ func ExampleRemoveFinalizerPatch() {
 }
 
 // Annotation keys hold "/", which a JSON pointer must escape.
-func ExampleEscapePointerToken() {
-	fmt.Println("/metadata/annotations/" + webhookpatch.EscapePointerToken("kthena.io/ranktable-template"))
-	fmt.Println(webhookpatch.EscapePointerToken("a~b"))
-	// Output:
-	// /metadata/annotations/kthena.io~1ranktable-template
-	// a~0b
-}
