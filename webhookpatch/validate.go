@@ -24,7 +24,7 @@ import (
 //   - annotation keys are qualified names and all annotations together (keys plus
 //     values) are at most Kubernetes' limit, [apivalidation.TotalAnnotationSizeLimitB]
 //     (256 KiB); labels are valid keys and values.
-
+//
 // The error list is in pod order and names each field with its path.
 func Validate(pod *corev1.Pod) field.ErrorList {
 	var errs field.ErrorList
