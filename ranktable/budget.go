@@ -25,7 +25,7 @@ const (
 	DefaultMaxTemplateValueBytes = 16 << 20
 	// MaxValueDepth is the deepest a value built by a template (or decoded by fromJson)
 	// may nest. A value can never contain itself.
-	MaxValueDepth = 64
+	maxValueDepth = 64
 )
 
 // ErrBudgetExceeded is wrapped by every error caused by a template execution using more
@@ -117,7 +117,7 @@ type valueSize struct {
 
 // errTooDeep is returned by walk for values nested deeper than MaxValueDepth.
 func errTooDeep(fn string) error {
-	return fmt.Errorf("%s: value nested deeper than %d levels: %w", fn, MaxValueDepth, ErrBudgetExceeded)
+	return fmt.Errorf("%s: value nested deeper than %d levels: %w", fn, maxValueDepth, ErrBudgetExceeded)
 }
 
 // walk measures v, charging one unit of work per element visited (a value shared
@@ -168,7 +168,7 @@ func (w *walker) visit(depth int) bool {
 		w.over = true
 		return false
 	}
-	if depth > MaxValueDepth {
+	if depth > maxValueDepth {
 		w.tooDeep = true
 		return false
 	}

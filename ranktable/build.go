@@ -10,33 +10,31 @@ import (
 )
 
 // Order is the policy that orders servers and the devices inside a server, and so
-// assigns rank ids.
-type Order int
+// assigns rank ids. The empty Order is [Natural].
+type Order string
 
 // Orders.
 const (
 	// Natural orders server ids and device ids digit-run aware: device "10" follows "9"
 	// and server "192.168.1.10" follows "192.168.1.9". The default.
-	Natural Order = iota
+	Natural Order = "Natural"
 	// Lexicographic orders both as plain strings, exactly as the design does.
-	Lexicographic
+	Lexicographic Order = "Lexicographic"
 	// PodIndex orders servers by a stable per-pod index (the hccl/rankIndex annotation
 	// when present, else role id, entry pod first, then pod name) and devices
 	// numerically.
-	PodIndex
+	PodIndex Order = "PodIndex"
 )
 
-// String returns the policy's name.
-func (o Order) String() string {
+// normalize returns o with the default applied, or an error for an unknown order.
+func (o Order) normalize() (Order, error) {
 	switch o {
-	case Natural:
-		return "Natural"
-	case Lexicographic:
-		return "Lexicographic"
-	case PodIndex:
-		return "PodIndex"
+	case "":
+		return Natural, nil
+	case Natural, Lexicographic, PodIndex:
+		return o, nil
 	}
-	return "Order(" + strconv.Itoa(int(o)) + ")"
+	return "", fmt.Errorf("%q is not an order (want %s, %s or %s)", string(o), Natural, Lexicographic, PodIndex)
 }
 
 // Table statuses.
@@ -146,9 +144,11 @@ func Build(members []Member, opts BuildOptions) (*Table, error) {
 // build is Build; validate=false skips the per-pod checks for data parseChecked
 // already checked.
 func build(members []Member, opts BuildOptions, validate bool) (*Table, error) {
-	if opts.Order < Natural || opts.Order > PodIndex {
-		return nil, fmt.Errorf("BuildOptions.Order: %v is not a known order", opts.Order)
+	order, err := opts.Order.normalize()
+	if err != nil {
+		return nil, fmt.Errorf("BuildOptions.Order: %v", err)
 	}
+	opts.Order = order
 	ms := make([]*Member, len(members))
 	for i := range members {
 		ms[i] = &members[i]

@@ -53,14 +53,14 @@ func TestBadArgumentsAreErrorsNotPanics(t *testing.T) {
 		call func() error
 		want string
 	}{
-		{"Build with an out-of-range Order", func() error {
-			_, err := Build(oneServerMembers(1, 1), BuildOptions{Order: PodIndex + 1})
+		{"Build with an unknown Order", func() error {
+			_, err := Build(oneServerMembers(1, 1), BuildOptions{Order: "Random"})
 			return err
-		}, "BuildOptions.Order: Order(3) is not a known order"},
-		{"Build with a negative Order", func() error {
-			_, err := Build(nil, BuildOptions{Order: -1})
+		}, `BuildOptions.Order: "Random" is not an order (want Natural, Lexicographic or PodIndex)`},
+		{"Build with a lower-case Order", func() error {
+			_, err := Build(nil, BuildOptions{Order: "natural"})
 			return err
-		}, "BuildOptions.Order: Order(-1) is not a known order"},
+		}, `BuildOptions.Order: "natural" is not an order (want Natural, Lexicographic or PodIndex)`},
 		{"ParsePod(nil)", func() error { _, err := tm.ParsePod(nil); return err }, "pod is nil"},
 		{"ParsePod on a nil Template", func() error { _, err := nilTemplate.ParsePod(nil); return err }, "template is nil"},
 		{"ParseAnnotation on a nil Template", func() error { _, err := nilTemplate.ParseAnnotation("{}"); return err }, "template is nil"},
@@ -493,7 +493,7 @@ func TestPlanNamesAbsentMembers(t *testing.T) {
 	})
 	t.Run("at most MaxAbsentNamed", func(t *testing.T) {
 		res, _ := Plan(Input{Owner: o, Template: tm, Expected: map[GroupKey]int{k: 1 << 40}, Now: t0})
-		if n := len(res.Groups[0].Absent); n != MaxAbsentNamed {
+		if n := len(res.Groups[0].Absent); n != maxAbsentNamed {
 			t.Errorf("%d named", n)
 		}
 	})

@@ -22,7 +22,7 @@ func TestDesignScenario(t *testing.T) {
 		}
 		t.Run(name, func(t *testing.T) {
 			o := testOwner("qwen-inference")
-			tm := mustLibrary(t, LibraryMindIERole, LoadOptions{DisableNative: !native})
+			tm := mustLibrary(t, LibraryMindIERole, LoadOptions{disableNative: !native})
 			if (tm.native != nil) != native {
 				t.Fatalf("native renderer chosen = %v, want %v", tm.native != nil, native)
 			}

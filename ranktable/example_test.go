@@ -93,13 +93,13 @@ func ExamplePlan() {
 	res, _ = ranktable.Plan(in)
 	fmt.Println(res.Groups[0].Phase, res.ConfigMaps[0].Action, len(res.ConfigMaps[0].ConfigMap.Data["ranktable.json"]), "bytes")
 	for _, e := range res.Events {
-		fmt.Println(e.Reason, e.Object)
+		fmt.Println(e.Reason, e.Object.Kind, e.Object.Namespace+"/"+e.Object.Name)
 	}
 	// Output:
 	// qwen-0/worker-0 qwen-0-worker-0-ranktable Waiting [default/qwen-0-worker-0-1]
-	// create 5s
-	// Completed update 460 bytes
-	// RanktableGenerated default/qwen-0-worker-0-ranktable
+	// Create 5s
+	// Completed Update 460 bytes
+	// RanktableGenerated ConfigMap default/qwen-0-worker-0-ranktable
 }
 
 func ExampleInject() {
@@ -162,8 +162,8 @@ func ExamplePlanner() {
 		fmt.Println(d.ConfigMap.Name, d.Action)
 	}
 	// Output:
-	// qwen-0-ranktable none
-	// qwen-1-ranktable update
+	// qwen-0-ranktable None
+	// qwen-1-ranktable Update
 }
 
 // The Ascend device plugin's annotation is decoded by a built-in parser: no parser
@@ -271,26 +271,6 @@ func ExampleParseLevel() {
 	// role false
 	// group false
 	//  true
-}
-
-// What a parser template prints, decoded; unknown keys are errors, so a typo does not
-// silently drop a device.
-func ExampleDecodeParserOutput() {
-	d, err := ranktable.DecodeParserOutput([]byte("podName: qwen-0\nserverId: 192.168.1.9\ndevices:\n- deviceId: \"0\"\n  deviceIp: 10.0.0.1\n"))
-	fmt.Println(d.PodName, d.ServerID, d.Devices[0].ID, d.Devices[0].IP, err)
-	_, err = ranktable.DecodeParserOutput([]byte("podName: qwen-0\nsevrerId: 192.168.1.9\n"))
-	fmt.Println(err != nil)
-	// Output:
-	// qwen-0 192.168.1.9 0 10.0.0.1 <nil>
-	// true
-}
-
-// The wait container holds the engine until the table file exists and is not empty.
-func ExampleWaitContainer() {
-	t, _ := ranktable.LoadLibraryTemplate("ascend-ranktable-template-mindie-role", ranktable.LoadOptions{})
-	c := ranktable.WaitContainer(ranktable.InjectOptions{ConfigMapName: "qwen-prefill-ranktable", Template: t})
-	fmt.Println(c.Name, c.Image, c.VolumeMounts[0].MountPath, c.VolumeMounts[0].ReadOnly)
-	// Output: wait-ranktable busybox:1.36 /etc/ascend/ranktable true
 }
 
 // Render runs the template on a built table.

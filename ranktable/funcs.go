@@ -13,6 +13,7 @@ import (
 	"text/template"
 
 	"github.com/Masterminds/sprig/v3"
+	apivalidation "k8s.io/apimachinery/pkg/api/validation"
 )
 
 // Limits on what templates may produce.
@@ -21,12 +22,9 @@ const (
 	// on a rendered table: the most data a ConfigMap can hold.
 	DefaultMaxOutputBytes = 1 << 20
 	// MaxSequenceLength is the most elements until, untilStep and seq may return.
-	MaxSequenceLength = 1 << 16
+	maxSequenceLength = 1 << 16
 	// MaxFuncStringBytes is the most bytes repeat, indent and nindent may return.
-	MaxFuncStringBytes = 1 << 20
-	// MaxAnnotationBytes is the largest pod annotation that is decoded: the API
-	// server's limit for all annotations of an object together.
-	MaxAnnotationBytes = 256 << 10
+	maxFuncStringBytes = 1 << 20
 	// maxRegexpSize is the most instructions a compiled regular expression may have.
 	maxRegexpSize = 10_000
 )
@@ -111,7 +109,7 @@ var funcMap = bindFuncs(&budget{perCall: true, maxWork: DefaultMaxTemplateWork, 
 // the execution's budget; the functions returned here only check that each single call
 // stays within the default limits. Parser templates can call podIP, nodeName, podName
 // and podNamespace as well.
-func FuncMap() template.FuncMap {
+func templateFuncs() template.FuncMap {
 	m := make(template.FuncMap, len(funcMap))
 	for k, v := range funcMap {
 		if !strings.HasPrefix(k, "_") {
@@ -434,8 +432,8 @@ func toJSON(v any) (string, error) {
 }
 
 func fromJSON(b *budget, fn, s string) (any, error) {
-	if len(s) > MaxAnnotationBytes {
-		return nil, tooLong(fn, int64(len(s)), MaxAnnotationBytes)
+	if len(s) > apivalidation.TotalAnnotationSizeLimitB {
+		return nil, tooLong(fn, int64(len(s)), apivalidation.TotalAnnotationSizeLimitB)
 	}
 	// Decoded values take at most about 24 bytes per input byte ("[0,0,...]").
 	if err := b.charge(fn, 1+int64(len(s))/16, 24*int64(len(s))+64); err != nil {
@@ -478,8 +476,8 @@ func cappedUntilStep(b *budget, fn string, start, stop, step int) ([]int, error)
 	if n == 0 {
 		return nil, nil
 	}
-	if n > MaxSequenceLength {
-		return nil, tooLong(fn, int64(min(n, math.MaxInt64)), MaxSequenceLength)
+	if n > maxSequenceLength {
+		return nil, tooLong(fn, int64(min(n, math.MaxInt64)), maxSequenceLength)
 	}
 	if err := b.charge(fn, int64(n), 8*int64(n)+24); err != nil {
 		return nil, err
@@ -528,8 +526,8 @@ func cappedSeq(b *budget, params ...int) (string, error) {
 	if n == 0 {
 		return "", nil
 	}
-	if n > MaxSequenceLength {
-		return "", tooLong("seq", int64(min(n, math.MaxInt64)), MaxSequenceLength)
+	if n > maxSequenceLength {
+		return "", tooLong("seq", int64(min(n, math.MaxInt64)), maxSequenceLength)
 	}
 	if err := b.charge("seq", int64(n), 21*int64(n)); err != nil {
 		return "", err
@@ -551,8 +549,8 @@ func cappedRepeat(b *budget, count int, s string) (string, error) {
 		return "", nil
 	}
 	n := satMul(int64(count), int64(len(s)))
-	if n > MaxFuncStringBytes {
-		return "", tooLong("repeat", n, MaxFuncStringBytes)
+	if n > maxFuncStringBytes {
+		return "", tooLong("repeat", n, maxFuncStringBytes)
 	}
 	if err := b.charge("repeat", 1+n/64, n); err != nil {
 		return "", err
@@ -566,8 +564,8 @@ func cappedIndent(b *budget, fn string, n int, s string) (string, error) {
 	}
 	lines := int64(strings.Count(s, "\n")) + 1
 	total := satAdd(int64(len(s)), satMul(lines, int64(n)))
-	if total > MaxFuncStringBytes {
-		return "", tooLong(fn, total, MaxFuncStringBytes)
+	if total > maxFuncStringBytes {
+		return "", tooLong(fn, total, maxFuncStringBytes)
 	}
 	if err := b.charge(fn, 1+total/64, total); err != nil {
 		return "", err

@@ -37,7 +37,7 @@ var fuzzTemplates = func() []*Template {
 	var out []*Template
 	for _, cm := range LibraryConfigMaps() {
 		if cm.Data[KeyRanktableTemplate] != "" {
-			tm, err := LoadLibraryTemplate(cm.Name, LoadOptions{DisableNative: true})
+			tm, err := LoadLibraryTemplate(cm.Name, LoadOptions{disableNative: true})
 			if err != nil {
 				panic(err)
 			}
@@ -105,7 +105,7 @@ func FuzzDecodeParserOutput(f *testing.F) {
 	f.Add([]byte("serverId: s\ndevices: []\n"))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		fast, ok := fastDecode(b)
-		d, err := DecodeParserOutput(b)
+		d, err := decodeParserOutput(b)
 		if !ok {
 			return
 		}

@@ -14,15 +14,15 @@ import (
 
 // Names of what Inject adds to a pod.
 const (
-	InjectorName          = "ranktable"
-	VolumeName            = "ranktable"
-	InitContainerName     = "wait-ranktable"
-	DefaultWaitImage      = "busybox:1.36"
-	DefaultPollInterval   = 2 * time.Second
-	waitRunAsUser         = 65534
-	defaultWaitCPU        = "10m"
-	defaultWaitMemory     = "16Mi"
-	defaultWaitMemoryLimt = "32Mi"
+	InjectorName           = "ranktable"
+	VolumeName             = "ranktable"
+	InitContainerName      = "wait-ranktable"
+	DefaultWaitImage       = "busybox:1.36"
+	DefaultPollInterval    = 2 * time.Second
+	waitRunAsUser          = 65534
+	defaultWaitCPU         = "10m"
+	defaultWaitMemory      = "16Mi"
+	defaultWaitMemoryLimit = "32Mi"
 )
 
 // InjectOptions configure Inject. Only ConfigMapName and Template are required.
@@ -74,7 +74,7 @@ func Inject(pod *corev1.Pod, opts InjectOptions) (bool, error) {
 	if err := step(in.EnsureVolume(pod, vol)); err != nil {
 		return changed, err
 	}
-	if err := step(in.EnsureInitContainer(pod, WaitContainer(opts))); err != nil {
+	if err := step(in.EnsureInitContainer(pod, waitContainer(opts))); err != nil {
 		return changed, err
 	}
 	mount := corev1.VolumeMount{Name: VolumeName, MountPath: t.MountPath, ReadOnly: true}
@@ -90,7 +90,7 @@ func Inject(pod *corev1.Pod, opts InjectOptions) (bool, error) {
 }
 
 // WaitContainer returns the wait-ranktable init container Inject adds.
-func WaitContainer(opts InjectOptions) corev1.Container {
+func waitContainer(opts InjectOptions) corev1.Container {
 	t := opts.Template
 	poll := max(opts.PollInterval, time.Second)
 	if opts.PollInterval == 0 {
@@ -101,7 +101,7 @@ func WaitContainer(opts InjectOptions) corev1.Container {
 			corev1.ResourceCPU:    resource.MustParse(defaultWaitCPU),
 			corev1.ResourceMemory: resource.MustParse(defaultWaitMemory),
 		},
-		Limits: corev1.ResourceList{corev1.ResourceMemory: resource.MustParse(defaultWaitMemoryLimt)},
+		Limits: corev1.ResourceList{corev1.ResourceMemory: resource.MustParse(defaultWaitMemoryLimit)},
 	}
 	if opts.Resources != nil {
 		res = *opts.Resources.DeepCopy()

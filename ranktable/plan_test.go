@@ -174,9 +174,9 @@ func TestPlanGroups(t *testing.T) {
 	})
 }
 
-func hasEvent(res Result, reason, object string) bool {
+func hasEvent(res Result, reason Reason, object string) bool {
 	for _, e := range res.Events {
-		if e.Reason == reason && e.Object == object {
+		if e.Reason == reason && e.Object.Namespace+"/"+e.Object.Name == object {
 			return true
 		}
 	}

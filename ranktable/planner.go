@@ -180,7 +180,8 @@ func (p *ownerPlanner) plan(in Input, level Level) (Result, error) {
 	t := in.Template
 	g := in.Grouping.withDefaults()
 	limit := RenderOptions{MaxOutputBytes: in.MaxOutputBytes}.limit()
-	bopts := BuildOptions{Order: in.Order, Timestamp: in.Timestamp}
+	order, _ := in.Order.normalize() // checked by Input.check
+	bopts := BuildOptions{Order: order, Timestamp: in.Timestamp}
 	owner := in.Owner.UID
 
 	res := Result{Level: level}
@@ -282,6 +283,7 @@ func (p *ownerPlanner) plan(in Input, level Level) (Result, error) {
 			}
 		}
 		var parseErr error
+		var missing []*corev1.Pod
 		if ready < len(refs) {
 			// Missing pods and the first parse error, in pod order.
 			slices.SortFunc(refs, func(a, b podRef) int { return natural.Compare(a.key(), b.key()) })
@@ -289,6 +291,7 @@ func (p *ownerPlanner) plan(in Input, level Level) (Result, error) {
 				switch {
 				case r.entry == nil:
 					st.Missing = append(st.Missing, r.key())
+					missing = append(missing, r.pod)
 				case r.entry.err != nil && parseErr == nil:
 					parseErr = fmt.Errorf("pod %s: annotation %s: %w", r.entry.key, t.AnnotationName, r.entry.err)
 				}
@@ -331,8 +334,9 @@ func (p *ownerPlanner) plan(in Input, level Level) (Result, error) {
 			}
 		}
 		clear(ge.refs) // keep the capacity, not the pods
-		for _, m := range st.Missing {
-			res.Events = append(res.Events, Event{Type: corev1.EventTypeNormal, Reason: ReasonAnnotationMissing, Kind: "Pod", Object: m,
+		for _, pod := range missing {
+			res.Events = append(res.Events, Event{Type: corev1.EventTypeNormal, Reason: ReasonAnnotationMissing,
+				Object:  corev1.ObjectReference{APIVersion: "v1", Kind: "Pod", Namespace: pod.Namespace, Name: pod.Name, UID: pod.UID},
 				Message: fmt.Sprintf("pod has no %s annotation yet (group %s)", t.AnnotationName, k)})
 		}
 		res.Groups = append(res.Groups, st)
@@ -342,13 +346,17 @@ func (p *ownerPlanner) plan(in Input, level Level) (Result, error) {
 		}
 		dc := desired(in.Owner, t, ge, cur, content, contHash, podsHash)
 		res.ConfigMaps = append(res.ConfigMaps, dc)
+		cmRef := corev1.ObjectReference{APIVersion: "v1", Kind: "ConfigMap", Namespace: in.Owner.Namespace, Name: st.ConfigMapName}
+		if cur != nil {
+			cmRef.UID = cur.UID
+		}
 		if dc.Action == ActionCreate {
-			res.Events = append(res.Events, Event{Type: corev1.EventTypeNormal, Reason: ReasonConfigMapCreated, Kind: "ConfigMap",
-				Object: in.Owner.Namespace + "/" + st.ConfigMapName, Message: fmt.Sprintf("ranktable ConfigMap for group %s", k)})
+			res.Events = append(res.Events, Event{Type: corev1.EventTypeNormal, Reason: ReasonConfigMapCreated, Object: cmRef,
+				Message: fmt.Sprintf("ranktable ConfigMap for group %s", k)})
 		}
 		if st.Phase == PhaseCompleted && expected > 0 && dc.Action != ActionNone && (cur == nil || cur.Data[t.Filename] != content) {
-			res.Events = append(res.Events, Event{Type: corev1.EventTypeNormal, Reason: ReasonGenerated, Kind: "ConfigMap",
-				Object: in.Owner.Namespace + "/" + st.ConfigMapName, Message: fmt.Sprintf("ranktable for group %s: %d pods, content hash %s", k, ready, contHash)})
+			res.Events = append(res.Events, Event{Type: corev1.EventTypeNormal, Reason: ReasonGenerated, Object: cmRef,
+				Message: fmt.Sprintf("ranktable for group %s: %d pods, content hash %s", k, ready, contHash)})
 		}
 		if st.Phase == PhaseFailed {
 			res.Events = append(res.Events, failedEvent(in.Owner, st))
@@ -371,7 +379,7 @@ func (p *ownerPlanner) plan(in Input, level Level) (Result, error) {
 // absentMembers names the expected members of group k that have no pod: see
 // GroupStatus.Absent.
 func absentMembers(namespace string, k GroupKey, level Level, g Grouping, refs []podRef, expected int) []string {
-	n := min(expected-len(refs), MaxAbsentNamed)
+	n := min(expected-len(refs), maxAbsentNamed)
 	if n <= 0 {
 		return nil
 	}
@@ -423,8 +431,7 @@ func absentText(absent []string) string {
 }
 
 func failedEvent(o Owner, st GroupStatus) Event {
-	return Event{Type: corev1.EventTypeWarning, Reason: ReasonGenerationFailed, Kind: o.GVK.Kind,
-		Object: o.Namespace + "/" + o.Name, Message: st.Error.Error()}
+	return Event{Type: corev1.EventTypeWarning, Reason: ReasonGenerationFailed, Object: o.reference(), Message: st.Error.Error()}
 }
 
 func latestCreation[T any](cm *corev1.ConfigMap, refs []T, pod func(T) *corev1.Pod) time.Time {

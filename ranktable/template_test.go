@@ -123,7 +123,7 @@ func TestExplodingTemplateFailsFastWithTheSizeError(t *testing.T) {
 }
 
 func TestFuncMapIsHermetic(t *testing.T) {
-	m := FuncMap()
+	m := templateFuncs()
 	for _, name := range []string{"env", "expandenv", "now", "date", "randAlpha", "randInt", "uuidv4", "shuffle", "ago", "genPrivateKey", "getHostByName"} {
 		if _, ok := m[name]; ok {
 			t.Errorf("FuncMap has %s", name)
