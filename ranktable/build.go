@@ -80,12 +80,17 @@ type Table struct {
 	Roles []RoleServers
 }
 
-// Server is one server (node) of a table.
+// Server is one server (node) of a table. Field names are the design's, as templates
+// use them.
 type Server struct {
-	ServerId    string //nolint:revive // design's name
-	HostIp      string //nolint:revive
-	ContainerIp string //nolint:revive
-	SuperPodId  string //nolint:revive
+	// ServerId is the server id the pods' annotations give (usually the node IP).
+	ServerId string
+	// HostIp is the node's IP as the device plugin reports it, or "".
+	HostIp string
+	// ContainerIp is the IP of the pod the server's devices came from.
+	ContainerIp string
+	// SuperPodId is the Atlas A3 super pod the server belongs to, or "".
+	SuperPodId string
 	// PodName is the name of the pod the server's devices came from.
 	PodName string
 	// NodeName is the node the pod runs on.
@@ -96,19 +101,25 @@ type Server struct {
 	Devices []RankedDevice
 }
 
-// RankedDevice is one device with its rank.
+// RankedDevice is one device with its rank. Field names are the design's, as
+// templates use them; numbers are decimal strings.
 type RankedDevice struct {
-	DeviceId      string //nolint:revive // design's name
-	DeviceIp      string //nolint:revive
-	SuperDeviceId string //nolint:revive
-	RankId        string //nolint:revive
+	// DeviceId is the device id the annotation gives ("0".."15").
+	DeviceId string
+	// DeviceIp is the device's RoCE IP address.
+	DeviceIp string
+	// SuperDeviceId is the device's id inside its super pod (Atlas A3), or "".
+	SuperDeviceId string
+	// RankId is the device's rank, 0..n-1 over the table.
+	RankId string
 	// ClusterId is the 1-based global index of the device (RankId + 1).
-	ClusterId string //nolint:revive
+	ClusterId string
 }
 
 // SuperPod is one super pod of an Atlas A3 table.
 type SuperPod struct {
-	SuperPodId string //nolint:revive
+	// SuperPodId is the super pod's id.
+	SuperPodId string
 	// ServerIds are the super pod's servers, in rank order.
 	ServerIds []string
 }

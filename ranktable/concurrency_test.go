@@ -108,7 +108,7 @@ func TestPlannerOwnersDoNotWaitForEachOther(t *testing.T) {
 // TestPlannerSameOwnerConcurrently: concurrent Plan calls for one owner (and for
 // others) all return what Plan returns, and the cache stays correct afterwards.
 func TestPlannerSameOwnerConcurrently(t *testing.T) {
-	parser := mustLibrary(t, LibraryMindIERole, LoadOptions{disableNative: true})
+	parser := withoutNative(mustLibrary(t, LibraryMindIERole, LoadOptions{}))
 	p := NewPlanner()
 	owners := []Owner{testOwner("one"), testOwner("two")}
 	var wg sync.WaitGroup

@@ -8,11 +8,130 @@ import (
 
 	"github.com/kplan-dev/kplan/ranktable"
 	"github.com/kplan-dev/kplan/webhookpatch"
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 )
+
+// The whole flow: a webhook makes each new pod of an owner wait for and mount its
+// ranktable, and the controller plans the ranktable ConfigMaps from the owner, its pods
+// and the template.
+func Example() {
+	// The template as a cluster holds it: a ranktable template ConfigMap and the pod
+	// parser ConfigMap it names (both from the library here).
+	rt, _ := ranktable.LibraryConfigMap(ranktable.LibraryMindIERole)
+	parserCM, _ := ranktable.LibraryConfigMap(ranktable.ParserConfigMapName(rt))
+	tmpl, err := ranktable.LoadTemplate(rt, parserCM, ranktable.LoadOptions{})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+
+	// The owner can be any object; here a StatefulSet of two pods.
+	sts := &appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Name: "qwen", Namespace: "default", UID: "sts-uid"}}
+	stsGVK := appsv1.SchemeGroupVersion.WithKind("StatefulSet")
+	yes := true
+	newPod := func(i int) *corev1.Pod {
+		return &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{
+				Name: fmt.Sprintf("qwen-%d", i), Namespace: "default", UID: types.UID(fmt.Sprintf("pod-uid-%d", i)),
+				Labels: map[string]string{ranktable.LabelGroupName: "qwen-0", ranktable.LabelRole: "worker"},
+				OwnerReferences: []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "StatefulSet", Name: "qwen",
+					UID: "sts-uid", Controller: &yes}},
+			},
+			Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "engine", Image: "mindie:1"}}},
+		}
+	}
+
+	// The mutating webhook, when a pod is created: name the pod's ConfigMap, inject,
+	// answer with the patch.
+	level, err := ranktable.ResolveLevel(sts, tmpl)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	pod := newPod(0)
+	cmName := ranktable.ConfigMapName(sts.Name, ranktable.KeyOf(pod, level, ranktable.Grouping{}))
+	mutated := pod.DeepCopy()
+	if _, err := ranktable.Inject(mutated, ranktable.InjectOptions{ConfigMapName: cmName, Template: tmpl}); err != nil {
+		fmt.Println(err)
+		return
+	}
+	ops, err := webhookpatch.Diff(pod, mutated)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println("webhook patch for pod", pod.Name+":")
+	for _, op := range ops {
+		fmt.Println(" ", op.Op, op.Path)
+	}
+
+	// The device plugin annotates the pods with their NPUs; the controller plans.
+	var pods []*corev1.Pod
+	for i := range 2 {
+		p := newPod(i)
+		p.Annotations = map[string]string{ranktable.DefaultAnnotationName: fmt.Sprintf(
+			`{"pod_name":"qwen-%d","server_id":"192.168.1.%d","devices":[{"device_id":"0","device_ip":"10.20.0.%d"}]}`, i, 10+i, 2+i)}
+		pods = append(pods, p)
+	}
+	res, err := ranktable.Plan(ranktable.Input{
+		Owner: ranktable.NewOwner(sts, stsGVK), Template: tmpl, Pods: pods,
+		Expected: map[ranktable.GroupKey]int{{Group: "qwen-0", Role: "worker"}: 2},
+	})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	for _, g := range res.Groups {
+		fmt.Println("group", g.Group, g.Phase, g.Pods, "of", g.Expected, "pods")
+	}
+	for _, d := range res.ConfigMaps {
+		fmt.Println(d.Action, "ConfigMap", d.ConfigMap.Name, "with", strings.TrimSpace(d.ConfigMap.Data[tmpl.Filename]))
+	}
+	for _, e := range res.Events {
+		fmt.Println("event", e.Reason, "on", e.Object.Kind, e.Object.Name)
+	}
+	// Output:
+	// webhook patch for pod qwen-0:
+	//   add /metadata/annotations
+	//   add /spec/volumes
+	//   add /spec/initContainers
+	//   add /spec/containers/0/env
+	//   add /spec/containers/0/volumeMounts
+	// group qwen-0/worker Completed 2 of 2 pods
+	// Create ConfigMap qwen-0-worker-ranktable with {
+	//   "version": "1.0",
+	//   "server_count": "2",
+	//   "server_list": [
+	//     {
+	//       "server_id": "192.168.1.10",
+	//       "device": [
+	//         {
+	//           "device_id": "0",
+	//           "device_ip": "10.20.0.2",
+	//           "rank_id": "0"
+	//         }
+	//       ]
+	//     },
+	//     {
+	//       "server_id": "192.168.1.11",
+	//       "device": [
+	//         {
+	//           "device_id": "0",
+	//           "device_ip": "10.20.0.3",
+	//           "rank_id": "1"
+	//         }
+	//       ]
+	//     }
+	//   ],
+	//   "status": "completed"
+	// }
+	// event RanktableConfigMapCreated on ConfigMap qwen-0-worker-ranktable
+	// event RanktableGenerated on ConfigMap qwen-0-worker-ranktable
+}
 
 func ExampleLoadTemplate() {
 	rt := &corev1.ConfigMap{

@@ -55,6 +55,14 @@ func designPods(o Owner) []*corev1.Pod {
 	return pods
 }
 
+// withoutNative returns a copy of t that renders through text/template even when t
+// is a library template with a native renderer.
+func withoutNative(t *Template) *Template {
+	c := *t
+	c.native = nil
+	return &c
+}
+
 func mustLibrary(t testing.TB, name string, opts LoadOptions) *Template {
 	t.Helper()
 	tm, err := LoadLibraryTemplate(name, opts)

@@ -16,14 +16,15 @@ import (
 	apivalidation "k8s.io/apimachinery/pkg/api/validation"
 )
 
-// Limits on what templates may produce.
+// DefaultMaxOutputBytes is the default cap on a rendered table (Input.MaxOutputBytes,
+// RenderOptions.MaxOutputBytes): the most data a ConfigMap can hold.
+const DefaultMaxOutputBytes = 1 << 20
+
+// Limits of single template function results.
 const (
-	// DefaultMaxOutputBytes is the default cap on one template execution's output and
-	// on a rendered table: the most data a ConfigMap can hold.
-	DefaultMaxOutputBytes = 1 << 20
-	// MaxSequenceLength is the most elements until, untilStep and seq may return.
+	// maxSequenceLength is the most elements until, untilStep and seq may return.
 	maxSequenceLength = 1 << 16
-	// MaxFuncStringBytes is the most bytes repeat, indent and nindent may return.
+	// maxFuncStringBytes is the most bytes repeat, indent and nindent may return.
 	maxFuncStringBytes = 1 << 20
 	// maxRegexpSize is the most instructions a compiled regular expression may have.
 	maxRegexpSize = 10_000
@@ -95,10 +96,10 @@ type funcSpec func(b *budget) any
 var funcSpecs = buildFuncSpecs()
 
 // funcMap is the functions bound to a budget that allows any single call within the
-// default limits: what parsing needs, and what FuncMap returns.
+// default limits: what parsing needs, and what templateFuncs returns.
 var funcMap = bindFuncs(&budget{perCall: true, maxWork: DefaultMaxTemplateWork, maxBytes: DefaultMaxTemplateValueBytes})
 
-// FuncMap returns a copy of the functions ranktable and parser templates can call:
+// templateFuncs returns a copy of the functions ranktable and parser templates can call:
 // sprig's text functions without those that read the clock, the time zone, the
 // environment or the network, are random, or whose output is not bounded (see the
 // package doc), with size-capped until, untilStep, seq, repeat, indent and nindent,

@@ -37,11 +37,11 @@ var fuzzTemplates = func() []*Template {
 	var out []*Template
 	for _, cm := range LibraryConfigMaps() {
 		if cm.Data[KeyRanktableTemplate] != "" {
-			tm, err := LoadLibraryTemplate(cm.Name, LoadOptions{disableNative: true})
+			tm, err := LoadLibraryTemplate(cm.Name, LoadOptions{})
 			if err != nil {
 				panic(err)
 			}
-			out = append(out, tm)
+			out = append(out, withoutNative(tm))
 		}
 	}
 	return out

@@ -337,7 +337,7 @@ func TestSequencesMatchSprig(t *testing.T) {
 func FuzzPlannerTemplates(f *testing.F) {
 	addTemplateSeeds(f)
 	bad, good := testOwner("fuzzed"), testOwner("good")
-	goodTm := mustLibrary(f, LibraryMindIERole, LoadOptions{disableNative: true})
+	goodTm := withoutNative(mustLibrary(f, LibraryMindIERole, LoadOptions{}))
 	goodIn := Input{Owner: good, Template: goodTm, Pods: designPods(good), Now: t0}
 	goodWant, err := Plan(goodIn)
 	if err != nil {

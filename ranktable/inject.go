@@ -89,7 +89,7 @@ func Inject(pod *corev1.Pod, opts InjectOptions) (bool, error) {
 	return changed, nil
 }
 
-// WaitContainer returns the wait-ranktable init container Inject adds.
+// waitContainer returns the wait-ranktable init container Inject adds.
 func waitContainer(opts InjectOptions) corev1.Container {
 	t := opts.Template
 	poll := max(opts.PollInterval, time.Second)

@@ -60,9 +60,12 @@ func TestLibraryGolden(t *testing.T) {
 				}
 				parser, _ := LibraryConfigMap(LibraryParserStandard)
 				for _, native := range []bool{true, false} {
-					tm, err := LoadTemplate(cm, parser, LoadOptions{disableNative: !native})
+					tm, err := LoadTemplate(cm, parser, LoadOptions{})
 					if err != nil {
 						t.Fatal(err)
+					}
+					if !native {
+						tm = withoutNative(tm)
 					}
 					res, err := Plan(Input{Owner: o, Template: tm, Pods: pods, Now: t0, Timestamp: "fixed"})
 					if err != nil {

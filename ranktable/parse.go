@@ -228,7 +228,7 @@ func (p *templateParser) parse(s string, pod podInfo, scratch *[]byte) (PodData,
 	return d, nil
 }
 
-// DecodeParserOutput decodes the YAML a parser template prints: podName, serverId,
+// decodeParserOutput decodes the YAML a parser template prints: podName, serverId,
 // hostIp, superPodId, serverIndex and devices [{deviceId, deviceIp, superDeviceId}].
 // Unknown keys are errors. Simple documents (one key per line, plain or double-quoted
 // scalars without escapes) take a fast path whose result equals the YAML decoder's.

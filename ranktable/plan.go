@@ -181,8 +181,8 @@ type GroupStatus struct {
 	Pods, Expected int
 	// Missing lists pods (namespace/name) without the annotation.
 	Missing []string
-	// Absent names expected members that have no pod at all (at most
-	// MaxAbsentNamed of them, in order). At role level with kthena's labels, when
+	// Absent names expected members that have no pod at all (at most 64 of them, in
+	// order). At role level with kthena's labels, when
 	// the group's pods are named as kthena names them ({group}-{role id}-{index}),
 	// absent members are named the same way (namespace/name); otherwise, when every
 	// pod of the group has a stable rank index, by the indexes no pod holds
@@ -236,7 +236,7 @@ type UnmatchedPod struct {
 	Reason string
 }
 
-// MaxAbsentNamed is the most absent members GroupStatus.Absent names.
+// maxAbsentNamed is the most absent members GroupStatus.Absent names.
 const maxAbsentNamed = 64
 
 // ErrTimeout is wrapped by the error of a group that waited longer than the timeout.

@@ -16,19 +16,16 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 )
 
-// Planner is Plan with memory: it keeps each pod's parsed annotation (keyed by pod UID
-// and everything read from the pod) and each group's rendered table (keyed by the
-// template, the options and its pods' parse generations), so a reconcile after one pod
-// changed re-parses that pod and re-renders only its group. Checking an unchanged pod
-// compares strings and does not allocate; an unchanged group reuses its rendered table,
-// its ConfigMap name and, when the existing ConfigMap has the UID and resourceVersion
-// last found up to date, skips comparing its data. Its results always equal Plan's for
-// the same input. It is safe for concurrent use: each owner's memory is separate, calls
-// for different owners run in parallel (no lock shared between owners is held while
-// templates execute), and calls for the same owner run one at a time, each reusing
-// what the previous one computed. A Planner may be shared by several owners: each call
-// forgets only the calling owner's pods and groups that are gone; call Forget when an
-// owner is deleted.
+// Planner is Plan with memory: it keeps each pod's parsed annotation and each group's
+// rendered table, so a reconcile after one pod changed parses that pod again and
+// renders only its group again; an existing ConfigMap already found up to date at its
+// UID and resourceVersion is not compared again. Its results always equal Plan's for
+// the same input.
+//
+// It is safe for concurrent use: calls for different owners run in parallel, and calls
+// for the same owner run one at a time, each reusing what the previous one computed. A
+// Planner may be shared by several owners: each call forgets only the calling owner's
+// pods and groups that are gone; call Forget when an owner is deleted.
 type Planner struct {
 	mu     sync.Mutex
 	owners map[types.UID]*ownerPlanner

@@ -252,7 +252,7 @@ func errStrings(gs []GroupStatus) []string {
 // for written ConfigMaps).
 func TestPlannerEqualsPlan(t *testing.T) {
 	o := testOwner("ms")
-	templates := []*Template{mustLibrary(t, LibraryMindIERole, LoadOptions{}), mustLibrary(t, LibraryMindIEExtended, LoadOptions{disableNative: true})}
+	templates := []*Template{mustLibrary(t, LibraryMindIERole, LoadOptions{}), withoutNative(mustLibrary(t, LibraryMindIEExtended, LoadOptions{}))}
 	rapid.Check(t, func(t *rapid.T) {
 		p := NewPlanner()
 		tm, timestamp := templates[0], ""

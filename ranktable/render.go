@@ -24,10 +24,9 @@ func (o RenderOptions) limit() int {
 	return o.MaxOutputBytes
 }
 
-// Render executes t's ranktable template on table (natively when the template is a
-// library template, with byte-identical output) and checks that the result is valid
-// JSON of at most opts.MaxOutputBytes bytes. table is not changed. A nil table or a
-// nil Template is an error.
+// Render executes t's ranktable template on table and checks that the result is valid
+// JSON of at most opts.MaxOutputBytes bytes. table is not changed. A nil table or a nil
+// Template is an error.
 func (t *Template) Render(table *Table, opts RenderOptions) ([]byte, error) {
 	if t == nil {
 		return nil, fmt.Errorf("template is nil")

@@ -119,9 +119,6 @@ type Template struct {
 
 // LoadOptions change how templates are loaded.
 type LoadOptions struct {
-	// DisableNative makes library templates run through text/template instead of their
-	// native renderers (for comparisons and benchmarks).
-	disableNative bool
 	// MaxTemplateWork caps the work of each execution of the ranktable and parser
 	// templates (default DefaultMaxTemplateWork); see the package doc.
 	MaxTemplateWork int64
@@ -190,11 +187,7 @@ func LoadTemplate(rt, parserCM *corev1.ConfigMap, opts LoadOptions) (*Template, 
 	if err != nil {
 		return nil, fail(KeyRanktableTemplate, "%v", err)
 	}
-	native, perDevice := nativeFor(t.Text)
-	t.perDevice = perDevice
-	if !opts.disableNative {
-		t.native = native
-	}
+	t.native, t.perDevice = nativeFor(t.Text)
 	t.Warnings = unknownKeys(nil, "ranktable template ConfigMap "+id, rt.Data, allowedKeys)
 	t.parser, err = loadParser(id, t.ParserName, parserCM, opts)
 	if err != nil {

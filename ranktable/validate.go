@@ -9,10 +9,10 @@ import (
 
 // Validation limits.
 const (
-	// MaxServerIDLength is the longest server id accepted (HCCL's limit is 64 bytes
+	// maxServerIDLength is the longest server id accepted (HCCL's limit is 64 bytes
 	// including the terminating NUL).
 	maxServerIDLength = 63
-	// MaxDeviceID is the largest device id accepted.
+	// maxDeviceID is the largest device id accepted.
 	maxDeviceID = 65535
 )
 
