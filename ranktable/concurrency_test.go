@@ -1,7 +1,7 @@
 package ranktable
 
 import (
-	"reflect"
+	"github.com/google/go-cmp/cmp"
 	"sync"
 	"testing"
 	"time"
@@ -66,8 +66,8 @@ func TestRenderDoesNotChangeTheTable(t *testing.T) {
 	for err := range errs {
 		t.Fatal(err)
 	}
-	if !reflect.DeepEqual(table, want) {
-		t.Fatalf("the table changed:\n%+v\nwant\n%+v", table, want)
+	if diff := cmp.Diff(want, table); diff != "" {
+		t.Fatalf("the table changed (-want +got):\n%s", diff)
 	}
 }
 

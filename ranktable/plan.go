@@ -24,10 +24,8 @@ const (
 	componentValue = "ranktable"
 )
 
-// Defaults of Input.
-const (
-	DefaultRequeueAfter = 5 * time.Second
-)
+// defaultRequeueAfter is the default of Input.RequeueAfter.
+const defaultRequeueAfter = 5 * time.Second
 
 // Reason is the reason of an [Event], as the design names it.
 type Reason string
@@ -127,8 +125,7 @@ type Input struct {
 	Timestamp string
 	// MaxOutputBytes caps each table (default DefaultMaxOutputBytes).
 	MaxOutputBytes int
-	// RequeueAfter is the poll interval while a group waits (default
-	// DefaultRequeueAfter).
+	// RequeueAfter is the poll interval while a group waits (default 5s).
 	RequeueAfter time.Duration
 }
 

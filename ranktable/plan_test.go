@@ -66,7 +66,7 @@ func TestPlanGroups(t *testing.T) {
 		if res.ConfigMaps[1].ConfigMap.Data["ranktable.json"] != "" {
 			t.Error("a waiting group got a table")
 		}
-		if res.RequeueAfter != DefaultRequeueAfter {
+		if res.RequeueAfter != defaultRequeueAfter {
 			t.Errorf("requeue %s", res.RequeueAfter)
 		}
 		if !hasEvent(res, ReasonAnnotationMissing, "default/ms-1-worker-0-1") || !hasEvent(res, ReasonGenerated, "default/ms-0-worker-0-ranktable") ||

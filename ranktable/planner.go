@@ -288,7 +288,7 @@ func (p *ownerPlanner) plan(in Input, level Level) (Result, error) {
 	clear(p.existing)
 	for _, st := range res.Groups {
 		if st.Phase == PhaseWaiting {
-			res.RequeueAfter = cmp.Or(in.RequeueAfter, DefaultRequeueAfter)
+			res.RequeueAfter = cmp.Or(in.RequeueAfter, defaultRequeueAfter)
 			if earliest > 0 && earliest < res.RequeueAfter {
 				res.RequeueAfter = earliest
 			}

@@ -3,6 +3,7 @@ package operator
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -206,7 +207,7 @@ func (r *RanktableReconciler) apply(ctx context.Context, desired []ranktable.Des
 		if err != nil {
 			return written, fmt.Errorf("%s ConfigMap %s/%s: %w", dc.Action, dc.ConfigMap.Namespace, dc.ConfigMap.Name, err)
 		}
-		configMapUpdates.WithLabelValues(string(dc.Action)).Inc()
+		configMapUpdates.WithLabelValues(strings.ToLower(string(dc.Action))).Inc() // "create" or "update"
 		written = append(written, dc)
 	}
 	return written, nil
