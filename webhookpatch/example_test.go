@@ -1,3 +1,7 @@
+// The package's examples, in one file as the Go tool expects them: each is complete
+// and uses only the exported API, so it can be copied as shown. The file is long
+// because every entry point has one.
+
 package webhookpatch_test
 
 import (
