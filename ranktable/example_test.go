@@ -466,3 +466,41 @@ func ExampleLoadOptions_budget() {
 	// true
 	// ranktable template kthena-system/slow: template: kthena-system/slow:1:27: executing "kthena-system/slow" at <_kplanRange 2>: error calling _kplanRange: range over 100000 elements: the work limit of 1000000 units is exceeded (MaxTemplateWork): template budget exceeded
 }
+
+// The level comes from the template unless the owner's annotation overrides it; a
+// webhook names the pod's ConfigMap with it before the controller has planned.
+func ExampleResolveLevel() {
+	tmpl, err := ranktable.LoadLibraryTemplate(ranktable.LibraryMindIERole, ranktable.LoadOptions{})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	sts := &appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Name: "qwen", Namespace: "default"}}
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "qwen-0", Labels: map[string]string{
+		ranktable.LabelGroupName: "qwen-0", ranktable.LabelRoleID: "worker-0"}}}
+	for _, ann := range []map[string]string{nil, {ranktable.AnnotationLevel: "group"}, {ranktable.AnnotationLevel: "node"}} {
+		sts.Annotations = ann
+		level, err := ranktable.ResolveLevel(sts, tmpl)
+		if err != nil {
+			fmt.Println(err)
+			continue
+		}
+		fmt.Println(level, ranktable.ConfigMapName(sts.Name, ranktable.KeyOf(pod, level, ranktable.Grouping{})))
+	}
+	// Output:
+	// role qwen-0-worker-0-ranktable
+	// group qwen-0-ranktable
+	// owner default/qwen: annotation kthena.io/ranktable-level: "node" is not a ranktable level (want role or group)
+}
+
+// A ranktable template ConfigMap names the parser ConfigMap LoadTemplate needs beside
+// it, unless it uses a built-in parser.
+func ExampleParserConfigMapName() {
+	rt, _ := ranktable.LibraryConfigMap(ranktable.LibraryMindIERole)
+	fmt.Printf("%q\n", ranktable.ParserConfigMapName(rt))
+	rt.Data[ranktable.KeyPodParserTemplate] = ranktable.BuiltinAscendDevicePlugin
+	fmt.Printf("%q\n", ranktable.ParserConfigMapName(rt))
+	// Output:
+	// "ascend-pod-ranktable-parser-standard"
+	// ""
+}

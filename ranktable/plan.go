@@ -91,7 +91,8 @@ func ResolveLevel(owner metav1.Object, t *Template) (Level, error) {
 
 // Input is everything Plan looks at. Plan does not change it.
 type Input struct {
-	// Owner owns the pods and the ConfigMaps; its annotations may override the level.
+	// Owner owns the pods and the ConfigMaps (NewOwner builds it from any object); its
+	// annotations may override the level (see ResolveLevel).
 	Owner Owner
 	// Template is the loaded ranktable template and pod parser.
 	Template *Template
