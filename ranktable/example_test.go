@@ -464,7 +464,7 @@ func ExampleLoadOptions_budget() {
 	fmt.Println(err)
 	// Output:
 	// true
-	// ranktable template kthena-system/slow: template: kthena-system/slow:1:27: executing "kthena-system/slow" at <_kplanRange 2>: error calling _kplanRange: range over 100000 elements: the work limit of 1000000 units is exceeded (MaxTemplateWork): template budget exceeded
+	// ranktable template kthena-system/slow: template: kthena-system/slow:1:27: executing "kthena-system/slow" at <range>: range over 100000 elements: the work limit of 1000000 units is exceeded (MaxTemplateWork): template budget exceeded
 }
 
 // The level comes from the template unless the owner's annotation overrides it; a

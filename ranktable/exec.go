@@ -2,7 +2,9 @@ package ranktable
 
 import (
 	"fmt"
+	"regexp"
 	"sort"
+	"strings"
 	"sync"
 	"text/template"
 	"text/template/parse"
@@ -115,7 +117,7 @@ func (p *program) execute(data any, limit int, buf []byte, pod podInfo) ([]byte,
 	}
 	w := cappedBuffer{buf: buf[:0], limit: limit}
 	if err := e.t.Execute(&w, data); err != nil {
-		return nil, err
+		return nil, tidyError(err)
 	}
 	return w.buf, nil
 }
@@ -175,4 +177,34 @@ func (w *cappedBuffer) Write(p []byte) (int, error) {
 	}
 	w.buf = append(w.buf, p...)
 	return len(p), nil
+}
+
+// hiddenCall matches text/template's account of a failed call of a function the loader
+// inserted, such as `<_kplanRange 2>: error calling _kplanRange: `; those names mean
+// nothing to a template's author.
+var hiddenCall = regexp.MustCompile(`<(_kplan[A-Za-z]+)[^>]*>: error calling _kplan[A-Za-z]+: `)
+
+// hiddenLabel says what a hidden function stands for in errors.
+var hiddenLabel = map[string]string{rangeFunc: "range", callFunc: "template", outFunc: "print"}
+
+// execError is an execution error with the hidden functions' names replaced by what
+// they stand for; it wraps the original.
+type execError struct {
+	msg string
+	err error
+}
+
+func (e *execError) Error() string { return e.msg }
+func (e *execError) Unwrap() error { return e.err }
+
+// tidyError returns err with the hidden functions' names replaced (see hiddenCall).
+func tidyError(err error) error {
+	msg := err.Error()
+	if !strings.Contains(msg, "_kplan") {
+		return err
+	}
+	msg = hiddenCall.ReplaceAllStringFunc(msg, func(m string) string {
+		return "<" + hiddenLabel[hiddenCall.FindStringSubmatch(m)[1]] + ">: "
+	})
+	return &execError{msg: msg, err: err}
 }

@@ -192,6 +192,9 @@ func TestHostileTemplates(t *testing.T) {
 			if errors.Is(err, ErrBudgetExceeded) && !strings.Contains(err.Error(), "kthena-system/") {
 				t.Errorf("error %v does not name the template", err)
 			}
+			if strings.Contains(err.Error(), "_kplan") {
+				t.Errorf("error %v names a function the loader inserted", err)
+			}
 			if limit := cpuLimit(); elapsed > limit {
 				t.Errorf("took %s of CPU time, more than %s", elapsed, limit)
 			}
