@@ -1,4 +1,4 @@
-// The package's examples, in one file as the Go tool expects them: each is complete
+// The package's examples, kept together in this file: each is complete
 // and uses only the exported API, so it can be copied as shown. The file is long
 // because every entry point has one.
 
