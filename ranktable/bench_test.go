@@ -95,7 +95,7 @@ func checkCompleted(b *testing.B, res Result, err error) {
 }
 
 func BenchmarkPlan(b *testing.B) {
-	tmplPath := mustLibrary(b, LibraryMindIERole, LoadOptions{DisableNative: true})
+	tmplPath := withoutNative(mustLibrary(b, LibraryMindIERole, LoadOptions{}))
 	rt, _ := LibraryConfigMap(LibraryMindIERole)
 	rt.Data[KeyPodParserTemplate] = BuiltinRanktableJSON
 	builtin, err := LoadTemplate(rt, nil, LoadOptions{})

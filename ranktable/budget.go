@@ -9,7 +9,7 @@ import (
 )
 
 // Defaults of the template budget (LoadOptions.MaxTemplateWork and
-// LoadOptions.MaxTemplateValueBytes), and the nesting limit of template values.
+// LoadOptions.MaxTemplateValueBytes).
 const (
 	// DefaultMaxTemplateWork is the default work limit of one template execution. A
 	// unit is about one evaluation step: a function call, one iteration of a range
@@ -23,10 +23,11 @@ const (
 	// before they are built and never given back: an upper bound on the memory one
 	// execution holds besides its output.
 	DefaultMaxTemplateValueBytes = 16 << 20
-	// MaxValueDepth is the deepest a value built by a template (or decoded by fromJson)
-	// may nest. A value can never contain itself.
-	MaxValueDepth = 64
 )
+
+// maxValueDepth is the deepest a value built by a template (or decoded by fromJson)
+// may nest. A value can never contain itself.
+const maxValueDepth = 64
 
 // ErrBudgetExceeded is wrapped by every error caused by a template execution using more
 // work or building more bytes of values than its budget allows, or building a value
@@ -115,14 +116,14 @@ type valueSize struct {
 	leaves, nodes int64
 }
 
-// errTooDeep is returned by walk for values nested deeper than MaxValueDepth.
+// errTooDeep is returned by walk for values nested deeper than maxValueDepth.
 func errTooDeep(fn string) error {
-	return fmt.Errorf("%s: value nested deeper than %d levels: %w", fn, MaxValueDepth, ErrBudgetExceeded)
+	return fmt.Errorf("%s: value nested deeper than %d levels: %w", fn, maxValueDepth, ErrBudgetExceeded)
 }
 
 // walk measures v, charging one unit of work per element visited (a value shared
 // several times is visited as often as it appears: the work is what formatting or
-// copying it costs). Values nested deeper than MaxValueDepth are an error. The result
+// copying it costs). Values nested deeper than maxValueDepth are an error. The result
 // does not depend on map iteration order: the walk stops only at the work limit (after
 // a number of elements that does not depend on the order) and reports depth after.
 func (b *budget) walk(fn string, v any) (valueSize, error) {
@@ -148,7 +149,7 @@ func (b *budget) remaining() int64 {
 	return max(b.maxWork-b.work, 0)
 }
 
-// walker visits a value's elements up to limit, not below MaxValueDepth. find, when
+// walker visits a value's elements up to limit, not below maxValueDepth. find, when
 // valid, is a map whose presence it records.
 type walker struct {
 	s             valueSize
@@ -168,7 +169,7 @@ func (w *walker) visit(depth int) bool {
 		w.over = true
 		return false
 	}
-	if depth > MaxValueDepth {
+	if depth > maxValueDepth {
 		w.tooDeep = true
 		return false
 	}

@@ -9,130 +9,6 @@ import (
 	"github.com/kplan-dev/kplan/internal/natural"
 )
 
-// Order is the policy that orders servers and the devices inside a server, and so
-// assigns rank ids.
-type Order int
-
-// Orders.
-const (
-	// Natural orders server ids and device ids digit-run aware: device "10" follows "9"
-	// and server "192.168.1.10" follows "192.168.1.9". The default.
-	Natural Order = iota
-	// Lexicographic orders both as plain strings, exactly as the design does.
-	Lexicographic
-	// PodIndex orders servers by a stable per-pod index (the hccl/rankIndex annotation
-	// when present, else role id, entry pod first, then pod name) and devices
-	// numerically.
-	PodIndex
-)
-
-// String returns the policy's name.
-func (o Order) String() string {
-	switch o {
-	case Natural:
-		return "Natural"
-	case Lexicographic:
-		return "Lexicographic"
-	case PodIndex:
-		return "PodIndex"
-	}
-	return "Order(" + strconv.Itoa(int(o)) + ")"
-}
-
-// Table statuses.
-const (
-	StatusCompleted    = "completed"
-	StatusInitializing = "initializing"
-)
-
-// Member is one pod's contribution to a table.
-type Member struct {
-	// Pod is namespace/name, used in errors.
-	Pod string
-	// Data is what the parser read from the pod's annotation.
-	Data PodData
-	// PodIP and NodeName come from the pod object.
-	PodIP, NodeName string
-	// Role is the pod's role label value, RoleID its role id label value.
-	Role, RoleID string
-	// Entry marks the entry pod of its role replica.
-	Entry bool
-	// RankIndex is the pod's stable rank index, or -1.
-	RankIndex int
-}
-
-// Table is the data a ranktable template receives. Field names follow the design.
-type Table struct {
-	// Status is BuildOptions.Status (default StatusCompleted).
-	Status string
-	// ServerCount is the number of servers, len(Servers).
-	ServerCount int
-	// TotalDevices is the number of devices over all servers, which is also the
-	// number of ranks.
-	TotalDevices int
-	// Timestamp is whatever the caller supplied (empty by default): never the clock.
-	Timestamp string
-	// Servers are the servers in rank order; their devices carry rank ids 0..n-1.
-	Servers []Server
-	// SuperPods lists servers per super pod id, super pods in order of their first
-	// server; empty when no server has a super pod id.
-	SuperPods []SuperPod
-	// Roles lists servers per role (for prefill/decode layouts), roles in order of
-	// their first server.
-	Roles []RoleServers
-}
-
-// Server is one server (node) of a table.
-type Server struct {
-	ServerId    string //nolint:revive // design's name
-	HostIp      string //nolint:revive
-	ContainerIp string //nolint:revive
-	SuperPodId  string //nolint:revive
-	// PodName is the name of the pod the server's devices came from.
-	PodName string
-	// NodeName is the node the pod runs on.
-	NodeName string
-	// Role is the pod's role label value ("" when it has none).
-	Role string
-	// Devices are the server's devices in device id order, with their ranks.
-	Devices []RankedDevice
-}
-
-// RankedDevice is one device with its rank.
-type RankedDevice struct {
-	DeviceId      string //nolint:revive // design's name
-	DeviceIp      string //nolint:revive
-	SuperDeviceId string //nolint:revive
-	RankId        string //nolint:revive
-	// ClusterId is the 1-based global index of the device (RankId + 1).
-	ClusterId string //nolint:revive
-}
-
-// SuperPod is one super pod of an Atlas A3 table.
-type SuperPod struct {
-	SuperPodId string //nolint:revive
-	// ServerIds are the super pod's servers, in rank order.
-	ServerIds []string
-}
-
-// RoleServers is one role's servers.
-type RoleServers struct {
-	// Role is the role label value.
-	Role string
-	// Servers are the role's servers, in rank order.
-	Servers []Server
-}
-
-// BuildOptions change how Build orders and labels a table.
-type BuildOptions struct {
-	// Order is how servers are ordered before ranks are assigned.
-	Order Order
-	// Status is the table's Status (default StatusCompleted).
-	Status string
-	// Timestamp is handed to templates as .Timestamp.
-	Timestamp string
-}
-
 // Build validates members and assigns rank ids 0..n-1: servers (members grouped by
 // server id, merged in member order) in the order opts.Order gives, devices inside a
 // server numerically (lexicographically under Lexicographic). members is not changed
@@ -146,9 +22,11 @@ func Build(members []Member, opts BuildOptions) (*Table, error) {
 // build is Build; validate=false skips the per-pod checks for data parseChecked
 // already checked.
 func build(members []Member, opts BuildOptions, validate bool) (*Table, error) {
-	if opts.Order < Natural || opts.Order > PodIndex {
-		return nil, fmt.Errorf("BuildOptions.Order: %v is not a known order", opts.Order)
+	order, err := opts.Order.normalize()
+	if err != nil {
+		return nil, fmt.Errorf("BuildOptions.Order: %v", err)
 	}
+	opts.Order = order
 	ms := make([]*Member, len(members))
 	for i := range members {
 		ms[i] = &members[i]

@@ -52,8 +52,8 @@ func (c *TemplateCache) Load(rt, parserCM *corev1.ConfigMap, opts LoadOptions) (
 	return t, nil
 }
 
-// Len returns the number of cached templates.
-func (c *TemplateCache) Len() int {
+// size returns the number of cached templates.
+func (c *TemplateCache) size() int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return len(c.entries)

@@ -1,7 +1,7 @@
 package ranktable
 
 import (
-	"reflect"
+	"github.com/google/go-cmp/cmp"
 	"sync"
 	"testing"
 	"time"
@@ -66,8 +66,8 @@ func TestRenderDoesNotChangeTheTable(t *testing.T) {
 	for err := range errs {
 		t.Fatal(err)
 	}
-	if !reflect.DeepEqual(table, want) {
-		t.Fatalf("the table changed:\n%+v\nwant\n%+v", table, want)
+	if diff := cmp.Diff(want, table); diff != "" {
+		t.Fatalf("the table changed (-want +got):\n%s", diff)
 	}
 }
 
@@ -108,7 +108,7 @@ func TestPlannerOwnersDoNotWaitForEachOther(t *testing.T) {
 // TestPlannerSameOwnerConcurrently: concurrent Plan calls for one owner (and for
 // others) all return what Plan returns, and the cache stays correct afterwards.
 func TestPlannerSameOwnerConcurrently(t *testing.T) {
-	parser := mustLibrary(t, LibraryMindIERole, LoadOptions{DisableNative: true})
+	parser := withoutNative(mustLibrary(t, LibraryMindIERole, LoadOptions{}))
 	p := NewPlanner()
 	owners := []Owner{testOwner("one"), testOwner("two")}
 	var wg sync.WaitGroup

@@ -22,7 +22,10 @@ func TestDesignScenario(t *testing.T) {
 		}
 		t.Run(name, func(t *testing.T) {
 			o := testOwner("qwen-inference")
-			tm := mustLibrary(t, LibraryMindIERole, LoadOptions{DisableNative: !native})
+			tm := mustLibrary(t, LibraryMindIERole, LoadOptions{})
+			if !native {
+				tm = withoutNative(tm)
+			}
 			if (tm.native != nil) != native {
 				t.Fatalf("native renderer chosen = %v, want %v", tm.native != nil, native)
 			}

@@ -5,10 +5,11 @@
 //
 // # Overview
 //
-// A controller loads its templates once per ConfigMap version (LoadTemplate, or a
-// TemplateCache keyed by UID and resourceVersion), then on every reconcile calls Plan
-// (or Planner.Plan, which re-parses only changed pods) with the owner, its pods and the
-// existing ranktable ConfigMaps, and applies the result:
+// A controller loads its templates once per ConfigMap version (LoadTemplate with the
+// parser ConfigMap ParserConfigMapName names, or a TemplateCache keyed by UID and
+// resourceVersion), then on every reconcile calls Plan (or Planner.Plan, which
+// re-parses only changed pods) with the owner (NewOwner), its pods and the existing
+// ranktable ConfigMaps, and applies the result:
 //
 //   - Result.ConfigMaps: one ConfigMap per group with ActionCreate, ActionUpdate or
 //     ActionNone;
@@ -18,24 +19,23 @@
 //   - Result.Unmatched: the pods left out of every group, with why (another
 //     namespace or controller, no ownerReference, a group Expected does not list);
 //   - Result.Events: RanktableConfigMapCreated, RanktableGenerated,
-//     RanktableGenerationFailed, PodRanktableAnnotationMissing;
+//     RanktableGenerationFailed, PodRanktableAnnotationMissing, each with a
+//     corev1.ObjectReference to the owner, ConfigMap or pod it is about;
 //   - Result.RequeueAfter: when to look again while a group waits.
 //
-// A Planner kept across reconciles makes the common reconcile cheap: a pod whose
-// resourceVersion is unchanged is recognized by a map lookup and string comparisons
-// (no allocation, no label or annotation reads), a pod without a resourceVersion by
-// comparing what is read from it; only pods whose annotation (or anything else read)
-// changed are re-parsed, only their groups are rebuilt and re-rendered, and an existing
-// ConfigMap whose UID and resourceVersion were already found up to date is returned as
-// it is (ActionNone) without comparing its data. Planner.Forget drops a deleted
-// owner's state.
+// A Planner kept across reconciles makes the common reconcile cheap: only pods whose
+// annotation (or anything else Plan reads from them) changed are parsed again, only
+// their groups are built and rendered again, and an existing ConfigMap already found
+// up to date at its resourceVersion is not compared again. Planner.Forget drops a
+// deleted owner's state.
 //
 // Pods belong to the owner through their controller ownerReference. kthena finds a
 // ModelServing's pods by label instead; set Grouping.OwnerLabel to
 // LabelModelServingName to group such pods, which need no ownerReference.
 //
-// A mutating webhook calls Inject on a copy of each pod and returns
-// webhookpatch.Diff of the two.
+// A mutating webhook names the pod's ConfigMap with ResolveLevel, KeyOf and
+// ConfigMapName, calls Inject on a copy of the pod and returns webhookpatch.Diff of
+// the two.
 //
 // Building blocks: Template.ParsePod and Template.ParseAnnotation (one pod), Build
 // (rank assignment), Template.Render (one table), KeyOf and ConfigMapName (grouping
@@ -46,13 +46,14 @@
 // Parsing: the annotation named by the template (default ascend.com/ranktable) is
 // decoded by a built-in parser (BuiltinRanktableJSON, BuiltinAscendDevicePlugin) or by
 // running the parser template on the annotation string and decoding the YAML it prints
-// (DecodeParserOutput). Parser templates receive the annotation string as dot, as in the
-// design, and can call podIP, nodeName, podName and podNamespace for the pod's values
-// (the pod's IP and node name also reach ranktable templates as Server.ContainerIp and
-// Server.NodeName). Annotations over MaxAnnotationBytes are rejected unread.
-// BuiltinRanktableJSON reads annotations of the plain shape (known keys once, strings
-// without escapes) with a scanner that keeps substrings of the annotation and falls
-// back to encoding/json for anything else, with equal results (fuzzed).
+// (keys podName, serverId, hostIp, superPodId, serverIndex and devices: a list of
+// deviceId, deviceIp and superDeviceId; an unknown key is an error). Parser templates
+// receive the annotation string as dot, as in the design, and can call podIP,
+// nodeName, podName and podNamespace for the pod's values (the pod's IP and node name
+// also reach ranktable templates as Server.ContainerIp and Server.NodeName).
+// Annotations over Kubernetes' limit for all annotations of an object (256 KiB,
+// k8s.io/apimachinery/pkg/api/validation.TotalAnnotationSizeLimitB) are rejected
+// unread.
 //
 // Building: pods are grouped by server id (pods on one server are merged); servers are
 // ordered by the Order policy, devices inside a server numerically, and rank ids are
@@ -65,14 +66,10 @@
 // design); PodIndex orders servers by the pods' hccl/rankIndex annotation, then role
 // id, entry pod first, then pod name.
 //
-// Rendering: library templates whose text is byte-for-byte the library's (all of them:
-// MindIE role, simple and extended, vLLM-Ascend group and PD, HCCL v1.2) are rendered by
-// native code with identical output (a property test compares them with text/template
-// on arbitrary tables); other templates run through text/template with FuncMap. The
-// output must be valid JSON of at most MaxOutputBytes (default 1 MiB, the ConfigMap
-// limit); a native renderer that wrote only plain strings (printable ASCII without
-// quotes or backslashes, which validated annotations always are) vouches for its
-// output and the JSON check is skipped.
+// Rendering: the ranktable template runs through text/template with sprig's functions
+// (see Template budget for what is removed and changed). Library templates whose text
+// is unchanged render faster, with byte-identical output. The output must be valid
+// JSON of at most MaxOutputBytes (default 1 MiB, the ConfigMap limit).
 //
 // # Template budget
 //
@@ -82,7 +79,8 @@
 // template and the limit and wraps ErrBudgetExceeded or ErrOutputTooLarge:
 //
 //   - Output: MaxOutputBytes of Input or RenderOptions (default DefaultMaxOutputBytes,
-//     1 MiB) for a table; MaxAnnotationBytes (256 KiB) for a parser template's YAML.
+//     1 MiB) for a table; 256 KiB (the annotation limit) for a parser template's
+//     YAML.
 //   - Work: LoadOptions.MaxTemplateWork (default DefaultMaxTemplateWork, 5,000,000
 //     units). Every function call is charged, plus what it reads (a unit per 64 bytes),
 //     walks (a unit per element) or compares (uniq, without: elements squared); every
@@ -95,10 +93,10 @@
 //     builds is charged, with overflow-safe arithmetic, before it is built (an upper
 //     bound: printf counts its widths and precisions for every element, replace and
 //     regexReplaceAll every possible match, indent every line), and never given back.
-//   - Single results: until, untilStep and seq at most MaxSequenceLength elements;
-//     repeat, indent and nindent at most MaxFuncStringBytes; fromJson at most
-//     MaxAnnotationBytes of input; regular expressions at most 10,000 instructions.
-//   - Shape: no value nests deeper than MaxValueDepth (checked wherever a value is
+//   - Single results: until, untilStep and seq at most 65,536 elements; repeat, indent
+//     and nindent at most 1 MiB; fromJson at most 256 KiB of input; regular
+//     expressions at most 10,000 instructions.
+//   - Shape: no value nests deeper than 64 levels (checked wherever a value is
 //     walked: printed, formatted, encoded, copied, compared, decoded); set, merge and
 //     mergeOverwrite refuse to make a dict contain itself, so values have no cycles;
 //     a template may not call itself, directly or through others (a load error); a
@@ -195,8 +193,8 @@
 //
 // # Limitations
 //
-//   - Device ids are checked to be integers in 0..MaxDeviceID, not against the number
-//     of NPUs of the server.
+//   - Device ids are checked to be integers in 0..65535, not against the number of
+//     NPUs of the server.
 //   - The template budget counts work, not time: a template using up
 //     DefaultMaxTemplateWork stops within about a quarter of a second of CPU time (the
 //     slowest of the hostile-template tests), so within about a second unless the
@@ -208,11 +206,15 @@
 //
 // # Example
 //
+//	// parserCM: the ConfigMap named ranktable.ParserConfigMapName(rtCM), or nil.
 //	tmpl, err := ranktable.LoadTemplate(rtCM, parserCM, ranktable.LoadOptions{})
 //	res, err := ranktable.Plan(ranktable.Input{
-//		Owner: owner, Template: tmpl, Pods: pods, ConfigMaps: existing,
+//		Owner: ranktable.NewOwner(ms, msGVK), Template: tmpl, Pods: pods, ConfigMaps: existing,
 //		Expected: map[ranktable.GroupKey]int{{Group: "qwen-0", Role: "worker-0"}: 2},
 //		Now: now, Timeout: 10 * time.Minute,
 //	})
 //	for _, cm := range res.ConfigMaps { /* create or update cm.ConfigMap */ }
+//
+// The package's Example shows the whole flow, from a template and pods to the
+// ConfigMaps and a pod's patch.
 package ranktable

@@ -1,3 +1,7 @@
+// The package's examples, kept together in this file: each is complete
+// and uses only the exported API, so it can be copied as shown. The file is long
+// because every entry point has one.
+
 package ranktable_test
 
 import (
@@ -8,11 +12,130 @@ import (
 
 	"github.com/kplan-dev/kplan/ranktable"
 	"github.com/kplan-dev/kplan/webhookpatch"
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 )
+
+// The whole flow: a webhook makes each new pod of an owner wait for and mount its
+// ranktable, and the controller plans the ranktable ConfigMaps from the owner, its pods
+// and the template.
+func Example() {
+	// The template as a cluster holds it: a ranktable template ConfigMap and the pod
+	// parser ConfigMap it names (both from the library here).
+	rt, _ := ranktable.LibraryConfigMap(ranktable.LibraryMindIERole)
+	parserCM, _ := ranktable.LibraryConfigMap(ranktable.ParserConfigMapName(rt))
+	tmpl, err := ranktable.LoadTemplate(rt, parserCM, ranktable.LoadOptions{})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+
+	// The owner can be any object; here a StatefulSet of two pods.
+	sts := &appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Name: "qwen", Namespace: "default", UID: "sts-uid"}}
+	stsGVK := appsv1.SchemeGroupVersion.WithKind("StatefulSet")
+	yes := true
+	newPod := func(i int) *corev1.Pod {
+		return &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{
+				Name: fmt.Sprintf("qwen-%d", i), Namespace: "default", UID: types.UID(fmt.Sprintf("pod-uid-%d", i)),
+				Labels: map[string]string{ranktable.LabelGroupName: "qwen-0", ranktable.LabelRole: "worker"},
+				OwnerReferences: []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "StatefulSet", Name: "qwen",
+					UID: "sts-uid", Controller: &yes}},
+			},
+			Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "engine", Image: "mindie:1"}}},
+		}
+	}
+
+	// The mutating webhook, when a pod is created: name the pod's ConfigMap, inject,
+	// answer with the patch.
+	level, err := ranktable.ResolveLevel(sts, tmpl)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	pod := newPod(0)
+	cmName := ranktable.ConfigMapName(sts.Name, ranktable.KeyOf(pod, level, ranktable.Grouping{}))
+	mutated := pod.DeepCopy()
+	if _, err := ranktable.Inject(mutated, ranktable.InjectOptions{ConfigMapName: cmName, Template: tmpl}); err != nil {
+		fmt.Println(err)
+		return
+	}
+	ops, err := webhookpatch.Diff(pod, mutated)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println("webhook patch for pod", pod.Name+":")
+	for _, op := range ops {
+		fmt.Println(" ", op.Op, op.Path)
+	}
+
+	// The device plugin annotates the pods with their NPUs; the controller plans.
+	var pods []*corev1.Pod
+	for i := range 2 {
+		p := newPod(i)
+		p.Annotations = map[string]string{ranktable.DefaultAnnotationName: fmt.Sprintf(
+			`{"pod_name":"qwen-%d","server_id":"192.168.1.%d","devices":[{"device_id":"0","device_ip":"10.20.0.%d"}]}`, i, 10+i, 2+i)}
+		pods = append(pods, p)
+	}
+	res, err := ranktable.Plan(ranktable.Input{
+		Owner: ranktable.NewOwner(sts, stsGVK), Template: tmpl, Pods: pods,
+		Expected: map[ranktable.GroupKey]int{{Group: "qwen-0", Role: "worker"}: 2},
+	})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	for _, g := range res.Groups {
+		fmt.Println("group", g.Group, g.Phase, g.Pods, "of", g.Expected, "pods")
+	}
+	for _, d := range res.ConfigMaps {
+		fmt.Println(d.Action, "ConfigMap", d.ConfigMap.Name, "with", strings.TrimSpace(d.ConfigMap.Data[tmpl.Filename]))
+	}
+	for _, e := range res.Events {
+		fmt.Println("event", e.Reason, "on", e.Object.Kind, e.Object.Name)
+	}
+	// Output:
+	// webhook patch for pod qwen-0:
+	//   add /metadata/annotations
+	//   add /spec/volumes
+	//   add /spec/initContainers
+	//   add /spec/containers/0/env
+	//   add /spec/containers/0/volumeMounts
+	// group qwen-0/worker Completed 2 of 2 pods
+	// Create ConfigMap qwen-0-worker-ranktable with {
+	//   "version": "1.0",
+	//   "server_count": "2",
+	//   "server_list": [
+	//     {
+	//       "server_id": "192.168.1.10",
+	//       "device": [
+	//         {
+	//           "device_id": "0",
+	//           "device_ip": "10.20.0.2",
+	//           "rank_id": "0"
+	//         }
+	//       ]
+	//     },
+	//     {
+	//       "server_id": "192.168.1.11",
+	//       "device": [
+	//         {
+	//           "device_id": "0",
+	//           "device_ip": "10.20.0.3",
+	//           "rank_id": "1"
+	//         }
+	//       ]
+	//     }
+	//   ],
+	//   "status": "completed"
+	// }
+	// event RanktableConfigMapCreated on ConfigMap qwen-0-worker-ranktable
+	// event RanktableGenerated on ConfigMap qwen-0-worker-ranktable
+}
 
 func ExampleLoadTemplate() {
 	rt := &corev1.ConfigMap{
@@ -93,13 +216,13 @@ func ExamplePlan() {
 	res, _ = ranktable.Plan(in)
 	fmt.Println(res.Groups[0].Phase, res.ConfigMaps[0].Action, len(res.ConfigMaps[0].ConfigMap.Data["ranktable.json"]), "bytes")
 	for _, e := range res.Events {
-		fmt.Println(e.Reason, e.Object)
+		fmt.Println(e.Reason, e.Object.Kind, e.Object.Namespace+"/"+e.Object.Name)
 	}
 	// Output:
 	// qwen-0/worker-0 qwen-0-worker-0-ranktable Waiting [default/qwen-0-worker-0-1]
-	// create 5s
-	// Completed update 460 bytes
-	// RanktableGenerated default/qwen-0-worker-0-ranktable
+	// Create 5s
+	// Completed Update 460 bytes
+	// RanktableGenerated ConfigMap default/qwen-0-worker-0-ranktable
 }
 
 func ExampleInject() {
@@ -162,8 +285,8 @@ func ExamplePlanner() {
 		fmt.Println(d.ConfigMap.Name, d.Action)
 	}
 	// Output:
-	// qwen-0-ranktable none
-	// qwen-1-ranktable update
+	// qwen-0-ranktable None
+	// qwen-1-ranktable Update
 }
 
 // The Ascend device plugin's annotation is decoded by a built-in parser: no parser
@@ -273,26 +396,6 @@ func ExampleParseLevel() {
 	//  true
 }
 
-// What a parser template prints, decoded; unknown keys are errors, so a typo does not
-// silently drop a device.
-func ExampleDecodeParserOutput() {
-	d, err := ranktable.DecodeParserOutput([]byte("podName: qwen-0\nserverId: 192.168.1.9\ndevices:\n- deviceId: \"0\"\n  deviceIp: 10.0.0.1\n"))
-	fmt.Println(d.PodName, d.ServerID, d.Devices[0].ID, d.Devices[0].IP, err)
-	_, err = ranktable.DecodeParserOutput([]byte("podName: qwen-0\nsevrerId: 192.168.1.9\n"))
-	fmt.Println(err != nil)
-	// Output:
-	// qwen-0 192.168.1.9 0 10.0.0.1 <nil>
-	// true
-}
-
-// The wait container holds the engine until the table file exists and is not empty.
-func ExampleWaitContainer() {
-	t, _ := ranktable.LoadLibraryTemplate("ascend-ranktable-template-mindie-role", ranktable.LoadOptions{})
-	c := ranktable.WaitContainer(ranktable.InjectOptions{ConfigMapName: "qwen-prefill-ranktable", Template: t})
-	fmt.Println(c.Name, c.Image, c.VolumeMounts[0].MountPath, c.VolumeMounts[0].ReadOnly)
-	// Output: wait-ranktable busybox:1.36 /etc/ascend/ranktable true
-}
-
 // Render runs the template on a built table.
 func ExampleTemplate_Render() {
 	t, _ := ranktable.LoadLibraryTemplate("ascend-ranktable-template-mindie-simple", ranktable.LoadOptions{})
@@ -361,5 +464,43 @@ func ExampleLoadOptions_budget() {
 	fmt.Println(err)
 	// Output:
 	// true
-	// ranktable template kthena-system/slow: template: kthena-system/slow:1:27: executing "kthena-system/slow" at <_kplanRange 2>: error calling _kplanRange: range over 100000 elements: the work limit of 1000000 units is exceeded (MaxTemplateWork): template budget exceeded
+	// ranktable template kthena-system/slow: template: kthena-system/slow:1:27: executing "kthena-system/slow" at <range>: range over 100000 elements: the work limit of 1000000 units is exceeded (MaxTemplateWork): template budget exceeded
+}
+
+// The level comes from the template unless the owner's annotation overrides it; a
+// webhook names the pod's ConfigMap with it before the controller has planned.
+func ExampleResolveLevel() {
+	tmpl, err := ranktable.LoadLibraryTemplate(ranktable.LibraryMindIERole, ranktable.LoadOptions{})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	sts := &appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Name: "qwen", Namespace: "default"}}
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "qwen-0", Labels: map[string]string{
+		ranktable.LabelGroupName: "qwen-0", ranktable.LabelRoleID: "worker-0"}}}
+	for _, ann := range []map[string]string{nil, {ranktable.AnnotationLevel: "group"}, {ranktable.AnnotationLevel: "node"}} {
+		sts.Annotations = ann
+		level, err := ranktable.ResolveLevel(sts, tmpl)
+		if err != nil {
+			fmt.Println(err)
+			continue
+		}
+		fmt.Println(level, ranktable.ConfigMapName(sts.Name, ranktable.KeyOf(pod, level, ranktable.Grouping{})))
+	}
+	// Output:
+	// role qwen-0-worker-0-ranktable
+	// group qwen-0-ranktable
+	// owner default/qwen: annotation kthena.io/ranktable-level: "node" is not a ranktable level (want role or group)
+}
+
+// A ranktable template ConfigMap names the parser ConfigMap LoadTemplate needs beside
+// it, unless it uses a built-in parser.
+func ExampleParserConfigMapName() {
+	rt, _ := ranktable.LibraryConfigMap(ranktable.LibraryMindIERole)
+	fmt.Printf("%q\n", ranktable.ParserConfigMapName(rt))
+	rt.Data[ranktable.KeyPodParserTemplate] = ranktable.BuiltinAscendDevicePlugin
+	fmt.Printf("%q\n", ranktable.ParserConfigMapName(rt))
+	// Output:
+	// "ascend-pod-ranktable-parser-standard"
+	// ""
 }

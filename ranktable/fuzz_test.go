@@ -3,11 +3,11 @@ package ranktable
 import (
 	"bytes"
 	"encoding/json"
-	"reflect"
 	"testing"
 
 	"sigs.k8s.io/yaml"
 
+	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 )
 
@@ -37,11 +37,11 @@ var fuzzTemplates = func() []*Template {
 	var out []*Template
 	for _, cm := range LibraryConfigMaps() {
 		if cm.Data[KeyRanktableTemplate] != "" {
-			tm, err := LoadLibraryTemplate(cm.Name, LoadOptions{DisableNative: true})
+			tm, err := LoadLibraryTemplate(cm.Name, LoadOptions{})
 			if err != nil {
 				panic(err)
 			}
-			out = append(out, tm)
+			out = append(out, withoutNative(tm))
 		}
 	}
 	return out
@@ -63,8 +63,11 @@ func FuzzBuiltinRanktableJSON(f *testing.F) {
 		// The fast path agrees with encoding/json wherever it answers.
 		if fast, ok := fastRanktableJSON(s); ok {
 			slow, err := decodeRanktableJSON(s)
-			if err != nil || !reflect.DeepEqual(fast, slow) {
-				t.Fatalf("fast path %+v, encoding/json %+v (%v)", fast, slow, err)
+			if err != nil {
+				t.Fatalf("fast path accepted what encoding/json rejects: %v", err)
+			}
+			if diff := cmp.Diff(slow, fast); diff != "" {
+				t.Fatalf("fast path differs from encoding/json (-json +fast):\n%s", diff)
 			}
 		}
 	})
@@ -105,7 +108,7 @@ func FuzzDecodeParserOutput(f *testing.F) {
 	f.Add([]byte("serverId: s\ndevices: []\n"))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		fast, ok := fastDecode(b)
-		d, err := DecodeParserOutput(b)
+		d, err := decodeParserOutput(b)
 		if !ok {
 			return
 		}
@@ -113,8 +116,14 @@ func FuzzDecodeParserOutput(f *testing.F) {
 		if yerr := yaml.UnmarshalStrict(bytes.Clone(b), &slow); yerr != nil {
 			t.Fatalf("fast path accepted what YAML rejects: %v\n%q", yerr, b)
 		}
-		if !reflect.DeepEqual(fast, slow) || err != nil || !reflect.DeepEqual(d, fast) {
-			t.Fatalf("fast %+v != yaml %+v for %q", fast, slow, b)
+		if diff := cmp.Diff(slow, fast); diff != "" {
+			t.Fatalf("fast path differs from YAML for %q (-yaml +fast):\n%s", b, diff)
+		}
+		if err != nil {
+			t.Fatalf("decodeParserOutput: %v", err)
+		}
+		if diff := cmp.Diff(fast, d); diff != "" {
+			t.Fatalf("decodeParserOutput differs from the fast path for %q (-fast +decoded):\n%s", b, diff)
 		}
 	})
 }

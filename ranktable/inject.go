@@ -12,17 +12,27 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 )
 
-// Names of what Inject adds to a pod.
+// Names of what Inject adds to a pod, and the wait container's default image.
 const (
-	InjectorName          = "ranktable"
-	VolumeName            = "ranktable"
-	InitContainerName     = "wait-ranktable"
-	DefaultWaitImage      = "busybox:1.36"
-	DefaultPollInterval   = 2 * time.Second
-	waitRunAsUser         = 65534
-	defaultWaitCPU        = "10m"
-	defaultWaitMemory     = "16Mi"
-	defaultWaitMemoryLimt = "32Mi"
+	// InjectorName is the injector name Inject records its objects under in
+	// webhookpatch.RecordAnnotation (webhookpatch.Injector{Name: InjectorName}.Strip
+	// removes them).
+	InjectorName = "ranktable"
+	// VolumeName is the ConfigMap volume that holds the table.
+	VolumeName = "ranktable"
+	// InitContainerName is the init container that waits for the table.
+	InitContainerName = "wait-ranktable"
+	// DefaultWaitImage is the wait container's image unless InjectOptions.Image is set.
+	DefaultWaitImage = "busybox:1.36"
+)
+
+// Defaults of the wait container.
+const (
+	defaultPollInterval    = 2 * time.Second
+	waitRunAsUser          = 65534
+	defaultWaitCPU         = "10m"
+	defaultWaitMemory      = "16Mi"
+	defaultWaitMemoryLimit = "32Mi"
 )
 
 // InjectOptions configure Inject. Only ConfigMapName and Template are required.
@@ -36,7 +46,7 @@ type InjectOptions struct {
 	// Resources of the wait init container (default 10m CPU, 16Mi memory request,
 	// 32Mi memory limit).
 	Resources *corev1.ResourceRequirements
-	// PollInterval of the wait loop (default DefaultPollInterval, at least 1s).
+	// PollInterval of the wait loop (default 2s, at least 1s).
 	PollInterval time.Duration
 	// WaitTimeout, when positive, makes the wait container fail (exit 1, saying
 	// whether the file is missing or still empty or initializing) once it has waited
@@ -74,7 +84,7 @@ func Inject(pod *corev1.Pod, opts InjectOptions) (bool, error) {
 	if err := step(in.EnsureVolume(pod, vol)); err != nil {
 		return changed, err
 	}
-	if err := step(in.EnsureInitContainer(pod, WaitContainer(opts))); err != nil {
+	if err := step(in.EnsureInitContainer(pod, waitContainer(opts))); err != nil {
 		return changed, err
 	}
 	mount := corev1.VolumeMount{Name: VolumeName, MountPath: t.MountPath, ReadOnly: true}
@@ -89,19 +99,19 @@ func Inject(pod *corev1.Pod, opts InjectOptions) (bool, error) {
 	return changed, nil
 }
 
-// WaitContainer returns the wait-ranktable init container Inject adds.
-func WaitContainer(opts InjectOptions) corev1.Container {
+// waitContainer returns the wait-ranktable init container Inject adds.
+func waitContainer(opts InjectOptions) corev1.Container {
 	t := opts.Template
 	poll := max(opts.PollInterval, time.Second)
 	if opts.PollInterval == 0 {
-		poll = DefaultPollInterval
+		poll = defaultPollInterval
 	}
 	res := corev1.ResourceRequirements{
 		Requests: corev1.ResourceList{
 			corev1.ResourceCPU:    resource.MustParse(defaultWaitCPU),
 			corev1.ResourceMemory: resource.MustParse(defaultWaitMemory),
 		},
-		Limits: corev1.ResourceList{corev1.ResourceMemory: resource.MustParse(defaultWaitMemoryLimt)},
+		Limits: corev1.ResourceList{corev1.ResourceMemory: resource.MustParse(defaultWaitMemoryLimit)},
 	}
 	if opts.Resources != nil {
 		res = *opts.Resources.DeepCopy()

@@ -84,3 +84,47 @@ func TestInject(t *testing.T) {
 		}
 	})
 }
+
+// A sidecar another webhook put among the app containers (OpenKruise launch priority,
+// before Kubernetes 1.29) gets neither the ranktable mount nor its env var, whichever
+// webhook runs first, and injecting again changes nothing.
+func TestInjectLeavesAnotherInjectorsSidecarAlone(t *testing.T) {
+	tm := mustLibrary(t, LibraryMindIERole, LoadOptions{})
+	opts := InjectOptions{ConfigMapName: "qwen-0-worker-0-ranktable", Template: tm}
+	reload := func(pod *corev1.Pod) {
+		t.Helper()
+		sidecar := corev1.Container{Name: "cms-reload", Image: "reload:v1"}
+		if _, err := (webhookpatch.Injector{Name: "configmapset-cms"}).EnsureSidecar(pod, sidecar, webhookpatch.SidecarLaunchPriority); err != nil {
+			t.Fatal(err)
+		}
+	}
+	inject := func(pod *corev1.Pod) bool {
+		t.Helper()
+		changed, err := Inject(pod, opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return changed
+	}
+	for _, sidecarFirst := range []bool{true, false} {
+		pod := podfixture.Pod("default", "qwen-0", podfixture.Containers("engine"))
+		if sidecarFirst {
+			reload(pod)
+			inject(pod)
+		} else {
+			inject(pod)
+			reload(pod)
+		}
+		if inject(pod) {
+			t.Errorf("sidecar first %v: injecting again changed the pod", sidecarFirst)
+		}
+		for _, c := range pod.Spec.Containers {
+			hasEnv := len(c.Env) == 1 && c.Env[0].Name == tm.Engine.EnvVar()
+			hasMount := len(c.VolumeMounts) == 1 && c.VolumeMounts[0].Name == VolumeName
+			if want := c.Name == "engine"; hasEnv != want || hasMount != want {
+				t.Errorf("sidecar first %v: container %s has env %v and mounts %v; want the ranktable's: %v",
+					sidecarFirst, c.Name, c.Env, c.VolumeMounts, want)
+			}
+		}
+	}
+}

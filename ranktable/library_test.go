@@ -9,6 +9,7 @@ import (
 
 	"github.com/kplan-dev/kplan/internal/podfixture"
 	corev1 "k8s.io/api/core/v1"
+	apivalidation "k8s.io/apimachinery/pkg/api/validation"
 )
 
 // a3Pods returns two device-plugin pods (prefill and decode) of one serving group, 16
@@ -59,9 +60,12 @@ func TestLibraryGolden(t *testing.T) {
 				}
 				parser, _ := LibraryConfigMap(LibraryParserStandard)
 				for _, native := range []bool{true, false} {
-					tm, err := LoadTemplate(cm, parser, LoadOptions{DisableNative: !native})
+					tm, err := LoadTemplate(cm, parser, LoadOptions{})
 					if err != nil {
 						t.Fatal(err)
+					}
+					if !native {
+						tm = withoutNative(tm)
 					}
 					res, err := Plan(Input{Owner: o, Template: tm, Pods: pods, Now: t0, Timestamp: "fixed"})
 					if err != nil {
@@ -146,7 +150,7 @@ func TestSecurityRejections(t *testing.T) {
 		}
 	})
 	t.Run("a size error is distinguishable", func(t *testing.T) {
-		_, err := tm.ParseAnnotation(strings.Repeat(" ", MaxAnnotationBytes+1))
+		_, err := tm.ParseAnnotation(strings.Repeat(" ", apivalidation.TotalAnnotationSizeLimitB+1))
 		if !errors.Is(err, ErrOutputTooLarge) {
 			t.Fatal(err)
 		}

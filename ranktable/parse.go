@@ -7,6 +7,7 @@ import (
 	"text/template"
 
 	corev1 "k8s.io/api/core/v1"
+	apivalidation "k8s.io/apimachinery/pkg/api/validation"
 	"sigs.k8s.io/yaml"
 )
 
@@ -50,7 +51,7 @@ type podInfo struct {
 // parserFuncMap is FuncMap plus the pod functions, which return "" until a pod's
 // values are bound for one execution.
 var parserFuncMap = func() template.FuncMap {
-	m := FuncMap()
+	m := templateFuncs()
 	for k, v := range (podInfo{}).funcs() {
 		m[k] = v
 	}
@@ -109,8 +110,8 @@ func (t *Template) parseAnnotation(annotation string, pod podInfo) (PodData, err
 }
 
 func parseChecked(p parser, annotation string, pod podInfo, scratch *[]byte) (PodData, error) {
-	if len(annotation) > MaxAnnotationBytes {
-		return PodData{}, fmt.Errorf("%d bytes exceeds the limit of %d: %w", len(annotation), MaxAnnotationBytes, ErrOutputTooLarge)
+	if len(annotation) > apivalidation.TotalAnnotationSizeLimitB {
+		return PodData{}, fmt.Errorf("%d bytes exceeds the limit of %d: %w", len(annotation), apivalidation.TotalAnnotationSizeLimitB, ErrOutputTooLarge)
 	}
 	d, err := p.parse(annotation, pod, scratch)
 	if err != nil {
@@ -215,23 +216,23 @@ type templateParser struct {
 }
 
 func (p *templateParser) parse(s string, pod podInfo, scratch *[]byte) (PodData, error) {
-	out, err := p.tmpl.execute(s, MaxAnnotationBytes, *scratch, pod)
+	out, err := p.tmpl.execute(s, apivalidation.TotalAnnotationSizeLimitB, *scratch, pod)
 	if err != nil {
 		return PodData{}, fmt.Errorf("parser template %s: %w", p.name, err)
 	}
 	*scratch = out
-	d, err := DecodeParserOutput(out)
+	d, err := decodeParserOutput(out)
 	if err != nil {
 		return PodData{}, fmt.Errorf("parser template %s: %w", p.name, err)
 	}
 	return d, nil
 }
 
-// DecodeParserOutput decodes the YAML a parser template prints: podName, serverId,
+// decodeParserOutput decodes the YAML a parser template prints: podName, serverId,
 // hostIp, superPodId, serverIndex and devices [{deviceId, deviceIp, superDeviceId}].
 // Unknown keys are errors. Simple documents (one key per line, plain or double-quoted
 // scalars without escapes) take a fast path whose result equals the YAML decoder's.
-func DecodeParserOutput(b []byte) (PodData, error) {
+func decodeParserOutput(b []byte) (PodData, error) {
 	if d, ok := fastDecode(b); ok {
 		return d, nil
 	}

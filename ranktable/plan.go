@@ -3,6 +3,8 @@ package ranktable
 import (
 	"errors"
 	"fmt"
+	"maps"
+	"reflect"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -22,29 +24,75 @@ const (
 	componentValue = "ranktable"
 )
 
-// Defaults of Input.
-const (
-	DefaultRequeueAfter = 5 * time.Second
-)
+// defaultRequeueAfter is the default of Input.RequeueAfter.
+const defaultRequeueAfter = 5 * time.Second
+
+// Reason is the reason of an [Event], as the design names it.
+type Reason string
 
 // Event reasons.
 const (
-	ReasonConfigMapCreated  = "RanktableConfigMapCreated"
-	ReasonGenerated         = "RanktableGenerated"
-	ReasonGenerationFailed  = "RanktableGenerationFailed"
-	ReasonAnnotationMissing = "PodRanktableAnnotationMissing"
+	// ReasonConfigMapCreated: a group's ranktable ConfigMap is created (Normal, on the
+	// ConfigMap).
+	ReasonConfigMapCreated Reason = "RanktableConfigMapCreated"
+	// ReasonGenerated: a group's table is written (Normal, on the ConfigMap).
+	ReasonGenerated Reason = "RanktableGenerated"
+	// ReasonGenerationFailed: a group failed (Warning, on the owner).
+	ReasonGenerationFailed Reason = "RanktableGenerationFailed"
+	// ReasonAnnotationMissing: a pod of a group has no device annotation yet (Normal,
+	// on the pod).
+	ReasonAnnotationMissing Reason = "PodRanktableAnnotationMissing"
 )
 
-// Owner is the object that owns the pods and the ranktable ConfigMaps: any kind.
+// Owner is the object that owns the pods and the ranktable ConfigMaps: any kind. Plan
+// reads its name, namespace, UID and annotations; [NewOwner] builds one from any
+// object.
 type Owner struct {
 	metav1.ObjectMeta
 	// GVK is the owner's kind, for the ConfigMaps' owner references.
 	GVK schema.GroupVersionKind
 }
 
+// NewOwner returns the Owner for obj, of kind gvk: its name, namespace, UID and a copy
+// of its annotations (all Plan reads). obj is not changed. Objects read through a typed
+// client usually have no apiVersion and kind set, hence gvk.
+func NewOwner(obj metav1.Object, gvk schema.GroupVersionKind) Owner {
+	if obj == nil || reflect.ValueOf(obj).IsNil() {
+		return Owner{GVK: gvk}
+	}
+	return Owner{GVK: gvk, ObjectMeta: metav1.ObjectMeta{
+		Name: obj.GetName(), Namespace: obj.GetNamespace(), UID: obj.GetUID(),
+		Annotations: maps.Clone(obj.GetAnnotations()),
+	}}
+}
+
+// ResolveLevel returns the level Plan groups owner's pods at: the owner's
+// [AnnotationLevel] annotation when it has one, else the template's level. A webhook
+// that injects before the owner is planned uses it with [KeyOf] and [ConfigMapName] to
+// name the pod's ConfigMap. An annotation that names no level is an error naming the
+// owner and the annotation, as is a nil owner or template.
+func ResolveLevel(owner metav1.Object, t *Template) (Level, error) {
+	if t == nil {
+		return "", fmt.Errorf("template is nil")
+	}
+	if owner == nil || reflect.ValueOf(owner).IsNil() {
+		return "", fmt.Errorf("owner is nil")
+	}
+	v, ok := owner.GetAnnotations()[AnnotationLevel]
+	if !ok {
+		return t.Level, nil
+	}
+	l, err := ParseLevel(v)
+	if err != nil {
+		return "", fmt.Errorf("owner %s/%s: annotation %s: %v", owner.GetNamespace(), owner.GetName(), AnnotationLevel, err)
+	}
+	return l, nil
+}
+
 // Input is everything Plan looks at. Plan does not change it.
 type Input struct {
-	// Owner owns the pods and the ConfigMaps; its annotations may override the level.
+	// Owner owns the pods and the ConfigMaps (NewOwner builds it from any object); its
+	// annotations may override the level (see ResolveLevel).
 	Owner Owner
 	// Template is the loaded ranktable template and pod parser.
 	Template *Template
@@ -78,8 +126,7 @@ type Input struct {
 	Timestamp string
 	// MaxOutputBytes caps each table (default DefaultMaxOutputBytes).
 	MaxOutputBytes int
-	// RequeueAfter is the poll interval while a group waits (default
-	// DefaultRequeueAfter).
+	// RequeueAfter is the poll interval while a group waits (default 5s).
 	RequeueAfter time.Duration
 }
 
@@ -88,9 +135,12 @@ type Action string
 
 // Actions.
 const (
-	ActionNone   Action = "none"
-	ActionCreate Action = "create"
-	ActionUpdate Action = "update"
+	// ActionNone: the existing ConfigMap is up to date.
+	ActionNone Action = "None"
+	// ActionCreate: create the ConfigMap.
+	ActionCreate Action = "Create"
+	// ActionUpdate: update the existing ConfigMap (an optimistic-lock write).
+	ActionUpdate Action = "Update"
 )
 
 // DesiredConfigMap is one ranktable ConfigMap with what to do about it. For updates
@@ -129,8 +179,8 @@ type GroupStatus struct {
 	Pods, Expected int
 	// Missing lists pods (namespace/name) without the annotation.
 	Missing []string
-	// Absent names expected members that have no pod at all (at most
-	// MaxAbsentNamed of them, in order). At role level with kthena's labels, when
+	// Absent names expected members that have no pod at all (at most 64 of them, in
+	// order). At role level with kthena's labels, when
 	// the group's pods are named as kthena names them ({group}-{role id}-{index}),
 	// absent members are named the same way (namespace/name); otherwise, when every
 	// pod of the group has a stable rank index, by the indexes no pod holds
@@ -141,16 +191,17 @@ type GroupStatus struct {
 	Error error
 }
 
-// Event is an event a reconciler records on Object ("namespace/name" of Kind).
+// Event is an event a reconciler records about Object.
 type Event struct {
 	// Type is corev1.EventTypeNormal or corev1.EventTypeWarning.
 	Type string
-	// Reason is the design's reason, e.g. RanktableGenerated.
-	Reason string
-	// Kind is the kind of Object: the owner's kind, ConfigMap or Pod.
-	Kind string
-	// Object is the object's namespace/name.
-	Object string
+	// Reason says what happened.
+	Reason Reason
+	// Object is what the event is about: the owner, a ranktable ConfigMap or a pod,
+	// with its kind, API version, namespace and name, and its UID when it has one (a
+	// ConfigMap the plan creates has none yet). An event recorder takes a pointer to it
+	// as the object.
+	Object corev1.ObjectReference
 	// Message is a human-readable description.
 	Message string
 }
@@ -183,8 +234,8 @@ type UnmatchedPod struct {
 	Reason string
 }
 
-// MaxAbsentNamed is the most absent members GroupStatus.Absent names.
-const MaxAbsentNamed = 64
+// maxAbsentNamed is the most absent members GroupStatus.Absent names.
+const maxAbsentNamed = 64
 
 // ErrTimeout is wrapped by the error of a group that waited longer than the timeout.
 var ErrTimeout = errors.New("timed out waiting for pod annotations")
@@ -205,16 +256,12 @@ func (in *Input) check() (Level, error) {
 	if !isDNSLabel(in.Owner.Namespace) {
 		return "", fmt.Errorf("input: Owner.Namespace %q: %s", truncate(in.Owner.Namespace, 80), validation.IsDNS1123Label(in.Owner.Namespace)[0])
 	}
-	if in.Order < Natural || in.Order > PodIndex {
-		return "", fmt.Errorf("input: Order %v is not a known order", in.Order)
+	if _, err := in.Order.normalize(); err != nil {
+		return "", fmt.Errorf("input: Order: %v", err)
 	}
-	level := in.Template.Level
-	if v, ok := in.Owner.Annotations[AnnotationLevel]; ok {
-		l, err := ParseLevel(v)
-		if err != nil {
-			return "", fmt.Errorf("owner %s/%s: annotation %s: %v", in.Owner.Namespace, in.Owner.Name, AnnotationLevel, err)
-		}
-		level = l
+	level, err := ResolveLevel(&in.Owner.ObjectMeta, in.Template)
+	if err != nil {
+		return "", err
 	}
 	// Report the first bad key in key order, whatever the map's order.
 	var bad GroupKey
@@ -235,6 +282,12 @@ func (in *Input) check() (Level, error) {
 		return "", fmt.Errorf("input: Expected[%s] %s", bad, why)
 	}
 	return level, nil
+}
+
+// reference returns an ObjectReference to the owner.
+func (o Owner) reference() corev1.ObjectReference {
+	return corev1.ObjectReference{APIVersion: o.GVK.GroupVersion().String(), Kind: o.GVK.Kind,
+		Namespace: o.Namespace, Name: o.Name, UID: o.UID}
 }
 
 func ownerRef(o Owner) metav1.OwnerReference {

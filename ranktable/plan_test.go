@@ -66,7 +66,7 @@ func TestPlanGroups(t *testing.T) {
 		if res.ConfigMaps[1].ConfigMap.Data["ranktable.json"] != "" {
 			t.Error("a waiting group got a table")
 		}
-		if res.RequeueAfter != DefaultRequeueAfter {
+		if res.RequeueAfter != defaultRequeueAfter {
 			t.Errorf("requeue %s", res.RequeueAfter)
 		}
 		if !hasEvent(res, ReasonAnnotationMissing, "default/ms-1-worker-0-1") || !hasEvent(res, ReasonGenerated, "default/ms-0-worker-0-ranktable") ||
@@ -174,9 +174,9 @@ func TestPlanGroups(t *testing.T) {
 	})
 }
 
-func hasEvent(res Result, reason, object string) bool {
+func hasEvent(res Result, reason Reason, object string) bool {
 	for _, e := range res.Events {
-		if e.Reason == reason && e.Object == object {
+		if e.Reason == reason && e.Object.Namespace+"/"+e.Object.Name == object {
 			return true
 		}
 	}

@@ -4,31 +4,26 @@ import (
 	"cmp"
 	"fmt"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
 
-	"github.com/kplan-dev/kplan/internal/canonhash"
 	"github.com/kplan-dev/kplan/internal/natural"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 )
 
-// Planner is Plan with memory: it keeps each pod's parsed annotation (keyed by pod UID
-// and everything read from the pod) and each group's rendered table (keyed by the
-// template, the options and its pods' parse generations), so a reconcile after one pod
-// changed re-parses that pod and re-renders only its group. Checking an unchanged pod
-// compares strings and does not allocate; an unchanged group reuses its rendered table,
-// its ConfigMap name and, when the existing ConfigMap has the UID and resourceVersion
-// last found up to date, skips comparing its data. Its results always equal Plan's for
-// the same input. It is safe for concurrent use: each owner's memory is separate, calls
-// for different owners run in parallel (no lock shared between owners is held while
-// templates execute), and calls for the same owner run one at a time, each reusing
-// what the previous one computed. A Planner may be shared by several owners: each call
-// forgets only the calling owner's pods and groups that are gone; call Forget when an
-// owner is deleted.
+// Planner is Plan with memory: it keeps each pod's parsed annotation and each group's
+// rendered table, so a reconcile after one pod changed parses that pod again and
+// renders only its group again; an existing ConfigMap already found up to date at its
+// UID and resourceVersion is not compared again. Its results always equal Plan's for
+// the same input.
+//
+// It is safe for concurrent use: calls for different owners run in parallel, and calls
+// for the same owner run one at a time, each reusing what the previous one computed. A
+// Planner may be shared by several owners: each call forgets only the calling owner's
+// pods and groups that are gone; call Forget when an owner is deleted.
 type Planner struct {
 	mu     sync.Mutex
 	owners map[types.UID]*ownerPlanner
@@ -44,78 +39,6 @@ type ownerPlanner struct {
 	sorted   []*groupEntry                // the previous call's groups in key order
 	existing map[string]*corev1.ConfigMap // scratch: the current call's ConfigMaps by name
 	buf      []byte                       // scratch for parser templates
-}
-
-type podEntry struct {
-	owner                                     types.UID
-	namespace, name, key                      string
-	resourceVersion                           string
-	level                                     Level
-	grouping                                  Grouping
-	group                                     GroupKey
-	missing                                   bool // no annotation (or an empty one)
-	annotation, podIP, nodeName, role, roleID string
-	entry                                     bool
-	rankIndex                                 int
-	tmpl                                      *Template
-	data                                      PodData
-	err                                       error
-	gen                                       uint64
-	seen                                      uint64
-}
-
-type groupCacheKey struct {
-	owner types.UID
-	key   GroupKey
-}
-
-// podRef is one pod of a group in the current call; entry is nil when the pod has no
-// annotation.
-type podRef struct {
-	pod   *corev1.Pod
-	entry *podEntry
-}
-
-func (r podRef) key() string {
-	if r.entry != nil {
-		return r.entry.key
-	}
-	return r.pod.Namespace + "/" + r.pod.Name
-}
-
-type groupEntry struct {
-	owner             types.UID
-	key               GroupKey
-	ownerName, cmName string
-	cmValid           bool     // cmName is a valid ConfigMap name
-	refs              []podRef // the current call's pods
-	seen              uint64
-
-	// The rendered table, valid when rendered is set, for tmpl, opts, limit and the
-	// members (sorted by UID).
-	rendered                    bool
-	tmpl                        *Template
-	opts                        BuildOptions
-	limit                       int
-	members, scratch            []memberSig
-	content, podsHash, contHash string
-	err                         error
-
-	// verified is the existing ConfigMap last found equal to the desired one.
-	verified verifiedCM
-}
-
-// verifiedCM identifies an existing ConfigMap by UID and resourceVersion (which the API
-// server changes on every write) together with the desired content it matched.
-type verifiedCM struct {
-	uid                                   types.UID
-	resourceVersion                       string
-	filename, content, contHash, podsHash string
-}
-
-type memberSig struct {
-	uid types.UID
-	gen uint64
 }
 
 // NewPlanner returns an empty Planner.
@@ -180,7 +103,8 @@ func (p *ownerPlanner) plan(in Input, level Level) (Result, error) {
 	t := in.Template
 	g := in.Grouping.withDefaults()
 	limit := RenderOptions{MaxOutputBytes: in.MaxOutputBytes}.limit()
-	bopts := BuildOptions{Order: in.Order, Timestamp: in.Timestamp}
+	order, _ := in.Order.normalize() // checked by Input.check
+	bopts := BuildOptions{Order: order, Timestamp: in.Timestamp}
 	owner := in.Owner.UID
 
 	res := Result{Level: level}
@@ -282,6 +206,7 @@ func (p *ownerPlanner) plan(in Input, level Level) (Result, error) {
 			}
 		}
 		var parseErr error
+		var missing []*corev1.Pod
 		if ready < len(refs) {
 			// Missing pods and the first parse error, in pod order.
 			slices.SortFunc(refs, func(a, b podRef) int { return natural.Compare(a.key(), b.key()) })
@@ -289,6 +214,7 @@ func (p *ownerPlanner) plan(in Input, level Level) (Result, error) {
 				switch {
 				case r.entry == nil:
 					st.Missing = append(st.Missing, r.key())
+					missing = append(missing, r.pod)
 				case r.entry.err != nil && parseErr == nil:
 					parseErr = fmt.Errorf("pod %s: annotation %s: %w", r.entry.key, t.AnnotationName, r.entry.err)
 				}
@@ -331,8 +257,9 @@ func (p *ownerPlanner) plan(in Input, level Level) (Result, error) {
 			}
 		}
 		clear(ge.refs) // keep the capacity, not the pods
-		for _, m := range st.Missing {
-			res.Events = append(res.Events, Event{Type: corev1.EventTypeNormal, Reason: ReasonAnnotationMissing, Kind: "Pod", Object: m,
+		for _, pod := range missing {
+			res.Events = append(res.Events, Event{Type: corev1.EventTypeNormal, Reason: ReasonAnnotationMissing,
+				Object:  corev1.ObjectReference{APIVersion: "v1", Kind: "Pod", Namespace: pod.Namespace, Name: pod.Name, UID: pod.UID},
 				Message: fmt.Sprintf("pod has no %s annotation yet (group %s)", t.AnnotationName, k)})
 		}
 		res.Groups = append(res.Groups, st)
@@ -342,13 +269,17 @@ func (p *ownerPlanner) plan(in Input, level Level) (Result, error) {
 		}
 		dc := desired(in.Owner, t, ge, cur, content, contHash, podsHash)
 		res.ConfigMaps = append(res.ConfigMaps, dc)
+		cmRef := corev1.ObjectReference{APIVersion: "v1", Kind: "ConfigMap", Namespace: in.Owner.Namespace, Name: st.ConfigMapName}
+		if cur != nil {
+			cmRef.UID = cur.UID
+		}
 		if dc.Action == ActionCreate {
-			res.Events = append(res.Events, Event{Type: corev1.EventTypeNormal, Reason: ReasonConfigMapCreated, Kind: "ConfigMap",
-				Object: in.Owner.Namespace + "/" + st.ConfigMapName, Message: fmt.Sprintf("ranktable ConfigMap for group %s", k)})
+			res.Events = append(res.Events, Event{Type: corev1.EventTypeNormal, Reason: ReasonConfigMapCreated, Object: cmRef,
+				Message: fmt.Sprintf("ranktable ConfigMap for group %s", k)})
 		}
 		if st.Phase == PhaseCompleted && expected > 0 && dc.Action != ActionNone && (cur == nil || cur.Data[t.Filename] != content) {
-			res.Events = append(res.Events, Event{Type: corev1.EventTypeNormal, Reason: ReasonGenerated, Kind: "ConfigMap",
-				Object: in.Owner.Namespace + "/" + st.ConfigMapName, Message: fmt.Sprintf("ranktable for group %s: %d pods, content hash %s", k, ready, contHash)})
+			res.Events = append(res.Events, Event{Type: corev1.EventTypeNormal, Reason: ReasonGenerated, Object: cmRef,
+				Message: fmt.Sprintf("ranktable for group %s: %d pods, content hash %s", k, ready, contHash)})
 		}
 		if st.Phase == PhaseFailed {
 			res.Events = append(res.Events, failedEvent(in.Owner, st))
@@ -357,7 +288,7 @@ func (p *ownerPlanner) plan(in Input, level Level) (Result, error) {
 	clear(p.existing)
 	for _, st := range res.Groups {
 		if st.Phase == PhaseWaiting {
-			res.RequeueAfter = cmp.Or(in.RequeueAfter, DefaultRequeueAfter)
+			res.RequeueAfter = cmp.Or(in.RequeueAfter, defaultRequeueAfter)
 			if earliest > 0 && earliest < res.RequeueAfter {
 				res.RequeueAfter = earliest
 			}
@@ -368,63 +299,8 @@ func (p *ownerPlanner) plan(in Input, level Level) (Result, error) {
 	return res, nil
 }
 
-// absentMembers names the expected members of group k that have no pod: see
-// GroupStatus.Absent.
-func absentMembers(namespace string, k GroupKey, level Level, g Grouping, refs []podRef, expected int) []string {
-	n := min(expected-len(refs), MaxAbsentNamed)
-	if n <= 0 {
-		return nil
-	}
-	held := make(map[int]bool, len(refs))
-	var out []string
-	// at reports the members not in held among 0..expected-1, up to n of them.
-	at := func(name func(i int) string) []string {
-		for i := 0; len(out) < n && i < expected; i++ {
-			if !held[i] {
-				out = append(out, name(i))
-			}
-		}
-		return out
-	}
-	if prefix := k.Group + "-" + k.Role + "-"; level == LevelRole && k.Group != "" && k.Role != "" && g == (Grouping{OwnerLabel: g.OwnerLabel}).withDefaults() {
-		named := true
-		for _, r := range refs {
-			name := r.pod.Name
-			if !strings.HasPrefix(name, prefix) || !isSmallInt(name[len(prefix):]) {
-				named = false
-				break
-			}
-			i, _ := strconv.Atoi(name[len(prefix):])
-			held[i] = true
-		}
-		if named {
-			return at(func(i int) string { return namespace + "/" + prefix + strconv.Itoa(i) })
-		}
-		clear(held)
-	}
-	for _, r := range refs {
-		i := rankIndex(r.pod)
-		if i < 0 {
-			return nil
-		}
-		held[i] = true
-	}
-	if len(refs) == 0 {
-		return nil
-	}
-	return at(func(i int) string { return AnnotationRankIndex + "=" + strconv.Itoa(i) })
-}
-
-func absentText(absent []string) string {
-	if len(absent) == 0 {
-		return ""
-	}
-	return "; absent: " + strings.Join(absent, ", ")
-}
-
 func failedEvent(o Owner, st GroupStatus) Event {
-	return Event{Type: corev1.EventTypeWarning, Reason: ReasonGenerationFailed, Kind: o.GVK.Kind,
-		Object: o.Namespace + "/" + o.Name, Message: st.Error.Error()}
+	return Event{Type: corev1.EventTypeWarning, Reason: ReasonGenerationFailed, Object: o.reference(), Message: st.Error.Error()}
 }
 
 func latestCreation[T any](cm *corev1.ConfigMap, refs []T, pod func(T) *corev1.Pod) time.Time {
@@ -438,160 +314,4 @@ func latestCreation[T any](cm *corev1.ConfigMap, refs []T, pod func(T) *corev1.P
 		}
 	}
 	return t
-}
-
-func (e *podEntry) member() Member {
-	return Member{Pod: e.key, Data: e.data, PodIP: e.podIP, NodeName: e.nodeName, Role: e.role,
-		RoleID: e.roleID, Entry: e.entry, RankIndex: e.rankIndex}
-}
-
-// unchangedPod returns the cached entry of pod when the pod has the resourceVersion
-// the entry was made from (the API server changes it on every write) and nothing else
-// the entry depends on changed; nil otherwise. It costs a map lookup and string
-// comparisons, no allocation.
-func (p *ownerPlanner) unchangedPod(pod *corev1.Pod, owner types.UID, t *Template, level Level, g Grouping) *podEntry {
-	e := p.pods[pod.UID]
-	if e == nil || pod.ResourceVersion == "" || e.resourceVersion != pod.ResourceVersion || e.tmpl != t ||
-		e.owner != owner || e.level != level || e.grouping != g || e.name != pod.Name || e.namespace != pod.Namespace {
-		return nil
-	}
-	return e
-}
-
-// parsePod returns the cached entry of pod (in group k), re-parsing when anything
-// read from the pod or the template changed. An unchanged pod costs string
-// comparisons, no allocation.
-func (p *ownerPlanner) parsePod(pod *corev1.Pod, owner types.UID, t *Template, level Level, g Grouping, k GroupKey) *podEntry {
-	ann := pod.Annotations[t.AnnotationName]
-	podIP, node := pod.Status.PodIP, pod.Spec.NodeName
-	role, roleID, entry := pod.Labels[g.RoleLabel], pod.Labels[g.RoleIDLabel], pod.Labels[g.EntryLabel] == "true"
-	ri := rankIndex(pod)
-	if old, ok := p.pods[pod.UID]; ok && old.tmpl == t && old.owner == owner && old.annotation == ann &&
-		old.name == pod.Name && old.namespace == pod.Namespace && old.podIP == podIP &&
-		old.nodeName == node && old.role == role && old.roleID == roleID && old.entry == entry && old.rankIndex == ri {
-		old.resourceVersion, old.level, old.grouping, old.group = pod.ResourceVersion, level, g, k
-		return old
-	}
-	p.gen++ // a new parse generation, distinct from every earlier one
-	e := &podEntry{
-		owner: owner, namespace: pod.Namespace, name: pod.Name, key: pod.Namespace + "/" + pod.Name,
-		resourceVersion: pod.ResourceVersion, level: level, grouping: g, group: k,
-		annotation: ann, missing: ann == "", podIP: podIP, nodeName: node, role: role, roleID: roleID, entry: entry,
-		rankIndex: ri, tmpl: t, gen: p.gen,
-	}
-	if !e.missing {
-		e.data, e.err = parseChecked(t.parser, ann, infoOf(pod), &p.buf)
-	}
-	p.pods[pod.UID] = e
-	return e
-}
-
-// renderGroup brings the cached table of ge up to date with its current pods (all
-// with valid annotations), rebuilding it only when the template, the options or any
-// member changed.
-func (p *ownerPlanner) renderGroup(ge *groupEntry, t *Template, opts BuildOptions, limit int) {
-	sigs := ge.scratch[:0]
-	for _, r := range ge.refs {
-		sigs = append(sigs, memberSig{uid: r.pod.UID, gen: r.entry.gen})
-	}
-	slices.SortFunc(sigs, func(a, b memberSig) int { return cmp.Compare(a.uid, b.uid) })
-	if ge.rendered && ge.tmpl == t && ge.opts == opts && ge.limit == limit && slices.Equal(ge.members, sigs) {
-		ge.scratch = sigs
-		return
-	}
-	ge.scratch, ge.members = ge.members[:0], sigs
-	ge.rendered, ge.tmpl, ge.opts, ge.limit = true, t, opts, limit
-	ge.content, ge.contHash, ge.podsHash, ge.err = "", "", "", nil
-	members := make([]Member, len(ge.refs))
-	for i, r := range ge.refs {
-		members[i] = r.entry.member()
-	}
-	table, err := build(members, opts, false)
-	if err != nil {
-		ge.err = err
-		return
-	}
-	content, contHash, err := t.renderString(table, limit, &p.buf)
-	if err != nil {
-		ge.err = err
-		return
-	}
-	ge.content, ge.contHash = content, contHash
-	h := canonhash.New()
-	for _, s := range sigs {
-		h.String(string(s.uid))
-	}
-	ge.podsHash = h.Hex(8)
-}
-
-// sortOrder sorts the groups of the call now by key, reusing the previous call's
-// order when the call has exactly the same groups.
-func (p *ownerPlanner) sortOrder(now uint64) {
-	same := len(p.order) == len(p.sorted)
-	for i := 0; same && i < len(p.sorted); i++ {
-		same = p.sorted[i].seen == now
-	}
-	if same {
-		copy(p.order, p.sorted)
-		return
-	}
-	slices.SortFunc(p.order, func(a, b *groupEntry) int { return compareKeys(a.key, b.key) })
-	p.sorted = append(p.sorted[:0], p.order...)
-}
-
-// prune forgets owner's pods and groups not seen in the call now.
-func (p *ownerPlanner) prune(owner types.UID, now uint64) {
-	for k, e := range p.pods {
-		if e.owner == owner && e.seen != now {
-			delete(p.pods, k)
-		}
-	}
-	for k, e := range p.groups {
-		if k.owner == owner && e.seen != now {
-			delete(p.groups, k)
-		}
-	}
-}
-
-// desired builds the ConfigMap group ge should have and the action to get there. When
-// nothing needs to change the result holds cur itself.
-func desired(o Owner, t *Template, ge *groupEntry, cur *corev1.ConfigMap, content, contHash, podsHash string) DesiredConfigMap {
-	k := ge.key
-	if cur == nil {
-		return DesiredConfigMap{Group: k, Action: ActionCreate, ConfigMap: &corev1.ConfigMap{
-			TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"},
-			ObjectMeta: metav1.ObjectMeta{
-				Name: ge.cmName, Namespace: o.Namespace, Labels: map[string]string{LabelComponent: componentValue},
-				Annotations:     map[string]string{AnnotationContentHash: contHash, AnnotationPodsHash: podsHash},
-				OwnerReferences: []metav1.OwnerReference{ownerRef(o)},
-			},
-			Data: map[string]string{t.Filename: content},
-		}}
-	}
-	v := verifiedCM{uid: cur.UID, resourceVersion: cur.ResourceVersion, filename: t.Filename,
-		content: content, contHash: contHash, podsHash: podsHash}
-	if v.resourceVersion != "" && v == ge.verified {
-		// The same object version was found up to date for the same desired content.
-		return DesiredConfigMap{Group: k, Action: ActionNone, ConfigMap: cur}
-	}
-	data, hasData := cur.Data[t.Filename]
-	if hasData && len(cur.Data) == 1 && data == content && len(cur.BinaryData) == 0 &&
-		cur.Annotations[AnnotationContentHash] == contHash && cur.Annotations[AnnotationPodsHash] == podsHash &&
-		cur.Labels[LabelComponent] == componentValue {
-		ge.verified = v
-		return DesiredConfigMap{Group: k, Action: ActionNone, ConfigMap: cur}
-	}
-	up := cur.DeepCopy()
-	up.Data = map[string]string{t.Filename: content}
-	up.BinaryData = nil
-	if up.Labels == nil {
-		up.Labels = map[string]string{}
-	}
-	up.Labels[LabelComponent] = componentValue
-	if up.Annotations == nil {
-		up.Annotations = map[string]string{}
-	}
-	up.Annotations[AnnotationContentHash] = contHash
-	up.Annotations[AnnotationPodsHash] = podsHash
-	return DesiredConfigMap{Group: k, Action: ActionUpdate, ConfigMap: up}
 }

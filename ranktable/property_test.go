@@ -3,10 +3,10 @@ package ranktable
 import (
 	"encoding/json"
 	"fmt"
-	"reflect"
 	"strconv"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
 	"github.com/kplan-dev/kplan/internal/natural"
 	corev1 "k8s.io/api/core/v1"
 	"pgregory.net/rapid"
@@ -47,8 +47,8 @@ func TestBuildProperties(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if !reflect.DeepEqual(before, members) {
-			t.Fatal("Build changed its input")
+		if diff := cmp.Diff(before, members); diff != "" {
+			t.Fatalf("Build changed its input (-before +after):\n%s", diff)
 		}
 		want := map[string]bool{}
 		for _, m := range members {
@@ -84,8 +84,11 @@ func TestBuildProperties(t *testing.T) {
 			t.Fatalf("devices left out: %v", want)
 		}
 		again, err := Build(shuffled(t, members), BuildOptions{Order: order})
-		if err != nil || !reflect.DeepEqual(again, table) {
-			t.Fatal("shuffled members gave another table")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff(table, again); diff != "" {
+			t.Fatalf("shuffled members gave another table (-first +shuffled):\n%s", diff)
 		}
 	})
 }
@@ -208,8 +211,11 @@ func TestPlanIsDeterministicAndPure(t *testing.T) {
 		if !resultsEqual(a, b) {
 			t.Fatal("shuffled input gave another plan")
 		}
-		if !reflect.DeepEqual(frozen, pods) || !reflect.DeepEqual(frozenCMs, cms) {
-			t.Fatal("Plan changed its input")
+		if diff := cmp.Diff(frozen, pods, exact); diff != "" {
+			t.Fatalf("Plan changed its pods (-before +after):\n%s", diff)
+		}
+		if diff := cmp.Diff(frozenCMs, cms, exact); diff != "" {
+			t.Fatalf("Plan changed its ConfigMaps (-before +after):\n%s", diff)
 		}
 		for _, d := range a.ConfigMaps {
 			if c := d.ConfigMap.Data["ranktable.json"]; c != "" && !json.Valid([]byte(c)) {
@@ -252,7 +258,7 @@ func errStrings(gs []GroupStatus) []string {
 // for written ConfigMaps).
 func TestPlannerEqualsPlan(t *testing.T) {
 	o := testOwner("ms")
-	templates := []*Template{mustLibrary(t, LibraryMindIERole, LoadOptions{}), mustLibrary(t, LibraryMindIEExtended, LoadOptions{DisableNative: true})}
+	templates := []*Template{mustLibrary(t, LibraryMindIERole, LoadOptions{}), withoutNative(mustLibrary(t, LibraryMindIEExtended, LoadOptions{}))}
 	rapid.Check(t, func(t *rapid.T) {
 		p := NewPlanner()
 		tm, timestamp := templates[0], ""

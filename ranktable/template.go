@@ -29,7 +29,6 @@ const (
 	DefaultMountPath      = "/etc/ascend/ranktable"
 	DefaultFilename       = "ranktable.json"
 	DefaultAnnotationName = "ascend.com/ranktable"
-	DefaultParser         = BuiltinRanktableJSON
 )
 
 // Built-in parsers, selected by naming them in the pod-parser-template key.
@@ -120,9 +119,6 @@ type Template struct {
 
 // LoadOptions change how templates are loaded.
 type LoadOptions struct {
-	// DisableNative makes library templates run through text/template instead of their
-	// native renderers (for comparisons and benchmarks).
-	DisableNative bool
 	// MaxTemplateWork caps the work of each execution of the ranktable and parser
 	// templates (default DefaultMaxTemplateWork); see the package doc.
 	MaxTemplateWork int64
@@ -156,7 +152,7 @@ func LoadTemplate(rt, parserCM *corev1.ConfigMap, opts LoadOptions) (*Template, 
 		MountPath:      orDefault(rt.Data[KeyMountPath], DefaultMountPath),
 		Filename:       orDefault(rt.Data[KeyFilename], DefaultFilename),
 		AnnotationName: orDefault(rt.Data[KeyAnnotationName], DefaultAnnotationName),
-		ParserName:     orDefault(rt.Data[KeyPodParserTemplate], DefaultParser),
+		ParserName:     orDefault(rt.Data[KeyPodParserTemplate], BuiltinRanktableJSON),
 		Text:           rt.Data[KeyRanktableTemplate],
 	}
 	switch e := Engine(rt.Data[KeyInferenceEngine]); e {
@@ -191,11 +187,7 @@ func LoadTemplate(rt, parserCM *corev1.ConfigMap, opts LoadOptions) (*Template, 
 	if err != nil {
 		return nil, fail(KeyRanktableTemplate, "%v", err)
 	}
-	native, perDevice := nativeFor(t.Text)
-	t.perDevice = perDevice
-	if !opts.DisableNative {
-		t.native = native
-	}
+	t.native, t.perDevice = nativeFor(t.Text)
 	t.Warnings = unknownKeys(nil, "ranktable template ConfigMap "+id, rt.Data, allowedKeys)
 	t.parser, err = loadParser(id, t.ParserName, parserCM, opts)
 	if err != nil {
@@ -237,6 +229,25 @@ func unknownKeys(warnings []string, what string, data map[string]string, allowed
 	return warnings
 }
 
+// ParserConfigMapName returns the name of the pod parser ConfigMap the ranktable
+// template ConfigMap rt names (key pod-parser-template), which [LoadTemplate] needs
+// beside rt and which lives in rt's namespace; or "" when rt names a built-in parser
+// (or none, which means [BuiltinRanktableJSON]) and needs no parser ConfigMap. A nil rt
+// names none.
+func ParserConfigMapName(rt *corev1.ConfigMap) string {
+	if rt == nil {
+		return ""
+	}
+	name := rt.Data[KeyPodParserTemplate]
+	if name == "" || strings.HasPrefix(name, builtinPrefix) {
+		return ""
+	}
+	return name
+}
+
+// builtinPrefix starts the names of built-in parsers.
+const builtinPrefix = "builtin:"
+
 // loadParser resolves the pod-parser-template reference of ranktable template rtID.
 func loadParser(rtID, name string, cm *corev1.ConfigMap, opts LoadOptions) (parser, error) {
 	switch name {
@@ -245,7 +256,7 @@ func loadParser(rtID, name string, cm *corev1.ConfigMap, opts LoadOptions) (pars
 	case BuiltinAscendDevicePlugin:
 		return builtinDevicePlugin{}, nil
 	}
-	if strings.HasPrefix(name, "builtin:") {
+	if strings.HasPrefix(name, builtinPrefix) {
 		return nil, fmt.Errorf("ranktable template ConfigMap %s: data[%s]: %q is not a built-in parser (want %s or %s)",
 			rtID, KeyPodParserTemplate, name, BuiltinRanktableJSON, BuiltinAscendDevicePlugin)
 	}

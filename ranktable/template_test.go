@@ -123,7 +123,7 @@ func TestExplodingTemplateFailsFastWithTheSizeError(t *testing.T) {
 }
 
 func TestFuncMapIsHermetic(t *testing.T) {
-	m := FuncMap()
+	m := templateFuncs()
 	for _, name := range []string{"env", "expandenv", "now", "date", "randAlpha", "randInt", "uuidv4", "shuffle", "ago", "genPrivateKey", "getHostByName"} {
 		if _, ok := m[name]; ok {
 			t.Errorf("FuncMap has %s", name)
@@ -195,8 +195,8 @@ func TestTemplateCache(t *testing.T) {
 	if c2 == a || c2.Text != `{"m": 1}` {
 		t.Error("a new resourceVersion did not reload")
 	}
-	if c.Len() != 1 {
-		t.Errorf("cache holds %d entries, want the newest only", c.Len())
+	if c.size() != 1 {
+		t.Errorf("cache holds %d entries, want the newest only", c.size())
 	}
 	done := make(chan *Template, 8)
 	for i := 0; i < 8; i++ {
@@ -208,7 +208,7 @@ func TestTemplateCache(t *testing.T) {
 		}
 	}
 	c.Forget(cm.UID)
-	if c.Len() != 0 {
+	if c.size() != 0 {
 		t.Error("Forget kept the entry")
 	}
 }

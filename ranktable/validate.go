@@ -9,11 +9,11 @@ import (
 
 // Validation limits.
 const (
-	// MaxServerIDLength is the longest server id accepted (HCCL's limit is 64 bytes
+	// maxServerIDLength is the longest server id accepted (HCCL's limit is 64 bytes
 	// including the terminating NUL).
-	MaxServerIDLength = 63
-	// MaxDeviceID is the largest device id accepted.
-	MaxDeviceID = 65535
+	maxServerIDLength = 63
+	// maxDeviceID is the largest device id accepted.
+	maxDeviceID = 65535
 )
 
 // validatePodData checks one pod's parsed annotation. Field names in errors are the
@@ -25,8 +25,8 @@ func validatePodData(d *PodData) error {
 	if d.ServerID == "" {
 		return fmt.Errorf("server_id: missing")
 	}
-	if len(d.ServerID) > MaxServerIDLength {
-		return fmt.Errorf("server_id: %d characters exceeds the limit of %d", len(d.ServerID), MaxServerIDLength)
+	if len(d.ServerID) > maxServerIDLength {
+		return fmt.Errorf("server_id: %d characters exceeds the limit of %d", len(d.ServerID), maxServerIDLength)
 	}
 	if !isSafeID(d.ServerID) {
 		return fmt.Errorf("server_id: %q may contain only letters, digits, '.', ':', '_' and '-'", d.ServerID)
@@ -45,7 +45,7 @@ func validatePodData(d *PodData) error {
 	}
 	for i, dev := range d.Devices {
 		if !isSmallInt(dev.ID) {
-			return fmt.Errorf("devices[%d].device_id: %q is not an integer in 0..%d", i, truncate(dev.ID, 80), MaxDeviceID)
+			return fmt.Errorf("devices[%d].device_id: %q is not an integer in 0..%d", i, truncate(dev.ID, 80), maxDeviceID)
 		}
 		if !isIP(dev.IP) {
 			return fmt.Errorf("devices[%d].device_ip: %q is not an IP address", i, truncate(dev.IP, 80))
@@ -86,7 +86,7 @@ func isSmallInt(s string) bool {
 		}
 		n = n*10 + int(s[i]-'0')
 	}
-	return n <= MaxDeviceID
+	return n <= maxDeviceID
 }
 
 // isUint32 reports whether s is a canonical decimal integer that fits in 32 bits

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/kplan-dev/kplan/ranktable"
+	corev1 "k8s.io/api/core/v1"
 )
 
 // waitRun runs the wait container's command with the machine's POSIX sh against a
@@ -25,11 +26,16 @@ type waitRun struct {
 func startWait(t *testing.T, timeout time.Duration, setup func(file string)) *waitRun {
 	t.Helper()
 	dir := t.TempDir()
-	c := ranktable.WaitContainer(ranktable.InjectOptions{
-		Template:     &ranktable.Template{MountPath: dir, Filename: "ranktable.json"},
-		PollInterval: time.Second,
-		WaitTimeout:  timeout,
-	})
+	pod := &corev1.Pod{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "engine"}}}}
+	if _, err := ranktable.Inject(pod, ranktable.InjectOptions{
+		ConfigMapName: "qwen-0-ranktable",
+		Template:      &ranktable.Template{MountPath: dir, Filename: "ranktable.json"},
+		PollInterval:  time.Second,
+		WaitTimeout:   timeout,
+	}); err != nil {
+		t.Fatal(err)
+	}
+	c := pod.Spec.InitContainers[0]
 	sh, err := exec.LookPath(c.Command[0])
 	if err != nil {
 		t.Skipf("no POSIX %s on this machine: %v", c.Command[0], err)

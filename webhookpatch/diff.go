@@ -12,7 +12,7 @@ import (
 )
 
 // Diff returns the RFC 6902 operations that turn the JSON encoding of before into the
-// JSON encoding of after. It walks the typed objects; it does not marshal whole pods.
+// JSON encoding of after.
 //
 //   - Elements appended to a list become single "add .../-" operations; elements
 //     inserted elsewhere become "add .../<index>".

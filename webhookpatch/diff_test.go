@@ -120,11 +120,3 @@ func TestPatch(t *testing.T) {
 		t.Fatal("an add without a value must be an error")
 	}
 }
-
-func TestEscapePointerToken(t *testing.T) {
-	for in, want := range map[string]string{"plain": "plain", "a/b": "a~1b", "a~b": "a~0b", "~1": "~01", "/~": "~1~0"} {
-		if got := EscapePointerToken(in); got != want {
-			t.Errorf("EscapePointerToken(%q) = %q, want %q", in, got, want)
-		}
-	}
-}

@@ -22,20 +22,24 @@
 //
 // Sidecars run as native sidecars (init containers with restartPolicy Always) from
 // Kubernetes 1.29 on and as the first app container with OpenKruise's container launch
-// priority before; [SidecarModeFor] picks the mode from the cluster version.
+// priority before; [SidecarModeFor] picks the mode from the cluster version. Several
+// webhooks (or several injectors in one webhook) can share a pod: a [ContainerSelector]
+// that names no containers skips the containers another injector added, so a sidecar
+// placed among the app containers never receives another injector's mounts and env
+// vars, and webhooks that invoke each other again reach a fixed point after one round.
 //
 // [MergeContainer] and [MergePodSpec] merge runtime defaults with user overrides the
 // way KServe does, and [AddFinalizer], [RemoveFinalizer], [AddFinalizerPatch] and
 // [RemoveFinalizerPatch] manage finalizers in place or as merge patches.
 //
-// # Algorithm
+// # How Diff builds a patch
 //
-// [Diff] walks the two typed pods together, using type information computed once from
-// the corev1.Pod type graph (JSON names, omitempty/omitzero, Kubernetes patchMergeKey
-// tags). A field present in only one pod is added or removed whole; present in both,
-// it is compared: leaves (strings, numbers, json.Marshalers such as Quantity and Time)
-// are replaced when their values differ; maps are diffed key by key in sorted order;
-// lists with a merge key, and lists of distinct strings, are matched by key:
+// [Diff] compares the two pods field by field, as their JSON encodings. A field present
+// in only one pod is added or removed whole; present in both, it is compared: strings,
+// numbers, quantities and times are replaced when their values differ; maps are diffed
+// key by key in sorted order; lists whose elements have a Kubernetes merge key
+// (containers and volumes by name, mounts by mountPath, env by name, ...) and lists of
+// distinct strings are matched by key:
 //
 //  1. if before's keys are a prefix of after's, elements are diffed in place and the
 //     rest appended with "add /-";
@@ -44,8 +48,7 @@
 //     index (or "/-" when nothing of before follows);
 //  3. if kept elements changed their relative order, the list is replaced whole.
 //
-// Lists without keys are diffed by position with their tail appended or removed. Only
-// the changed parts are marshalled.
+// Lists without keys are diffed by position with their tail appended or removed.
 //
 // # Invariants
 //
@@ -54,8 +57,9 @@
 //   - Diff never mutates its inputs and returns operations in a deterministic order.
 //   - Applying a primitive twice equals applying it once; every primitive's result
 //     passes [Validate] when its input did. In particular a primitive that would take
-//     the pod's annotations (the injection record included) over
-//     [TotalAnnotationSizeLimit] returns an error instead.
+//     the pod's annotations (the injection record included) over Kubernetes' 256 KiB
+//     limit (k8s.io/apimachinery/pkg/api/validation.TotalAnnotationSizeLimitB) returns
+//     an error instead.
 //   - A primitive that returns an error leaves the pod unchanged.
 //
 // # Differences from the design
@@ -64,9 +68,9 @@
 //     injection is recorded so re-invocation is idempotent and conflicts are reported.
 //   - The ConfigMapSet design uses OpenKruise's container launch priority below
 //     Kubernetes 1.28 and native sidecars from 1.28; here native sidecars start at
-//     1.29 ([NativeSidecarMinorVersion]), because in 1.28 the SidecarContainers gate
-//     is off by default and the API server drops the restartPolicy, which would
-//     leave the sidecar blocking the pod's start for ever.
+//     1.29, because in 1.28 the SidecarContainers gate is off by default and the API
+//     server drops the restartPolicy, which would leave the sidecar blocking the
+//     pod's start for ever.
 //   - KServe's merge leaves both value and valueFrom when runtime and user set different
 //     ones; here the user's choice wins whole.
 package webhookpatch

@@ -1,20 +1,135 @@
+// The package's examples, kept together in this file: each is complete
+// and uses only the exported API, so it can be copied as shown. The file is long
+// because every entry point has one.
+
 package webhookpatch_test
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
 
+	jsonpatch "gopkg.in/evanphx/json-patch.v4"
+	admissionv1 "k8s.io/api/admission/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/kplan-dev/kplan/webhookpatch"
 )
 
-func newPod() *corev1.Pod {
-	return &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "qwen-0"},
-		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "engine", Image: "mindie:1"}}},
+// A mutating admission webhook end to end: it decodes the admission.k8s.io/v1
+// AdmissionReview the API server sends, injects into a copy of the pod, and answers
+// with the JSON patch from the pod to the copy. Invoked again on the patched pod
+// (reinvocationPolicy IfNeeded), it answers with no patch.
+func Example() {
+	inject := func(pod *corev1.Pod) error {
+		in := webhookpatch.Injector{Name: "ranktable"}
+		vol := corev1.Volume{Name: "ranktable", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{
+			LocalObjectReference: corev1.LocalObjectReference{Name: "qwen-0-ranktable"}}}}
+		if _, err := in.EnsureVolume(pod, vol); err != nil {
+			return err
+		}
+		mount := corev1.VolumeMount{Name: "ranktable", MountPath: "/etc/ascend/ranktable", ReadOnly: true}
+		_, err := in.EnsureVolumeMount(pod, mount, webhookpatch.ContainerSelector{})
+		return err
 	}
+	// handle is the body of the webhook's HTTP handler: AdmissionReview in, out.
+	handle := func(body []byte) ([]byte, error) {
+		var review admissionv1.AdmissionReview
+		if err := json.Unmarshal(body, &review); err != nil || review.Request == nil {
+			return nil, fmt.Errorf("not an AdmissionReview request: %v", err)
+		}
+		req := review.Request
+		resp := &admissionv1.AdmissionResponse{UID: req.UID, Allowed: true}
+		var pod corev1.Pod
+		if err := json.Unmarshal(req.Object.Raw, &pod); err != nil {
+			return nil, err
+		}
+		if pod.Namespace == "" {
+			pod.Namespace = req.Namespace // not set yet on CREATE
+		}
+		mutated := pod.DeepCopy()
+		err := inject(mutated)
+		if err == nil {
+			if errs := webhookpatch.Validate(mutated); len(errs) > 0 {
+				err = errs.ToAggregate()
+			}
+		}
+		if err != nil {
+			resp.Allowed = false
+			resp.Result = &metav1.Status{Code: http.StatusForbidden, Message: err.Error()}
+		} else {
+			ops, err := webhookpatch.Diff(&pod, mutated)
+			if err != nil {
+				return nil, err
+			}
+			if resp.Patch, resp.PatchType, err = webhookpatch.Patch(ops); err != nil {
+				return nil, err
+			}
+		}
+		return json.Marshal(admissionv1.AdmissionReview{TypeMeta: review.TypeMeta, Response: resp})
+	}
+
+	request := `{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{
+		"uid":"0df28fbd-5f5f-4b7e-8b2a-6f6a1e7b1c01","operation":"CREATE","namespace":"default",
+		"kind":{"group":"","version":"v1","kind":"Pod"},"resource":{"group":"","version":"v1","resource":"pods"},
+		"object":{"apiVersion":"v1","kind":"Pod","metadata":{"name":"qwen-0"},
+			"spec":{"containers":[{"name":"engine","image":"mindie:1"}]}}}}`
+	out, err := handle([]byte(request))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	var answer admissionv1.AdmissionReview
+	if err := json.Unmarshal(out, &answer); err != nil {
+		fmt.Println(err)
+		return
+	}
+	resp := answer.Response
+	fmt.Println(answer.Kind, resp.UID, resp.Allowed, *resp.PatchType)
+	var ops []webhookpatch.Operation
+	if err := json.Unmarshal(resp.Patch, &ops); err != nil {
+		fmt.Println(err)
+		return
+	}
+	for _, op := range ops {
+		fmt.Println(op.Op, op.Path)
+	}
+
+	// The API server applies the patch and, when another webhook changed the pod
+	// afterwards, sends the patched pod again.
+	var sent admissionv1.AdmissionReview
+	if err := json.Unmarshal([]byte(request), &sent); err != nil {
+		fmt.Println(err)
+		return
+	}
+	patch, err := jsonpatch.DecodePatch(resp.Patch)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	if sent.Request.Object.Raw, err = patch.Apply(sent.Request.Object.Raw); err != nil {
+		fmt.Println(err)
+		return
+	}
+	again, _ := json.Marshal(sent)
+	if out, err = handle(again); err != nil {
+		fmt.Println(err)
+		return
+	}
+	answer = admissionv1.AdmissionReview{}
+	if err := json.Unmarshal(out, &answer); err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println("reinvoked:", answer.Response.Allowed, len(answer.Response.Patch), "patch bytes")
+	// Output:
+	// AdmissionReview 0df28fbd-5f5f-4b7e-8b2a-6f6a1e7b1c01 true JSONPatch
+	// add /metadata/annotations
+	// add /spec/volumes
+	// add /spec/containers/0/volumeMounts
+	// reinvoked: true 0 patch bytes
 }
 
 // A ranktable webhook injects a ConfigMap volume, a wait init container and a
@@ -36,7 +151,10 @@ func ExampleInjector() {
 		return err
 	}
 
-	pod := newPod()
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "qwen-0"},
+		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "engine", Image: "mindie:1"}}},
+	}
 	first := pod.DeepCopy()
 	if err := inject(first); err != nil {
 		panic(err)
@@ -62,7 +180,10 @@ func ExampleInjector() {
 
 // A same-named volume the user wrote is never overwritten.
 func ExampleInjector_EnsureVolume_conflict() {
-	pod := newPod()
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "qwen-0"},
+		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "engine", Image: "mindie:1"}}},
+	}
 	pod.Spec.Volumes = []corev1.Volume{{Name: "ranktable", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}}
 	_, err := webhookpatch.Injector{Name: "ranktable"}.EnsureVolume(pod, corev1.Volume{Name: "ranktable",
 		VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{}}})
@@ -77,7 +198,10 @@ func ExampleInjector_EnsureVolume_conflict() {
 func ExampleInjector_EnsureSidecar() {
 	for _, version := range []string{"v1.28.9", "v1.31.0"} {
 		mode, _ := webhookpatch.SidecarModeFor(version)
-		pod := newPod()
+		pod := &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "qwen-0"},
+			Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "engine", Image: "mindie:1"}}},
+		}
 		_, _ = webhookpatch.Injector{Name: "configmapset-model"}.EnsureSidecar(pod,
 			corev1.Container{Name: "reload", Image: "reloader:1"}, mode)
 		var init, app []string
@@ -91,14 +215,17 @@ func ExampleInjector_EnsureSidecar() {
 			pod.Annotations[webhookpatch.LaunchPriorityAnnotation])
 	}
 	// Output:
-	// v1.28.9 launch-priority: initContainers=[] containers=[reload engine] priority="Ordered"
-	// v1.31.0 native: initContainers=[reload] containers=[engine] priority=""
+	// v1.28.9 LaunchPriority: initContainers=[] containers=[reload engine] priority="Ordered"
+	// v1.31.0 Native: initContainers=[reload] containers=[engine] priority=""
 }
 
 // Diff computes the patch from the typed pods; keys are escaped and a prepended
 // container is a single add.
 func ExampleDiff() {
-	before := newPod()
+	before := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "qwen-0"},
+		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "engine", Image: "mindie:1"}}},
+	}
 	after := before.DeepCopy()
 	after.Annotations = map[string]string{"example.com/role": "prefill"}
 	after.Spec.Containers = append([]corev1.Container{{Name: "proxy", Image: "envoy"}}, after.Spec.Containers...)
@@ -133,7 +260,10 @@ func ExampleMergeContainer() {
 
 // Validate reports what a mutation broke, with field paths.
 func ExampleValidate() {
-	pod := newPod()
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "qwen-0"},
+		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "engine", Image: "mindie:1"}}},
+	}
 	pod.Spec.Containers[0].VolumeMounts = []corev1.VolumeMount{{Name: "missing", MountPath: "/data"}}
 	for _, err := range webhookpatch.Validate(pod) {
 		fmt.Println(err)
@@ -159,7 +289,10 @@ func ExampleAddFinalizerPatch() {
 // re-invocation with a new value replaces its own value, but never a user's.
 func ExampleInjector_EnsureAnnotation() {
 	in := webhookpatch.Injector{Name: "ranktable"}
-	pod := newPod()
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "qwen-0"},
+		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "engine", Image: "mindie:1"}}},
+	}
 	changed, err := in.EnsureAnnotation(pod, "kthena.io/ranktable-level", "role")
 	fmt.Println(changed, err, pod.Annotations["kthena.io/ranktable-level"])
 	changed, err = in.EnsureAnnotation(pod, "kthena.io/ranktable-level", "group")
@@ -175,7 +308,10 @@ func ExampleInjector_EnsureAnnotation() {
 
 func ExampleInjector_EnsureLabel() {
 	in := webhookpatch.Injector{Name: "configmapset-demo"}
-	pod := newPod()
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "qwen-0"},
+		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "engine", Image: "mindie:1"}}},
+	}
 	changed, err := in.EnsureLabel(pod, "configmapset.kplan.dev/updateOrder", "1")
 	fmt.Println(changed, err, pod.Labels)
 	_, err = in.EnsureLabel(pod, "app", "not a valid value!")
@@ -189,7 +325,10 @@ func ExampleInjector_EnsureLabel() {
 // conflict, and then no container is changed.
 func ExampleInjector_EnsureEnv() {
 	in := webhookpatch.Injector{Name: "ranktable"}
-	pod := newPod()
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "qwen-0"},
+		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "engine", Image: "mindie:1"}}},
+	}
 	pod.Spec.Containers = append(pod.Spec.Containers, corev1.Container{Name: "metrics", Image: "exporter:1"})
 	env := corev1.EnvVar{Name: "RANKTABLEFILE", Value: "/etc/ascend/ranktable/ranktable.json"}
 	changed, err := in.EnsureEnv(pod, env, webhookpatch.ContainerSelector{Exclude: []string{"metrics"}})
@@ -201,7 +340,10 @@ func ExampleInjector_EnsureEnv() {
 // nothing.
 func ExampleInjector_EnsureContainer() {
 	in := webhookpatch.Injector{Name: "metrics"}
-	pod := newPod()
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "qwen-0"},
+		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "engine", Image: "mindie:1"}}},
+	}
 	exporter := corev1.Container{Name: "npu-exporter", Image: "npu-exporter:v6"}
 	first, _ := in.EnsureContainer(pod, exporter)
 	again, _ := in.EnsureContainer(pod, exporter)
@@ -213,7 +355,10 @@ func ExampleInjector_EnsureContainer() {
 // other injectors' items; injecting again gives the same pod as the first time.
 func ExampleInjector_Strip() {
 	in := webhookpatch.Injector{Name: "ranktable"}
-	pod := newPod()
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "qwen-0"},
+		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "engine", Image: "mindie:1"}}},
+	}
 	vol := corev1.Volume{Name: "ranktable", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}
 	_, _ = in.EnsureVolume(pod, vol)
 	_, _ = in.EnsureInitContainer(pod, corev1.Container{Name: "wait-ranktable", Image: "busybox"})
@@ -261,10 +406,3 @@ func ExampleRemoveFinalizerPatch() {
 }
 
 // Annotation keys hold "/", which a JSON pointer must escape.
-func ExampleEscapePointerToken() {
-	fmt.Println("/metadata/annotations/" + webhookpatch.EscapePointerToken("kthena.io/ranktable-template"))
-	fmt.Println(webhookpatch.EscapePointerToken("a~b"))
-	// Output:
-	// /metadata/annotations/kthena.io~1ranktable-template
-	// a~0b
-}

@@ -98,27 +98,33 @@ func FuzzFinalizers(f *testing.F) {
 	})
 }
 
-// FuzzEscapePointerToken: escaping round-trips through RFC 6901's unescaping and
-// yields one reference token (no "/"); an add at /metadata/annotations/<token> sets
+// FuzzDiffAnnotationKey: Diff escapes an annotation key as one RFC 6901 reference
+// token (no "/", and unescaping gives the key back), and applying the patch sets
 // exactly that key.
-func FuzzEscapePointerToken(f *testing.F) {
+func FuzzDiffAnnotationKey(f *testing.F) {
 	for _, s := range []string{"kthena.io/ranktable-template", "a~b", "~1", "~01", "", "/", "~"} {
 		f.Add(s)
 	}
 	unescape := strings.NewReplacer("~1", "/", "~0", "~")
 	f.Fuzz(func(t *testing.T, key string) {
-		tok := EscapePointerToken(key)
-		if strings.Contains(tok, "/") {
-			t.Fatalf("token %q contains /", tok)
+		if !utf8.ValidString(key) || key == "other" {
+			return // JSON carries only UTF-8: such a key is never an annotation
+		}
+		before := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{"other": "x"}}}
+		after := before.DeepCopy()
+		after.Annotations[key] = "v"
+		ops, err := Diff(before, after)
+		if err != nil || len(ops) != 1 {
+			t.Fatalf("Diff = %v, %v; want one operation", ops, err)
+		}
+		tok, ok := strings.CutPrefix(ops[0].Path, "/metadata/annotations/")
+		if !ok || ops[0].Op != "add" || strings.Contains(tok, "/") {
+			t.Fatalf("operation %s: want an add of one token under /metadata/annotations", ops[0])
 		}
 		if got := unescape.Replace(tok); got != key {
 			t.Fatalf("unescape(%q) = %q, want %q", tok, got, key)
 		}
-		if !utf8.ValidString(key) {
-			return // JSON carries only UTF-8: such a key is never an annotation
-		}
-		value, _ := json.Marshal("v")
-		patch, err := json.Marshal([]Operation{{Op: "add", Path: "/metadata/annotations/" + tok, Value: value}})
+		patch, err := json.Marshal(ops)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -126,14 +132,14 @@ func FuzzEscapePointerToken(f *testing.F) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		out, err := p.Apply([]byte(`{"metadata":{"annotations":{}}}`))
+		out, err := p.Apply([]byte(`{"metadata":{"annotations":{"other":"x"}}}`))
 		if err != nil {
 			t.Fatalf("apply %s: %v", patch, err)
 		}
 		var got struct {
 			Metadata struct{ Annotations map[string]string }
 		}
-		if err := json.Unmarshal(out, &got); err != nil || len(got.Metadata.Annotations) != 1 || got.Metadata.Annotations[key] != "v" {
+		if err := json.Unmarshal(out, &got); err != nil || len(got.Metadata.Annotations) != 2 || got.Metadata.Annotations[key] != "v" {
 			t.Fatalf("annotations after the patch: %v (%v)", got.Metadata.Annotations, err)
 		}
 	})

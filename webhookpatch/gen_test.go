@@ -121,7 +121,7 @@ func genPrimitiveBy(t *rapid.T, label string, injectors ...string) primitive {
 	case 3:
 		c := genContainer(t, genName.Draw(t, label+"Side"))
 		mode := rapid.SampledFrom([]SidecarMode{SidecarNative, SidecarLaunchPriority}).Draw(t, label+"Mode")
-		return primitive{"sidecar " + c.Name + " " + mode.String(), func(p *corev1.Pod) (bool, error) { return in.EnsureSidecar(p, c, mode) }}
+		return primitive{"sidecar " + c.Name + " " + string(mode), func(p *corev1.Pod) (bool, error) { return in.EnsureSidecar(p, c, mode) }}
 	case 4:
 		m := corev1.VolumeMount{Name: genVolName.Draw(t, label+"MountVol"), MountPath: genPath.Draw(t, label+"MountPath"),
 			ReadOnly: rapid.Bool().Draw(t, label+"ReadOnly")}

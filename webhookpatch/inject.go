@@ -125,7 +125,7 @@ func (in Injector) EnsureSidecar(pod *corev1.Pod, c corev1.Container, mode Sidec
 		}
 		return changed || annChanged, nil
 	}
-	return false, fmt.Errorf("%s: sidecar %q: unknown sidecar mode %d", podRef(pod), c.Name, int(mode))
+	return false, fmt.Errorf("%s: sidecar %q: unknown sidecar mode %q (want %s or %s)", podRef(pod), c.Name, string(mode), SidecarNative, SidecarLaunchPriority)
 }
 
 func (in Injector) ensureContainer(pod *corev1.Pod, c corev1.Container, init, first bool) (bool, error) {

@@ -7,6 +7,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
+	apivalidation "k8s.io/apimachinery/pkg/api/validation"
 
 	pf "github.com/kplan-dev/kplan/internal/podfixture"
 )
@@ -19,7 +20,7 @@ func TestPrimitivesKeepAnnotationsWithinTheLimit(t *testing.T) {
 	const bigKey = "example.com/big"
 	userData := corev1.Volume{Name: "user-data", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}
 	nearLimit := func() *corev1.Pod {
-		p := pf.Pod("ns", "p", pf.Containers("engine"), pf.Annotation(bigKey, strings.Repeat("x", TotalAnnotationSizeLimit-len(bigKey)-10)))
+		p := pf.Pod("ns", "p", pf.Containers("engine"), pf.Annotation(bigKey, strings.Repeat("x", apivalidation.TotalAnnotationSizeLimitB-len(bigKey)-10)))
 		p.Spec.Volumes = []corev1.Volume{userData}
 		return p
 	}
@@ -69,7 +70,7 @@ func TestPrimitivesKeepAnnotationsWithinTheLimit(t *testing.T) {
 		}
 		// Fill the annotations to exactly the limit with the record in place: an
 		// idempotent re-call changes nothing and is fine.
-		p.Annotations[bigKey] = strings.Repeat("x", TotalAnnotationSizeLimit-used-len(bigKey))
+		p.Annotations[bigKey] = strings.Repeat("x", apivalidation.TotalAnnotationSizeLimitB-used-len(bigKey))
 		if errs := Validate(p); len(errs) > 0 {
 			t.Fatalf("pod at the limit invalid: %v", errs)
 		}

@@ -12,13 +12,14 @@ import (
 )
 
 // ArgsPolicy says how [MergeContainer] combines the runtime's and the user's args.
-type ArgsPolicy int
+// The empty policy is [ArgsAppend].
+type ArgsPolicy string
 
 const (
 	// ArgsAppend runs the runtime's args, then the user's (KServe's behaviour).
-	ArgsAppend ArgsPolicy = iota
+	ArgsAppend ArgsPolicy = "Append"
 	// ArgsReplace uses the user's args when the user gives any, else the runtime's.
-	ArgsReplace
+	ArgsReplace ArgsPolicy = "Replace"
 )
 
 // MergePolicy configures [MergeContainer] and [MergePodSpec].
@@ -30,6 +31,14 @@ type MergePolicy struct {
 	// wrapping [ErrInvalidSpec], as KServe reports a predictor whose target
 	// container the serving runtime lacks.
 	AllowNewContainers bool
+}
+
+func (p MergePolicy) check() error {
+	switch p.Args {
+	case "", ArgsAppend, ArgsReplace:
+		return nil
+	}
+	return fmt.Errorf("MergePolicy.Args: %q is not an args policy (want %s or %s)", string(p.Args), ArgsAppend, ArgsReplace)
 }
 
 // ErrInvalidSpec is wrapped by [MergePodSpec]'s error when the override names a
@@ -46,10 +55,14 @@ var ErrInvalidSpec = errors.New("invalid spec")
 //     rejects);
 //   - volumeMounts merge by mountPath; a mountPath that mounts one volume in base and
 //     another in override is an error;
-//   - args follow policy.Args; the name is always base's.
+//   - args follow policy.Args (an unknown policy is an error); the name is always
+//     base's.
 //
 // Neither input is changed.
 func MergeContainer(base, override corev1.Container, policy MergePolicy) (corev1.Container, error) {
+	if err := policy.check(); err != nil {
+		return corev1.Container{}, err
+	}
 	var merged corev1.Container
 	if err := strategicMerge(&base, &override, &merged); err != nil {
 		return corev1.Container{}, fmt.Errorf("merge container %q: %w", base.Name, err)
@@ -63,9 +76,13 @@ func MergeContainer(base, override corev1.Container, policy MergePolicy) (corev1
 // MergePodSpec merges a user's pod spec into a runtime's default pod spec with
 // strategic merge patch: containers and init containers merge by name (each pair as
 // [MergeContainer] does), volumes by name. An override container the runtime lacks is
-// an error wrapping [ErrInvalidSpec] unless policy.AllowNewContainers. A volume that ends up with two sources (a
-// configMap in base, a secret in override) is an error. Neither input is changed.
+// an error wrapping [ErrInvalidSpec] unless policy.AllowNewContainers. A volume that
+// ends up with two sources (a configMap in base, a secret in override) is an error, and
+// so is an unknown policy.Args. Neither input is changed.
 func MergePodSpec(base, override corev1.PodSpec, policy MergePolicy) (corev1.PodSpec, error) {
+	if err := policy.check(); err != nil {
+		return corev1.PodSpec{}, err
+	}
 	if !policy.AllowNewContainers {
 		for _, l := range []struct {
 			field          string

@@ -129,6 +129,14 @@ func TestMergeContainer(t *testing.T) {
 	if strings.Join(kept.Args, " ") != "--port=8080" {
 		t.Errorf("ArgsReplace with no user args: %v", kept.Args)
 	}
+	for _, policy := range []ArgsPolicy{"replace", "Prepend"} {
+		if _, err := MergeContainer(base, override, MergePolicy{Args: policy}); err == nil || !strings.Contains(err.Error(), "is not an args policy") {
+			t.Errorf("MergeContainer with policy %q: err = %v, want an unknown-policy error", policy, err)
+		}
+		if _, err := MergePodSpec(corev1.PodSpec{}, corev1.PodSpec{}, MergePolicy{Args: policy}); err == nil || !strings.Contains(err.Error(), "is not an args policy") {
+			t.Errorf("MergePodSpec with policy %q: err = %v, want an unknown-policy error", policy, err)
+		}
+	}
 
 	_, err = MergeContainer(base, corev1.Container{VolumeMounts: []corev1.VolumeMount{{Name: "other", MountPath: "/mnt/models"}}}, MergePolicy{})
 	if err == nil || !strings.Contains(err.Error(), `mountPath /mnt/models mounts volume "model" in the runtime and "other" in the override`) {
@@ -188,5 +196,19 @@ func TestFinalizers(t *testing.T) {
 	}
 	if RemoveFinalizer(obj, f); obj.Finalizers != nil {
 		t.Fatalf("an emptied list must be nil, got %#v", obj.Finalizers)
+	}
+}
+
+func TestEnsureSidecarRejectsAnUnknownMode(t *testing.T) {
+	for _, mode := range []SidecarMode{"", "native", "Sidecar"} {
+		pod := pf.Pod("default", "p", pf.Containers("engine"))
+		before := pod.DeepCopy()
+		_, err := Injector{Name: "reload"}.EnsureSidecar(pod, corev1.Container{Name: "reload", Image: "reload:v1"}, mode)
+		if err == nil || !strings.Contains(err.Error(), "unknown sidecar mode") {
+			t.Errorf("mode %q: err = %v, want an unknown-mode error", mode, err)
+		}
+		if !equalJSON(before, pod) {
+			t.Errorf("mode %q: the pod changed", mode)
+		}
 	}
 }

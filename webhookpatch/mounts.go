@@ -14,10 +14,19 @@ import (
 // [Injector.EnsureEnv] change.
 //
 //   - Names empty: every app container (spec.containers), plus every init container
-//     when IncludeInit is set.
-//   - Names set: exactly the named containers, app or init; a name the pod does not
-//     have is an error.
-//   - Exclude removes names from either selection (for example the injected sidecar).
+//     when IncludeInit is set, except containers another Injector added (those
+//     [RecordAnnotation] lists under another injector's name, such as a sidecar of
+//     another webhook): an injector's mounts and env vars are for the user's
+//     containers, and a sidecar that another webhook puts among the app containers
+//     (OpenKruise launch priority, before Kubernetes 1.29) must not get them when the
+//     webhooks are invoked again. Containers this injector added are selected.
+//   - Names set: exactly the named containers, app or init, whoever added them; a name
+//     the pod does not have is an error.
+//   - Exclude removes names from either selection (for example this injector's own
+//     sidecar).
+//
+// Containers added by webhooks that do not record what they inject cannot be told
+// apart from the user's; name the containers to be sure.
 //
 // Containers are changed in pod order: init containers first, then app containers.
 type ContainerSelector struct {
@@ -35,12 +44,13 @@ type target struct {
 	c     *corev1.Container
 }
 
-func (s ContainerSelector) targets(pod *corev1.Pod) ([]target, error) {
+// targets returns the containers s selects in pod for injector, whose record is rec.
+func (s ContainerSelector) targets(pod *corev1.Pod, rec record, injector string) ([]target, error) {
 	var out []target
-	pick := func(field string, list []corev1.Container, defaultOn bool) {
+	pick := func(field, kind string, list []corev1.Container, defaultOn bool) {
 		for i := range list {
 			name := list[i].Name
-			on := defaultOn
+			on := defaultOn && !rec.addedByOther(injector, kind+name)
 			if len(s.Names) > 0 {
 				on = slices.Contains(s.Names, name)
 			}
@@ -49,8 +59,8 @@ func (s ContainerSelector) targets(pod *corev1.Pod) ([]target, error) {
 			}
 		}
 	}
-	pick("spec.initContainers", pod.Spec.InitContainers, s.IncludeInit)
-	pick("spec.containers", pod.Spec.Containers, true)
+	pick("spec.initContainers", "initContainer/", pod.Spec.InitContainers, s.IncludeInit)
+	pick("spec.containers", "container/", pod.Spec.Containers, true)
 	for _, n := range s.Names {
 		if !slices.ContainsFunc(out, func(t target) bool { return t.c.Name == n }) && !slices.Contains(s.Exclude, n) {
 			return nil, fmt.Errorf("%s: container %q: no such container", podRef(pod), n)
@@ -154,7 +164,7 @@ func checkContainerEnv(pod *corev1.Pod, c *corev1.Container) error {
 func (in Injector) ensureInContainers(pod *corev1.Pod, rec record, sel ContainerSelector, kind, key, hash string,
 	find func(*corev1.Container) int, equal func(*corev1.Container, int) bool,
 	put func(*corev1.Container, int), describe func(*corev1.Container, int) string) (bool, error) {
-	targets, err := sel.targets(pod)
+	targets, err := sel.targets(pod, rec, in.Name)
 	if err != nil {
 		return false, err
 	}

@@ -13,8 +13,8 @@ import (
 type Operation struct {
 	// Op is "add", "replace" or "remove" (the operations Diff emits).
 	Op string
-	// Path is the JSON pointer (RFC 6901) of the location, tokens escaped with
-	// [EscapePointerToken].
+	// Path is the JSON pointer (RFC 6901) of the location; "~" in a token is written
+	// "~0" and "/" is written "~1" (annotation keys contain "/").
 	Path string
 	// Value is the JSON value; empty for "remove".
 	Value json.RawMessage
@@ -41,20 +41,6 @@ func (o Operation) MarshalJSON() ([]byte, error) {
 	return []byte(b.String()), nil
 }
 
-// UnmarshalJSON decodes an operation written by MarshalJSON.
-func (o *Operation) UnmarshalJSON(data []byte) error {
-	var raw struct {
-		Op    string          `json:"op"`
-		Path  string          `json:"path"`
-		Value json.RawMessage `json:"value"`
-	}
-	if err := json.Unmarshal(data, &raw); err != nil {
-		return err
-	}
-	*o = Operation{Op: raw.Op, Path: raw.Path, Value: raw.Value}
-	return nil
-}
-
 // String returns the operation as JSON.
 func (o Operation) String() string {
 	b, err := o.MarshalJSON()
@@ -77,13 +63,4 @@ func Patch(ops []Operation) ([]byte, *admissionv1.PatchType, error) {
 	}
 	pt := admissionv1.PatchTypeJSONPatch
 	return b, &pt, nil
-}
-
-// EscapePointerToken escapes one JSON pointer reference token as RFC 6901 requires:
-// "~" becomes "~0" and "/" becomes "~1" (annotation keys contain "/").
-func EscapePointerToken(s string) string {
-	if !strings.ContainsAny(s, "~/") {
-		return s
-	}
-	return strings.NewReplacer("~", "~0", "/", "~1").Replace(s)
 }

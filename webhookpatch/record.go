@@ -8,6 +8,7 @@ import (
 	"unicode/utf8"
 
 	corev1 "k8s.io/api/core/v1"
+	apivalidation "k8s.io/apimachinery/pkg/api/validation"
 
 	"github.com/kplan-dev/kplan/internal/canonhash"
 )
@@ -53,6 +54,16 @@ func readRecord(pod *corev1.Pod) (record, error) {
 func (r record) owns(injector, item string) bool {
 	_, ok := r[injector][item]
 	return ok
+}
+
+// addedByOther reports whether an injector other than injector recorded item.
+func (r record) addedByOther(injector, item string) bool {
+	for name, items := range r {
+		if _, ok := items[item]; ok && name != injector {
+			return true
+		}
+	}
+	return false
 }
 
 func (r record) hash(injector, item string) string { return r[injector][item] }
@@ -101,7 +112,7 @@ func (r record) encode() string {
 
 // checkAnnotationSize returns an error when the pod's annotations, with the record
 // replaced by rec and (when key is not empty) annotation key set to value, would hold
-// more than [TotalAnnotationSizeLimit] bytes, counted as the API server counts them.
+// more than apivalidation.TotalAnnotationSizeLimitB bytes, counted as the API server counts them.
 // Primitives call it before they change the pod, so a pod they return always fits.
 func checkAnnotationSize(pod *corev1.Pod, rec record, key, value string) error {
 	total := 0
@@ -116,9 +127,9 @@ func checkAnnotationSize(pod *corev1.Pod, rec record, key, value string) error {
 	if key != "" {
 		total += len(key) + len(value)
 	}
-	if total > TotalAnnotationSizeLimit {
+	if total > apivalidation.TotalAnnotationSizeLimitB {
 		return fmt.Errorf("%s: metadata.annotations: the change would make them %d bytes (injection record %s included), more than the limit of %d",
-			podRef(pod), total, RecordAnnotation, TotalAnnotationSizeLimit)
+			podRef(pod), total, RecordAnnotation, apivalidation.TotalAnnotationSizeLimitB)
 	}
 	return nil
 }

@@ -10,10 +10,6 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 )
 
-// TotalAnnotationSizeLimit is the most bytes all annotations of an object may hold
-// together (keys plus values), as the API server enforces.
-const TotalAnnotationSizeLimit = apivalidation.TotalAnnotationSizeLimitB
-
 // Validate checks the invariants a mutated pod must keep for the API server to accept
 // it. It is not the API server's full pod validation; it covers what a mutation can
 // break:
@@ -25,8 +21,9 @@ const TotalAnnotationSizeLimit = apivalidation.TotalAnnotationSizeLimitB
 //   - every volume mount names an existing volume and has a mountPath, unique within
 //     its container;
 //   - init containers have probes or lifecycle hooks only with restartPolicy Always;
-//   - annotation keys are qualified names and all annotations together are at most
-//     [TotalAnnotationSizeLimit] bytes; labels are valid keys and values.
+//   - annotation keys are qualified names and all annotations together (keys plus
+//     values) are at most Kubernetes' limit, [apivalidation.TotalAnnotationSizeLimitB]
+//     (256 KiB); labels are valid keys and values.
 //
 // The error list is in pod order and names each field with its path.
 func Validate(pod *corev1.Pod) field.ErrorList {

@@ -96,7 +96,7 @@ func TestRanktableEmptyDeviceListRejected(t *testing.T) {
 	sts := newOwner(t, ns, "nodev", 1, map[string]string{ranktable.LabelRole: "worker"})
 	newPod(t, sts, "nodev-worker-0", nil)
 	annotate(t, ns, "nodev-worker-0", `{"pod_name": "nodev-worker-0", "server_id": "192.168.1.10", "devices": []}`)
-	ev := waitEvent(t, ns, ranktable.ReasonGenerationFailed, "nodev")
+	ev := waitEvent(t, ns, string(ranktable.ReasonGenerationFailed), "nodev")
 	if !strings.Contains(ev.Note, ns+"/nodev-worker-0") || !strings.Contains(ev.Note, "devices") {
 		t.Errorf("failure event %q does not name pod %s/nodev-worker-0 and the devices field", ev.Note, ns)
 	}

@@ -88,7 +88,7 @@ func TestRanktableHostileTemplates(t *testing.T) {
 		t.Run(h.name, func(t *testing.T) {
 			ownerName := "bad-" + h.name
 			tmplID := ranktable.DefaultTemplateNamespace + "/hostile-" + ns + "-" + h.name
-			ev := waitEvent(t, ns, ranktable.ReasonGenerationFailed, ownerName)
+			ev := waitEvent(t, ns, string(ranktable.ReasonGenerationFailed), ownerName)
 			if ev.Type != corev1.EventTypeWarning || !strings.Contains(ev.Note, tmplID) || !strings.Contains(ev.Note, h.want) {
 				t.Errorf("event %s %q does not name template %s and %q", ev.Type, ev.Note, tmplID, h.want)
 			}
@@ -99,7 +99,7 @@ func TestRanktableHostileTemplates(t *testing.T) {
 				}
 				for _, c := range sts.Status.Conditions {
 					if c.Type == operator.ConditionRanktableReady {
-						if c.Status != corev1.ConditionFalse || (c.Reason != ranktable.ReasonGenerationFailed && c.Reason != operator.ReasonGroupsFailed) ||
+						if c.Status != corev1.ConditionFalse || (c.Reason != string(ranktable.ReasonGenerationFailed) && c.Reason != operator.ReasonGroupsFailed) ||
 							!strings.Contains(c.Message, tmplID) || !strings.Contains(c.Message, h.want) {
 							return fmt.Errorf("condition %+v does not name template %s and %q", c, tmplID, h.want)
 						}

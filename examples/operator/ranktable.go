@@ -93,7 +93,7 @@ func loadTemplate(ctx context.Context, c client.Reader, cache *ranktable.Templat
 		return nil, fmt.Errorf("ranktable template ConfigMap %s/%s: %w", ns, name, err)
 	}
 	var parser *corev1.ConfigMap
-	if p := rt.Data[ranktable.KeyPodParserTemplate]; p != "" && !strings.HasPrefix(p, "builtin:") {
+	if p := ranktable.ParserConfigMapName(&rt); p != "" {
 		parser = &corev1.ConfigMap{}
 		if err := c.Get(ctx, types.NamespacedName{Namespace: ns, Name: p}, parser); err != nil {
 			return nil, fmt.Errorf("pod parser ConfigMap %s/%s: %w", ns, p, err)
@@ -118,9 +118,9 @@ func (r *RanktableReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 	tmpl, err := loadTemplate(ctx, r.Client, &r.templates, r.TemplateNamespace, tmplName)
 	if err != nil {
 		generationErrors.Inc()
-		r.Recorder.Eventf(&sts, nil, corev1.EventTypeWarning, ranktable.ReasonGenerationFailed, "LoadTemplate", "%v", err)
+		r.Recorder.Eventf(&sts, nil, corev1.EventTypeWarning, string(ranktable.ReasonGenerationFailed), "LoadTemplate", "%v", err)
 		c := appsv1.StatefulSetCondition{Type: ConditionRanktableReady, Status: corev1.ConditionFalse,
-			Reason: ranktable.ReasonGenerationFailed, Message: joinBounded([]string{err.Error()})}
+			Reason: string(ranktable.ReasonGenerationFailed), Message: joinBounded([]string{err.Error()})}
 		if cerr := r.setCondition(ctx, &sts, c); cerr != nil {
 			return ctrl.Result{}, cerr
 		}
@@ -135,7 +135,7 @@ func (r *RanktableReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 		return ctrl.Result{}, err
 	}
 	in := ranktable.Input{
-		Owner:    ranktable.Owner{ObjectMeta: sts.ObjectMeta, GVK: statefulSetGVK},
+		Owner:    ranktable.NewOwner(&sts, statefulSetGVK),
 		Template: tmpl,
 		Pods:     podPointers(pods.Items),
 		Now:      r.Now(),
@@ -207,7 +207,7 @@ func (r *RanktableReconciler) apply(ctx context.Context, desired []ranktable.Des
 		if err != nil {
 			return written, fmt.Errorf("%s ConfigMap %s/%s: %w", dc.Action, dc.ConfigMap.Namespace, dc.ConfigMap.Name, err)
 		}
-		configMapUpdates.WithLabelValues(string(dc.Action)).Inc()
+		configMapUpdates.WithLabelValues(strings.ToLower(string(dc.Action))).Inc() // "create" or "update"
 		written = append(written, dc)
 	}
 	return written, nil
@@ -231,19 +231,20 @@ func (r *RanktableReconciler) record(sts *appsv1.StatefulSet, pods []corev1.Pod,
 	}
 	for _, ev := range res.Events {
 		var regarding runtime.Object = sts
-		switch ev.Kind {
+		key := ev.Object.Namespace + "/" + ev.Object.Name
+		switch ev.Object.Kind {
 		case "ConfigMap":
-			cm, ok := cms[ev.Object]
+			cm, ok := cms[key]
 			if !ok {
 				continue // planned before, written by an earlier reconcile
 			}
 			regarding = cm
 		case "Pod":
-			if p, ok := podsByKey[ev.Object]; ok {
+			if p, ok := podsByKey[key]; ok {
 				regarding = p
 			}
 		}
-		r.Recorder.Eventf(regarding, sts, ev.Type, ev.Reason, "Reconcile", "%s", ev.Message)
+		r.Recorder.Eventf(regarding, sts, ev.Type, string(ev.Reason), "Reconcile", "%s", ev.Message)
 	}
 }
 
@@ -251,13 +252,9 @@ func (r *RanktableReconciler) record(sts *appsv1.StatefulSet, pods []corev1.Pod,
 // template names, or nil (each group expects the pods it has) when the template's
 // labels do not place pods in a group.
 func expected(sts *appsv1.StatefulSet, tmpl *ranktable.Template) (map[ranktable.GroupKey]int, error) {
-	level := tmpl.Level
-	if v, ok := sts.Annotations[ranktable.AnnotationLevel]; ok {
-		l, err := ranktable.ParseLevel(v)
-		if err != nil {
-			return nil, fmt.Errorf("StatefulSet %s/%s: annotation %s: %w", sts.Namespace, sts.Name, ranktable.AnnotationLevel, err)
-		}
-		level = l
+	level, err := ranktable.ResolveLevel(sts, tmpl)
+	if err != nil {
+		return nil, fmt.Errorf("StatefulSet: %w", err)
 	}
 	key := ranktable.KeyOf(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Labels: sts.Spec.Template.Labels}}, level, ranktable.Grouping{})
 	if key == (ranktable.GroupKey{}) {

@@ -158,7 +158,7 @@ func TestRanktableDesignScenario(t *testing.T) {
 		if !metav1.IsControlledBy(cm, sts) {
 			t.Errorf("ConfigMap owners %+v, want controller %s", cm.OwnerReferences, sts.Name)
 		}
-		waitEvent(t, ns, ranktable.ReasonConfigMapCreated, designCM)
+		waitEvent(t, ns, string(ranktable.ReasonConfigMapCreated), designCM)
 		if got := counterValue(t, "ranktable_configmap_updates_total", "create"); got <= createdBefore {
 			t.Errorf("ranktable_configmap_updates_total{action=create} = %v, want more than %v", got, createdBefore)
 		}
@@ -193,7 +193,7 @@ func TestRanktableDesignScenario(t *testing.T) {
 			t.Errorf("inference env %+v, want RANKTABLEFILE=%s", main.Env, wantEnv)
 		}
 		tableIs(t, ns, designCM, "", "table still empty without annotations")
-		waitEvent(t, ns, ranktable.ReasonAnnotationMissing, "qwen-inference-worker-0")
+		waitEvent(t, ns, string(ranktable.ReasonAnnotationMissing), "qwen-inference-worker-0")
 	})
 
 	t.Run("annotations complete the design's exact table", func(t *testing.T) {
@@ -202,7 +202,7 @@ func TestRanktableDesignScenario(t *testing.T) {
 			annotate(t, ns, name, deviceAnnotation(name, fmt.Sprintf("192.168.1.%d", 10+i), "10.20.0", 2+8*i))
 		}
 		tableIs(t, ns, designCM, designTable(t), "the design's table")
-		waitEvent(t, ns, ranktable.ReasonGenerated, designCM)
+		waitEvent(t, ns, string(ranktable.ReasonGenerated), designCM)
 		if n := histogramCount(t, "ranktable_generation_duration_seconds"); n == 0 {
 			t.Error("ranktable_generation_duration_seconds has no observations")
 		}
@@ -310,7 +310,7 @@ func TestRanktableBrokenGroup(t *testing.T) {
 		}
 		return nil
 	})
-	ev := waitEvent(t, ns, ranktable.ReasonGenerationFailed, "mixed")
+	ev := waitEvent(t, ns, string(ranktable.ReasonGenerationFailed), "mixed")
 	if !strings.Contains(ev.Note, ns+"/mixed-b-0") || !strings.Contains(ev.Note, "-1") {
 		t.Errorf("failure event %q does not name pod %s/mixed-b-0 and its bad IP", ev.Note, ns)
 	}
@@ -389,7 +389,7 @@ func TestRanktableRequeueTimeout(t *testing.T) {
 	t.Cleanup(func() { restartManager(t, nil) })
 	designScenario(t, ns, 1)
 	start := time.Now()
-	ev := waitEvent(t, ns, ranktable.ReasonGenerationFailed, "qwen-inference")
+	ev := waitEvent(t, ns, string(ranktable.ReasonGenerationFailed), "qwen-inference")
 	if !strings.Contains(ev.Note, ranktable.ErrTimeout.Error()) {
 		t.Errorf("failure event %q does not say it timed out", ev.Note)
 	}

@@ -111,11 +111,9 @@ func (m *PodMutator) injectRanktable(ctx context.Context, pod *corev1.Pod) error
 	if err != nil {
 		return err
 	}
-	level := tmpl.Level
-	if v, ok := sts.Annotations[ranktable.AnnotationLevel]; ok {
-		if level, err = ranktable.ParseLevel(v); err != nil {
-			return fmt.Errorf("owner StatefulSet %s/%s: annotation %s: %w", sts.Namespace, sts.Name, ranktable.AnnotationLevel, err)
-		}
+	level, err := ranktable.ResolveLevel(&sts, tmpl)
+	if err != nil {
+		return fmt.Errorf("StatefulSet: %w", err)
 	}
 	key := ranktable.KeyOf(pod, level, ranktable.Grouping{})
 	_, err = ranktable.Inject(pod, ranktable.InjectOptions{

@@ -88,6 +88,42 @@ func TestWebhookTwice(t *testing.T) {
 		}
 	})
 
+	// Before 1.29 the reload sidecar is the first app container; the ranktable
+	// injection, run again on the webhook's own output, must leave it alone.
+	t.Run("before Kubernetes 1.29 the reload sidecar gets no ranktable mount or env", func(t *testing.T) {
+		m := mutator()
+		m.KubeVersion = "v1.28.9"
+		base := &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "qwen-inference-worker-1", Labels: pod.Labels, OwnerReferences: pod.OwnerReferences},
+			Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "inference", Image: "mindie:1"}}},
+		}
+		once, err := m.Mutate(context.Background(), base)
+		if err != nil {
+			t.Fatal(err)
+		}
+		twice, err := m.Mutate(context.Background(), once)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ops, _ := webhookpatch.Diff(once, twice); len(ops) > 0 {
+			t.Errorf("the second injection patched again: %v", ops)
+		}
+		sidecar := revision.ReloadSidecarName("engine-config")
+		if len(twice.Spec.Containers) == 0 || twice.Spec.Containers[0].Name != sidecar {
+			t.Fatalf("containers %v: want the sidecar %s first", twice.Spec.Containers, sidecar)
+		}
+		for _, e := range twice.Spec.Containers[0].Env {
+			if strings.Contains(e.Name, "RANK_TABLE") || e.Name == "RANKTABLEFILE" {
+				t.Errorf("the sidecar got the ranktable env var %s", e.Name)
+			}
+		}
+		for _, vm := range twice.Spec.Containers[0].VolumeMounts {
+			if vm.Name == ranktable.VolumeName {
+				t.Errorf("the sidecar got the ranktable mount %s", vm.MountPath)
+			}
+		}
+	})
+
 	t.Run("a pod created from the injected pod comes back identical", func(t *testing.T) {
 		clone := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{
 			Namespace: ns, Name: "qwen-inference-worker-1", Labels: pod.Labels, Annotations: pod.Annotations, OwnerReferences: pod.OwnerReferences,

@@ -35,7 +35,7 @@ func TestOutput(t *testing.T) {
 	// The golden file is generated, so also check the facts it must show, independently.
 	for _, fact := range []string{
 		"== 1. ranktable", "== 2. rollout", "== 3. rollout", "== 4. revision", "== 5. rdma", "== 6. webhookpatch",
-		"ConfigMap qwen-inference-worker-ranktable: create (0 bytes of table)",
+		"ConfigMap qwen-inference-worker-ranktable: Create (0 bytes of table)",
 		"role worker: Completed, 2 of 2 pods",
 		"server 192.168.1.10:", "server 192.168.1.11:",
 		"device 7 10.20.0.17 rank 15",

@@ -124,7 +124,7 @@ func printRankTable(w io.Writer, res ranktable.Result) {
 		fmt.Fprintf(w, "  ConfigMap %s: %s (%d bytes of table)\n", c.ConfigMap.Name, c.Action, len(c.ConfigMap.Data[ranktable.DefaultFilename]))
 	}
 	for _, e := range res.Events {
-		fmt.Fprintf(w, "  event %s %s on %s %s\n", e.Type, e.Reason, e.Kind, e.Object)
+		fmt.Fprintf(w, "  event %s %s on %s %s\n", e.Type, e.Reason, e.Object.Kind, e.Object.Namespace+"/"+e.Object.Name)
 	}
 	if res.RequeueAfter > 0 {
 		fmt.Fprintf(w, "  requeue after %s\n", res.RequeueAfter)

@@ -70,11 +70,9 @@ func runPatch(o *options, objs []manifest.Object) (any, error) {
 		if err != nil {
 			return nil, err
 		}
-		level := tmpl.Level
-		if l, ok := owner.Annotations[ranktable.AnnotationLevel]; ok {
-			if level, err = ranktable.ParseLevel(l); err != nil {
-				return nil, ownerObj.Errorf("metadata.annotations[%s]: %v", ranktable.AnnotationLevel, err)
-			}
+		level, err := ranktable.ResolveLevel(&owner, tmpl)
+		if err != nil {
+			return nil, ownerObj.Errorf("%v", err)
 		}
 		cmName := ranktable.ConfigMapName(owner.Name, ranktable.KeyOf(pod, level, ranktable.Grouping{}))
 		if _, err := ranktable.Inject(mutated, ranktable.InjectOptions{ConfigMapName: cmName, Template: tmpl, Image: o.waitImage}); err != nil {

@@ -169,7 +169,7 @@ func runRankTable(o *options, objs []manifest.Object) (any, error) {
 		out.ConfigMaps = append(out.ConfigMaps, configMapOut{Action: string(c.Action), ConfigMap: withTypeMeta(c.ConfigMap)})
 	}
 	for _, e := range res.Events {
-		out.Events = append(out.Events, eventOut{Type: e.Type, Reason: e.Reason, Object: e.Kind + " " + e.Object, Message: e.Message})
+		out.Events = append(out.Events, eventOut{Type: e.Type, Reason: string(e.Reason), Object: e.Object.Kind + " " + e.Object.Namespace + "/" + e.Object.Name, Message: e.Message})
 	}
 	if res.RequeueAfter > 0 {
 		out.RequeueAfter = res.RequeueAfter.String()
@@ -235,7 +235,7 @@ func loadOwner(obj *manifest.Object, objs []manifest.Object, templatesNamespace 
 			ranktable.AnnotationTemplate, ns, name)
 	}
 	var parser *corev1.ConfigMap
-	if p := rt.Data[ranktable.KeyPodParserTemplate]; p != "" && !strings.HasPrefix(p, "builtin:") {
+	if p := ranktable.ParserConfigMapName(rt); p != "" {
 		if parser, _, err = findConfigMap(objs, rt.Namespace, p); err != nil {
 			return owner, nil, err
 		}
@@ -290,7 +290,7 @@ func parseOrder(s string) (ranktable.Order, error) {
 	case "podindex":
 		return ranktable.PodIndex, nil
 	}
-	return 0, usagef("--order %q: want natural, lexicographic or podindex", s)
+	return "", usagef("--order %q: want natural, lexicographic or podindex", s)
 }
 
 // parseExpect reads --expect group/role=N flags.
