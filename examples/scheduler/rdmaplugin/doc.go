@@ -15,7 +15,12 @@
 //   - Score is rdma.Score (LeastAllocated or MostAllocated, plus a topology share).
 //   - Reserve allocates and holds the devices; Unreserve releases them.
 //   - PreBind writes scheduling.koordinator.sh/device-allocated on the pod, before it
-//     is bound.
+//     is bound. When the pod is retried after a failed binding, the annotation of the
+//     failed attempt is replaced, gpu list included when the plugin chose the GPUs.
+//   - AddPod and RemovePod (PreFilterExtensions) let preemption's dry run count the
+//     devices of the victims it removes as free, and count a pod nominated to a node
+//     (after its preemption) as holding what it would get there, so pods of lower or
+//     equal priority do not take the devices freed for it.
 //
 // # State
 //

@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -61,6 +63,7 @@ type Plugin struct {
 
 var (
 	_ fwk.PreFilterPlugin            = (*Plugin)(nil)
+	_ fwk.PreFilterExtensions        = (*Plugin)(nil)
 	_ fwk.FilterPlugin               = (*Plugin)(nil)
 	_ fwk.ScorePlugin                = (*Plugin)(nil)
 	_ fwk.ReservePlugin              = (*Plugin)(nil)
@@ -201,11 +204,54 @@ type cycleData struct {
 	req   rdma.Request
 	key   string // req's canonical encoding, the key of the plugin's per-node cache
 	alloc *rdma.Allocation
+	// whatIf holds, per node, the pods the scheduler pretends are gone or present
+	// (AddPod, RemovePod): preemption's victims and nominated pods. Filter on such a
+	// node bypasses the cache.
+	whatIf map[string]*whatIf
 }
 
-// Clone returns the data itself: it is not changed after PreFilter except by Reserve,
-// which runs once per cycle.
-func (d *cycleData) Clone() fwk.StateData { return d }
+// whatIf is what the scheduler's simulation changed on one node.
+type whatIf struct {
+	removed map[types.UID]bool // pods whose devices count as free
+	added   []nominatedPod     // pods counted as holding what rdma.Allocate gives them
+}
+
+// nominatedPod is a pod added by the simulation that holds nothing yet (a pod
+// nominated to the node after preemption), with its request.
+type nominatedPod struct {
+	uid types.UID
+	req rdma.Request
+}
+
+func (w *whatIf) empty() bool { return w == nil || (len(w.removed) == 0 && len(w.added) == 0) }
+
+// Clone copies the simulation's changes, which AddPod and RemovePod make on clones;
+// the request is shared (never changed after PreFilter), and the allocation is set
+// by Reserve, which runs once per cycle on the original.
+func (d *cycleData) Clone() fwk.StateData {
+	c := *d
+	if d.whatIf == nil {
+		return &c
+	}
+	c.whatIf = make(map[string]*whatIf, len(d.whatIf))
+	for node, w := range d.whatIf {
+		c.whatIf[node] = &whatIf{removed: maps.Clone(w.removed), added: slices.Clone(w.added)}
+	}
+	return &c
+}
+
+// nodeWhatIf returns the node's simulated changes, creating them.
+func (d *cycleData) nodeWhatIf(node string) *whatIf {
+	if d.whatIf == nil {
+		d.whatIf = map[string]*whatIf{}
+	}
+	w := d.whatIf[node]
+	if w == nil {
+		w = &whatIf{removed: map[types.UID]bool{}}
+		d.whatIf[node] = w
+	}
+	return w
+}
 
 func readCycle(state fwk.CycleState) (*cycleData, error) {
 	v, err := state.Read(stateKey)
@@ -254,9 +300,52 @@ func (p *Plugin) hasSynced() bool {
 	return true
 }
 
-// PreFilterExtensions returns nil: preemption's what-if simulation does not release
-// devices (the plugin keeps its own state, not NodeInfo's pods).
-func (p *Plugin) PreFilterExtensions() fwk.PreFilterExtensions { return nil }
+// PreFilterExtensions returns the plugin itself: AddPod and RemovePod let the
+// scheduler's simulations (preemption's victims, nominated pods) change what Filter
+// sees as held.
+func (p *Plugin) PreFilterExtensions() fwk.PreFilterExtensions { return p }
+
+// RemovePod counts the devices podToRemove holds on the node (its reservation or its
+// bound annotation) as free in this cycle state, as when preemption evicts it.
+func (p *Plugin) RemovePod(_ context.Context, state fwk.CycleState, _ *corev1.Pod, podInfoToRemove fwk.PodInfo, nodeInfo fwk.NodeInfo) *fwk.Status {
+	d, err := readCycle(state)
+	if err != nil {
+		return fwk.AsStatus(err)
+	}
+	uid := podInfoToRemove.GetPod().UID
+	w := d.nodeWhatIf(nodeInfo.Node().Name)
+	for i, n := range w.added {
+		if n.uid == uid { // a nominated pod added earlier in this simulation
+			w.added = slices.Delete(w.added, i, i+1)
+			return nil
+		}
+	}
+	w.removed[uid] = true
+	return nil
+}
+
+// AddPod undoes RemovePod for a pod that holds devices on the node (preemption
+// reprieving a victim). A pod that holds nothing there yet (a nominated pod) is counted
+// as holding what rdma.Allocate would give it, so lower-priority pods do not take the
+// devices a preemption freed for it.
+func (p *Plugin) AddPod(_ context.Context, state fwk.CycleState, _ *corev1.Pod, podInfoToAdd fwk.PodInfo, nodeInfo fwk.NodeInfo) *fwk.Status {
+	d, err := readCycle(state)
+	if err != nil {
+		return fwk.AsStatus(err)
+	}
+	pod := podInfoToAdd.GetPod()
+	w := d.nodeWhatIf(nodeInfo.Node().Name)
+	if w.removed[pod.UID] {
+		delete(w.removed, pod.UID)
+		return nil
+	}
+	req, err := rdma.RequestFromPod(pod, p.model)
+	if err != nil || req.IsZero() || req.Validate() != nil {
+		return nil // it asks for nothing this plugin can give
+	}
+	w.added = append(w.added, nominatedPod{uid: pod.UID, req: req})
+	return nil
+}
 
 // statusFor maps an rdma error to a scheduler status: ErrInsufficient (not enough free
 // now) is Unschedulable, anything else (ErrUnsatisfiable, a node without a valid
@@ -280,7 +369,14 @@ func (p *Plugin) Filter(_ context.Context, state fwk.CycleState, _ *corev1.Pod, 
 	if err != nil {
 		return fwk.AsStatus(err)
 	}
-	if err := p.state.filter(ni.Node().Name, d.key, d.req); err != nil {
+	node := ni.Node().Name
+	if w := d.whatIf[node]; !w.empty() {
+		if err := p.state.filterWhatIf(node, w, d.req); err != nil {
+			return statusFor(err)
+		}
+		return nil
+	}
+	if err := p.state.filter(node, d.key, d.req); err != nil {
 		return statusFor(err)
 	}
 	return nil
@@ -344,7 +440,16 @@ func (p *Plugin) PreBind(ctx context.Context, state fwk.CycleState, pod *corev1.
 	if err != nil || d.alloc == nil {
 		return nil
 	}
-	value, err := rdma.EncodeAllocated(pod.Annotations[rdma.AnnotationDeviceAllocated], *d.alloc, p.model)
+	existing := pod.Annotations[rdma.AnnotationDeviceAllocated]
+	if d.req.GPUs > 0 {
+		// The plugin chose the GPUs, so a gpu list already there is its own, from an
+		// attempt whose binding failed after this patch: replace it rather than fail
+		// because the GPUs differ this time.
+		if existing, err = withoutGPUs(existing); err != nil {
+			return fwk.AsStatus(fmt.Errorf("pod %s: %w", rdma.PodName(pod), err))
+		}
+	}
+	value, err := rdma.EncodeAllocated(existing, *d.alloc, p.model)
 	if err != nil {
 		return fwk.AsStatus(fmt.Errorf("pod %s: %w", rdma.PodName(pod), err))
 	}
@@ -358,6 +463,22 @@ func (p *Plugin) PreBind(ctx context.Context, state fwk.CycleState, pod *corev1.
 	}
 	klog.FromContext(ctx).V(4).Info("allocated RDMA devices", "pod", klog.KObj(pod), "node", node, "annotation", value)
 	return nil
+}
+
+// withoutGPUs is a device-allocated annotation value without its gpu list.
+func withoutGPUs(value string) (string, error) {
+	a, err := rdma.DecodeAllocated(value)
+	if err != nil {
+		return "", err
+	}
+	if _, ok := a.Other[rdma.GPU]; !ok {
+		return value, nil
+	}
+	delete(a.Other, rdma.GPU)
+	if len(a.RDMA) == 0 && len(a.Other) == 0 {
+		return "", nil
+	}
+	return a.Encode()
 }
 
 // SignPod refuses to sign pods with an RDMA request, so the scheduler never reuses

@@ -2,6 +2,7 @@ package rdmaplugin
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"sync"
@@ -139,6 +140,50 @@ func (c *cluster) resultLocked(node, key string, req rdma.Request) (*result, err
 	r := &result{fit: rdma.Fits(inv, used, req)}
 	m[key] = r
 	return r, nil
+}
+
+// filterWhatIf is rdma.Fits of req on node with the simulation's changes applied,
+// uncached: what the removed pods hold is free, then each added pod that holds nothing
+// yet takes what rdma.Allocate gives it (in the order added; one that does not fit
+// takes nothing).
+func (c *cluster) filterWhatIf(node string, w *whatIf, req rdma.Request) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	inv, used, err := c.stateLocked(node)
+	if err != nil {
+		return err
+	}
+	used = used.Clone()
+	removed := slices.Sorted(maps.Keys(w.removed))
+	for _, uid := range removed {
+		if a, ok := c.heldLocked(inv, uid, node); ok {
+			used.Remove(a)
+		}
+	}
+	for _, n := range w.added {
+		if _, ok := c.heldLocked(inv, n.uid, node); ok {
+			continue // already counted
+		}
+		if a, err := rdma.Allocate(inv, used, n.req); err == nil {
+			used.Add(a)
+		}
+	}
+	return rdma.Fits(inv, used, req)
+}
+
+// heldLocked returns what a pod holds on node in the plugin's state: its reservation
+// there, or the allocation of its bound annotation.
+func (c *cluster) heldLocked(inv *rdma.Inventory, uid types.UID, node string) (rdma.Allocation, bool) {
+	if r, ok := c.reserved[uid]; ok {
+		return r.alloc, r.node == node
+	}
+	pod, ok := c.pods[node][uid]
+	if !ok {
+		return rdma.Allocation{}, false
+	}
+	// UsedByPods decoded the same annotation for the node's Used, so this succeeds.
+	a, err := rdma.AllocationFromPod(inv, pod)
+	return a, err == nil
 }
 
 // setDevice records the inventory of a Device object (named like its node).
