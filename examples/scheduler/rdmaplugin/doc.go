@@ -17,16 +17,20 @@
 //   - PreBind writes scheduling.koordinator.sh/device-allocated on the pod, before it
 //     is bound. When the pod is retried after a failed binding, the annotation of the
 //     failed attempt is replaced, gpu list included when the plugin chose the GPUs.
-//   - AddPod and RemovePod (PreFilterExtensions) let preemption's dry run count the
-//     devices of the victims it removes as free, and count a pod nominated to a node
-//     (after its preemption) as holding what it would get there, so pods of lower or
-//     equal priority do not take the devices freed for it.
+//   - Preemption: Filter counts only the pods in the NodeInfo it is given, so the
+//     scheduler's dry run, which removes victims from a copy of the NodeInfo, sees
+//     their devices free. AddPod and RemovePod (PreFilterExtensions) count a pod
+//     nominated to a node (after its preemption) as holding what it would get there,
+//     so pods of lower or equal priority do not take the devices freed for it.
 //
 // # State
 //
 // The plugin keeps, per node, the inventory (rebuilt when the Device object changes)
 // and what pods hold (rebuilt from the bound pods' annotations when they change, plus
-// reservations). Nothing else is remembered across restarts: a restarted scheduler
+// reservations), counting only the pods the scheduler's NodeInfo of the node has: the
+// scheduler's cache and the plugin's informer see a deletion at slightly different
+// times, and a pod retried on the scheduler's event must find the devices free. Nothing
+// else is remembered across restarts: a restarted scheduler
 // rebuilds the state from the annotations, which PreBind writes before binding, so no
 // device is handed out twice.
 //

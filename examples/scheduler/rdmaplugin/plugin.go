@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"maps"
 	"slices"
 
 	corev1 "k8s.io/api/core/v1"
@@ -55,10 +54,13 @@ type Args struct {
 // annotation.
 type Plugin struct {
 	handle fwk.Handle
-	model  rdma.CapacityModel
-	score  rdma.ScoreOptions
-	state  *cluster
-	synced []cache.InformerSynced
+	// snapshot returns the scheduler's view of a node in the current cycle (nil when
+	// there is none).
+	snapshot func(node string) fwk.NodeInfo
+	model    rdma.CapacityModel
+	score    rdma.ScoreOptions
+	state    *cluster
+	synced   []cache.InformerSynced
 }
 
 var (
@@ -119,6 +121,16 @@ func New(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, err
 
 func newPlugin(args Args, h fwk.Handle) (*Plugin, error) {
 	p := &Plugin{handle: h, state: newCluster()}
+	p.snapshot = func(node string) fwk.NodeInfo {
+		if h == nil || h.SnapshotSharedLister() == nil {
+			return nil
+		}
+		ni, err := h.SnapshotSharedLister().NodeInfos().Get(node)
+		if err != nil {
+			return nil
+		}
+		return ni
+	}
 	switch args.CapacityModel {
 	case "", "Count":
 		p.model = rdma.CountModel
@@ -204,53 +216,30 @@ type cycleData struct {
 	req   rdma.Request
 	key   string // req's canonical encoding, the key of the plugin's per-node cache
 	alloc *rdma.Allocation
-	// whatIf holds, per node, the pods the scheduler pretends are gone or present
-	// (AddPod, RemovePod): preemption's victims and nominated pods. Filter on such a
-	// node bypasses the cache.
-	whatIf map[string]*whatIf
+	// nominated holds, per node, the pods the scheduler's simulation added there
+	// that hold nothing yet (AddPod of a pod nominated to the node after its
+	// preemption). Filter on such a node bypasses the cache.
+	nominated map[string][]nominatedPod
 }
 
-// whatIf is what the scheduler's simulation changed on one node.
-type whatIf struct {
-	removed map[types.UID]bool // pods whose devices count as free
-	added   []nominatedPod     // pods counted as holding what rdma.Allocate gives them
-}
-
-// nominatedPod is a pod added by the simulation that holds nothing yet (a pod
-// nominated to the node after preemption), with its request.
+// nominatedPod is a pod the simulation added to a node, with its request.
 type nominatedPod struct {
 	uid types.UID
 	req rdma.Request
 }
 
-func (w *whatIf) empty() bool { return w == nil || (len(w.removed) == 0 && len(w.added) == 0) }
-
-// Clone copies the simulation's changes, which AddPod and RemovePod make on clones;
+// Clone copies the simulation's additions, which AddPod and RemovePod make on clones;
 // the request is shared (never changed after PreFilter), and the allocation is set
 // by Reserve, which runs once per cycle on the original.
 func (d *cycleData) Clone() fwk.StateData {
 	c := *d
-	if d.whatIf == nil {
-		return &c
-	}
-	c.whatIf = make(map[string]*whatIf, len(d.whatIf))
-	for node, w := range d.whatIf {
-		c.whatIf[node] = &whatIf{removed: maps.Clone(w.removed), added: slices.Clone(w.added)}
+	if d.nominated != nil {
+		c.nominated = make(map[string][]nominatedPod, len(d.nominated))
+		for node, pods := range d.nominated {
+			c.nominated[node] = slices.Clone(pods)
+		}
 	}
 	return &c
-}
-
-// nodeWhatIf returns the node's simulated changes, creating them.
-func (d *cycleData) nodeWhatIf(node string) *whatIf {
-	if d.whatIf == nil {
-		d.whatIf = map[string]*whatIf{}
-	}
-	w := d.whatIf[node]
-	if w == nil {
-		w = &whatIf{removed: map[types.UID]bool{}}
-		d.whatIf[node] = w
-	}
-	return w
 }
 
 func readCycle(state fwk.CycleState) (*cycleData, error) {
@@ -300,50 +289,50 @@ func (p *Plugin) hasSynced() bool {
 	return true
 }
 
-// PreFilterExtensions returns the plugin itself: AddPod and RemovePod let the
-// scheduler's simulations (preemption's victims, nominated pods) change what Filter
-// sees as held.
+// PreFilterExtensions returns the plugin itself. The scheduler's simulations change
+// the NodeInfo they pass to Filter, and the plugin counts only the pods a NodeInfo
+// has, so preemption removing a victim frees its devices with no help from AddPod and
+// RemovePod; they only track nominated pods.
 func (p *Plugin) PreFilterExtensions() fwk.PreFilterExtensions { return p }
 
-// RemovePod counts the devices podToRemove holds on the node (its reservation or its
-// bound annotation) as free in this cycle state, as when preemption evicts it.
-func (p *Plugin) RemovePod(_ context.Context, state fwk.CycleState, _ *corev1.Pod, podInfoToRemove fwk.PodInfo, nodeInfo fwk.NodeInfo) *fwk.Status {
-	d, err := readCycle(state)
-	if err != nil {
-		return fwk.AsStatus(err)
-	}
-	uid := podInfoToRemove.GetPod().UID
-	w := d.nodeWhatIf(nodeInfo.Node().Name)
-	for i, n := range w.added {
-		if n.uid == uid { // a nominated pod added earlier in this simulation
-			w.added = slices.Delete(w.added, i, i+1)
-			return nil
-		}
-	}
-	w.removed[uid] = true
-	return nil
-}
-
-// AddPod undoes RemovePod for a pod that holds devices on the node (preemption
-// reprieving a victim). A pod that holds nothing there yet (a nominated pod) is counted
-// as holding what rdma.Allocate would give it, so lower-priority pods do not take the
-// devices a preemption freed for it.
+// AddPod counts a pod nominated to the node (after its preemption; it is not bound
+// and holds nothing yet) as holding what rdma.Allocate would give it there, so pods
+// of lower or equal priority do not take the devices freed for it. A bound or
+// assumed pod added back (preemption reprieving a victim) is counted from the
+// NodeInfo.
 func (p *Plugin) AddPod(_ context.Context, state fwk.CycleState, _ *corev1.Pod, podInfoToAdd fwk.PodInfo, nodeInfo fwk.NodeInfo) *fwk.Status {
 	d, err := readCycle(state)
 	if err != nil {
 		return fwk.AsStatus(err)
 	}
 	pod := podInfoToAdd.GetPod()
-	w := d.nodeWhatIf(nodeInfo.Node().Name)
-	if w.removed[pod.UID] {
-		delete(w.removed, pod.UID)
+	if pod.Spec.NodeName != "" {
 		return nil
 	}
 	req, err := rdma.RequestFromPod(pod, p.model)
 	if err != nil || req.IsZero() || req.Validate() != nil {
 		return nil // it asks for nothing this plugin can give
 	}
-	w.added = append(w.added, nominatedPod{uid: pod.UID, req: req})
+	if d.nominated == nil {
+		d.nominated = map[string][]nominatedPod{}
+	}
+	node := nodeInfo.Node().Name
+	d.nominated[node] = append(d.nominated[node], nominatedPod{uid: pod.UID, req: req})
+	return nil
+}
+
+// RemovePod undoes AddPod for a nominated pod; other pods are counted from the
+// NodeInfo.
+func (p *Plugin) RemovePod(_ context.Context, state fwk.CycleState, _ *corev1.Pod, podInfoToRemove fwk.PodInfo, nodeInfo fwk.NodeInfo) *fwk.Status {
+	d, err := readCycle(state)
+	if err != nil {
+		return fwk.AsStatus(err)
+	}
+	node, uid := nodeInfo.Node().Name, podInfoToRemove.GetPod().UID
+	if len(d.nominated[node]) == 0 {
+		return nil
+	}
+	d.nominated[node] = slices.DeleteFunc(d.nominated[node], func(n nominatedPod) bool { return n.uid == uid })
 	return nil
 }
 
@@ -370,13 +359,13 @@ func (p *Plugin) Filter(_ context.Context, state fwk.CycleState, _ *corev1.Pod, 
 		return fwk.AsStatus(err)
 	}
 	node := ni.Node().Name
-	if w := d.whatIf[node]; !w.empty() {
-		if err := p.state.filterWhatIf(node, w, d.req); err != nil {
+	if added := d.nominated[node]; len(added) > 0 {
+		if err := p.state.filterWhatIf(node, ni, added, d.req); err != nil {
 			return statusFor(err)
 		}
 		return nil
 	}
-	if err := p.state.filter(node, d.key, d.req); err != nil {
+	if err := p.state.filter(node, ni, d.key, d.req); err != nil {
 		return statusFor(err)
 	}
 	return nil
@@ -396,7 +385,7 @@ func (p *Plugin) Score(_ context.Context, state fwk.CycleState, _ *corev1.Pod, n
 	if err != nil {
 		return 0, fwk.AsStatus(err)
 	}
-	s, err := p.state.score(ni.Node().Name, d.key, d.req, p.score)
+	s, err := p.state.score(ni.Node().Name, ni, d.key, d.req, p.score)
 	if err != nil {
 		return 0, nil // Filter passed; the node changed since. Reserve will tell.
 	}
@@ -413,7 +402,7 @@ func (p *Plugin) Reserve(_ context.Context, state fwk.CycleState, pod *corev1.Po
 	if err != nil {
 		return nil // PreFilter skipped this pod
 	}
-	a, err := p.state.reserve(pod.UID, node, d.req)
+	a, err := p.state.reserve(pod.UID, node, p.snapshot(node), d.req)
 	if err != nil {
 		return statusFor(err)
 	}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -18,6 +19,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/fake"
 	clienttesting "k8s.io/client-go/testing"
+	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/framework"
 
@@ -38,7 +40,29 @@ func newTestPlugin(t *testing.T, cs kubernetes.Interface) *Plugin {
 	if err != nil {
 		t.Fatal(err)
 	}
+	p.snapshot = func(node string) fwk.NodeInfo { return view(t, p, node) }
 	return p
+}
+
+// view is the scheduler's NodeInfo of node as the plugin's state shows it: the bound
+// pods and the reserved (assumed) ones.
+func view(t *testing.T, p *Plugin, node string) fwk.NodeInfo {
+	t.Helper()
+	p.state.mu.RLock()
+	var pods []*corev1.Pod
+	for _, pod := range p.state.pods[node] {
+		pods = append(pods, pod)
+	}
+	for uid, r := range p.state.reserved {
+		if r.node == node {
+			pods = append(pods, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: string(uid), Namespace: "ns", UID: uid}, Spec: corev1.PodSpec{NodeName: node}})
+		}
+	}
+	p.state.mu.RUnlock()
+	slices.SortFunc(pods, func(a, b *corev1.Pod) int { return strings.Compare(string(a.UID), string(b.UID)) })
+	ni := framework.NewNodeInfo(pods...)
+	ni.SetNode(&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: node}})
+	return ni
 }
 
 // rdmaPod is a pod asking for n VFs (CountModel) and, when gpus > 0, that many GPUs
@@ -64,12 +88,6 @@ func rdmaPod(t *testing.T, name string, vfs, gpus int) *corev1.Pod {
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "ns", UID: types.UID(name), Annotations: ann},
 		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Resources: corev1.ResourceRequirements{Requests: res, Limits: res}}}},
 	}
-}
-
-func nodeInfo(name string) fwk.NodeInfo {
-	ni := framework.NewNodeInfo()
-	ni.SetNode(&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}})
-	return ni
 }
 
 func podInfo(t *testing.T, pod *corev1.Pod) fwk.PodInfo {
@@ -118,22 +136,34 @@ func selectVictims(t *testing.T, p *Plugin, state fwk.CycleState, preemptor *cor
 	t.Helper()
 	ctx := context.Background()
 	state = state.Clone()
-	for _, c := range candidates {
-		if s := p.RemovePod(ctx, state, preemptor, podInfo(t, c), ni); !s.IsSuccess() {
+	ni = ni.Snapshot()
+	onNode := map[string]*corev1.Pod{}
+	for _, pi := range ni.GetPods() {
+		onNode[pi.GetPod().Name] = pi.GetPod()
+	}
+	remove := func(c *corev1.Pod) {
+		t.Helper()
+		if err := ni.RemovePod(klog.Background(), onNode[c.Name]); err != nil {
+			t.Fatal(err)
+		}
+		if s := p.RemovePod(ctx, state, preemptor, podInfo(t, onNode[c.Name]), ni); !s.IsSuccess() {
 			t.Fatal(s)
 		}
+	}
+	for _, c := range candidates {
+		remove(c)
 	}
 	if !p.Filter(ctx, state, preemptor, ni).IsSuccess() {
 		return nil, false
 	}
 	for _, c := range candidates {
-		if s := p.AddPod(ctx, state, preemptor, podInfo(t, c), ni); !s.IsSuccess() {
+		pi := podInfo(t, onNode[c.Name])
+		ni.AddPodInfo(pi)
+		if s := p.AddPod(ctx, state, preemptor, pi, ni); !s.IsSuccess() {
 			t.Fatal(s)
 		}
 		if !p.Filter(ctx, state, preemptor, ni).IsSuccess() {
-			if s := p.RemovePod(ctx, state, preemptor, podInfo(t, c), ni); !s.IsSuccess() {
-				t.Fatal(s)
-			}
+			remove(c)
 			victims = append(victims, c.Name)
 		}
 	}
@@ -146,7 +176,6 @@ func selectVictims(t *testing.T, p *Plugin, state fwk.CycleState, preemptor *cor
 func TestPreemptionFreesVictimsDevices(t *testing.T) {
 	p := newTestPlugin(t, nil)
 	p.state.setDevice(device(t, "n1", 1, 0, 1, 4)) // 4 VFs
-	ni := nodeInfo("n1")
 	low1 := rdmaPod(t, "low-1", 1, 0)
 	low2 := rdmaPod(t, "low-2", 2, 0)
 	holdOn(t, p, low1, "n1")
@@ -154,6 +183,7 @@ func TestPreemptionFreesVictimsDevices(t *testing.T) {
 	if s := p.Reserve(context.Background(), preFilter(t, p, low2), low2, "n1"); !s.IsSuccess() {
 		t.Fatal(s)
 	}
+	ni := view(t, p, "n1")
 
 	for _, tc := range []struct {
 		name        string
@@ -186,7 +216,7 @@ func TestPreemptionFreesVictimsDevices(t *testing.T) {
 			if s := p.Filter(context.Background(), state, pod, ni); s.IsSuccess() {
 				t.Fatal("after the dry run, Filter on the original cycle state passes: the simulation leaked")
 			}
-			_, used, err := p.state.state("n1")
+			_, used, err := p.state.state("n1", ni)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -203,36 +233,76 @@ func TestPreemptionFreesVictimsDevices(t *testing.T) {
 func TestNominatedPodHoldsItsDevices(t *testing.T) {
 	p := newTestPlugin(t, nil)
 	p.state.setDevice(device(t, "n1", 1, 0, 1, 4)) // 4 VFs
-	ni := nodeInfo("n1")
 	ctx := context.Background()
 	nominated := rdmaPod(t, "nominated", 3, 0)
 	pod := rdmaPod(t, "other", 2, 0)
 	state := preFilter(t, p, pod)
-	withNominated := state.Clone()
-	if s := p.AddPod(ctx, withNominated, pod, podInfo(t, nominated), ni); !s.IsSuccess() {
+	ni := view(t, p, "n1")
+	// What the scheduler does for a node with nominated pods: add them to clones of
+	// the NodeInfo and the cycle state.
+	withNominated, niWith := state.Clone(), ni.Snapshot()
+	niWith.AddPodInfo(podInfo(t, nominated))
+	if s := p.AddPod(ctx, withNominated, pod, podInfo(t, nominated), niWith); !s.IsSuccess() {
 		t.Fatal(s)
 	}
-	if s := p.Filter(ctx, withNominated, pod, ni); s.Code() != fwk.Unschedulable {
+	if s := p.Filter(ctx, withNominated, pod, niWith); s.Code() != fwk.Unschedulable {
 		t.Fatalf("Filter with a 3-VF pod nominated on a 4-VF node = %v, want Unschedulable", s)
 	}
 	if s := p.Filter(ctx, state, pod, ni); !s.IsSuccess() {
 		t.Fatalf("Filter without the nominated pod = %v, want success (the clone leaked)", s)
 	}
-	if s := p.RemovePod(ctx, withNominated, pod, podInfo(t, nominated), ni); !s.IsSuccess() {
+	if err := niWith.RemovePod(klog.Background(), nominated); err != nil {
+		t.Fatal(err)
+	}
+	if s := p.RemovePod(ctx, withNominated, pod, podInfo(t, nominated), niWith); !s.IsSuccess() {
 		t.Fatal(s)
 	}
-	if s := p.Filter(ctx, withNominated, pod, ni); !s.IsSuccess() {
+	if s := p.Filter(ctx, withNominated, pod, niWith); !s.IsSuccess() {
 		t.Fatalf("Filter after removing the nominated pod again = %v, want success", s)
 	}
 	// A nominated pod already holding its devices (bound meanwhile) is not counted twice.
 	holdOn(t, p, nominated, "n1")
 	one := rdmaPod(t, "one", 1, 0)
 	oneState := preFilter(t, p, one)
+	ni = view(t, p, "n1")
 	if s := p.AddPod(ctx, oneState, one, podInfo(t, nominated), ni); !s.IsSuccess() {
 		t.Fatal(s)
 	}
 	if s := p.Filter(ctx, oneState, one, ni); !s.IsSuccess() {
 		t.Fatalf("a 1-VF pod beside the bound 3-VF nominated pod: Filter = %v, want success", s)
+	}
+}
+
+// The plugin's informer and the scheduler's cache see a deletion at different
+// times. A pod the scheduler's NodeInfo no longer has holds nothing for Filter and
+// Reserve, even before the plugin's informer tells it; a pod the plugin knows holds
+// devices again as soon as the NodeInfo has it.
+func TestOnlyPodsTheSchedulerSeesHoldDevices(t *testing.T) {
+	ctx := context.Background()
+	p := newTestPlugin(t, nil)
+	p.state.setDevice(device(t, "n1", 1, 0, 1, 4)) // 4 VFs
+	victim := rdmaPod(t, "victim", 4, 0)
+	holdOn(t, p, victim, "n1")
+	withVictim := view(t, p, "n1")
+	gone := withVictim.Snapshot()
+	if err := gone.RemovePod(klog.Background(), withVictim.GetPods()[0].GetPod()); err != nil {
+		t.Fatal(err)
+	}
+	p.snapshot = func(string) fwk.NodeInfo { return gone }
+	pod := rdmaPod(t, "pod", 4, 0)
+	state := preFilter(t, p, pod)
+	if s := p.Filter(ctx, state, pod, withVictim); s.Code() != fwk.Unschedulable {
+		t.Fatalf("Filter while the scheduler still has the victim = %v, want Unschedulable", s)
+	}
+	if s := p.Filter(ctx, state, pod, gone); !s.IsSuccess() {
+		t.Fatalf("Filter once the scheduler's cache dropped the victim = %v, want success", s)
+	}
+	if s := p.Reserve(ctx, state, pod, "n1"); !s.IsSuccess() {
+		t.Fatalf("Reserve once the scheduler's cache dropped the victim = %v, want success", s)
+	}
+	p.Unreserve(ctx, state, pod, "n1")
+	if s := p.Filter(ctx, preFilter(t, p, pod), pod, withVictim); s.Code() != fwk.Unschedulable {
+		t.Fatalf("Filter on the view with the victim after the cache held the other view = %v, want Unschedulable", s)
 	}
 }
 
@@ -271,7 +341,7 @@ func TestPreBindFailureReleasesTheDevices(t *testing.T) {
 				t.Fatal(s)
 			}
 			b := rdmaPod(t, "b", 1, 0)
-			if s := p.Filter(ctx, preFilter(t, p, b), b, nodeInfo("n1")); s.IsSuccess() {
+			if s := p.Filter(ctx, preFilter(t, p, b), b, view(t, p, "n1")); s.IsSuccess() {
 				t.Fatal("while a is reserved, b fits")
 			}
 			if s := p.PreBind(ctx, state, a, "n1"); s.IsSuccess() {
@@ -282,7 +352,7 @@ func TestPreBindFailureReleasesTheDevices(t *testing.T) {
 			}
 			p.Unreserve(ctx, state, a, "n1")
 			p.Unreserve(ctx, state, a, "n1") // twice: still nothing released beyond a's
-			_, used, err := p.state.state("n1")
+			_, used, err := p.state.state("n1", view(t, p, "n1"))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -294,7 +364,7 @@ func TestPreBindFailureReleasesTheDevices(t *testing.T) {
 			}
 			// a retried (unless deleted) fits no more: b holds one of the 4 VFs.
 			if !tc.deleted {
-				if s := p.Filter(ctx, preFilter(t, p, a), a, nodeInfo("n1")); s.Code() != fwk.Unschedulable {
+				if s := p.Filter(ctx, preFilter(t, p, a), a, view(t, p, "n1")); s.Code() != fwk.Unschedulable {
 					t.Fatalf("a retried: Filter = %v, want Unschedulable", s)
 				}
 			}
