@@ -204,44 +204,71 @@ func denyBindings(t *testing.T, ctx context.Context, ns string) (lift func()) {
 	return lift
 }
 
-// TestFailedBindingReleasesAndRetries: the API server refuses a joint pod's binding
-// after PreBind wrote its annotation. The scheduler unreserves it: another pod gets
-// its GPUs and VFs meanwhile. Once bindings are allowed again, the first pod is
-// retried with the annotation of its failed attempt on it, gets other devices, and
-// PreBind replaces that annotation; no device is held twice.
+// TestFailedBindingReleasesAndRetries: the API server refuses a joint pod's binding.
+// The scheduler unreserves it: another pod gets its GPUs and VFs meanwhile. Once
+// bindings are allowed again, the first pod is retried, gets other devices and binds
+// with them; no device is held twice. Two ways of writing the annotation:
+//
+//   - bind: the checked-in configuration, the plugin binds and the binding carries
+//     the annotation, so a refused binding leaves no annotation;
+//   - prebind: DefaultBinder binds, so PreBind has written the annotation before the
+//     binding was refused, and the retry must replace it (gpu list included) although
+//     its GPUs went to the other pod.
 func TestFailedBindingReleasesAndRetries(t *testing.T) {
 	needEnv(t)
+	for _, mode := range []string{"bind", "prebind"} {
+		t.Run(mode, func(t *testing.T) {
+			var edit func(map[string]any)
+			if mode == "prebind" {
+				edit = func(cfg map[string]any) {
+					delete(cfg["profiles"].([]any)[0].(map[string]any)["plugins"].(map[string]any), "bind")
+				}
+			}
+			failedBindingRetries(t, mode, edit)
+		})
+	}
+}
+
+func failedBindingRetries(t *testing.T, mode string, edit func(map[string]any)) {
 	ctx := context.Background()
-	blocked := namespace(t, ctx, "bind-blocked")
-	open := namespace(t, ctx, "bind-open")
-	createNodes(t, ctx, makeNode("bind-1", shape{roots: 1, gpus: 4, pfs: 1, vfs: 8}))
+	blocked := namespace(t, ctx, "bind-blocked-"+mode)
+	open := namespace(t, ctx, "bind-open-"+mode)
+	createNodes(t, ctx, makeNode("bind-"+mode, shape{roots: 1, gpus: 4, pfs: 1, vfs: 8}))
 	lift := denyBindings(t, ctx, blocked)
-	s := startScheduler(t, nil)
+	s := startScheduler(t, edit)
 
 	joint := podSpec{rdma: 2, gpus: 2, hint: &rdma.DeviceHint{VFSelector: &metav1.LabelSelector{}},
 		joint: &rdma.DeviceJointAllocate{DeviceTypes: []rdma.DeviceType{rdma.GPU, rdma.RDMA}, RequiredScope: rdma.JointSamePCIe}}
 	if _, err := cs.CoreV1().Pods(blocked).Create(ctx, makePod(t, blocked, "a", joint), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	var stale *corev1.Pod
-	waitFor(t, ctx, time.Minute, "pod a annotated by PreBind and refused its binding", func(ctx context.Context) (bool, error) {
+	var refused *corev1.Pod
+	waitFor(t, ctx, time.Minute, "pod a refused its binding", func(ctx context.Context) (bool, error) {
 		p, err := cs.CoreV1().Pods(blocked).Get(ctx, "a", metav1.GetOptions{})
 		if err != nil {
 			return false, err
 		}
-		stale = p
+		refused = p
 		c := scheduledCondition(p)
-		_, annotated := p.Annotations[rdma.AnnotationDeviceAllocated]
-		return annotated && p.Spec.NodeName == "" && c != nil && c.Status == corev1.ConditionFalse && strings.Contains(c.Message, "bindings are blocked"), nil
+		return p.Spec.NodeName == "" && c != nil && c.Status == corev1.ConditionFalse && strings.Contains(c.Message, "bindings are blocked"), nil
 	})
-	staleKeys := rdmaKeys(t, stale)
+	_, annotated := refused.Annotations[rdma.AnnotationDeviceAllocated]
+	var staleKeys []string
+	switch {
+	case mode == "bind" && annotated:
+		t.Fatalf("the plugin binds, yet pod a carries an annotation though its binding was refused: %s", refused.Annotations[rdma.AnnotationDeviceAllocated])
+	case mode == "prebind" && !annotated:
+		t.Fatal("PreBind ran before the refused binding, yet pod a carries no annotation")
+	case annotated:
+		staleKeys = rdmaKeys(t, refused)
+	}
 
-	// Pod a failed, so its devices were released: b (same request) gets some of them.
+	// Pod a failed, so its devices were released: b (same request) can get them.
 	if _, err := cs.CoreV1().Pods(open).Create(ctx, makePod(t, open, "b", joint), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	bKeys := rdmaKeys(t, waitBound(t, ctx, open, "b"))
-	if !slices.ContainsFunc(bKeys, func(k string) bool { return slices.Contains(staleKeys, k) }) {
+	if staleKeys != nil && !slices.ContainsFunc(bKeys, func(k string) bool { return slices.Contains(staleKeys, k) }) {
 		// b was scheduled while a held a reservation in a retry: a's retry then gets
 		// the same devices as before and the stale annotation is no test.
 		t.Logf("b got %v, none of a's failed attempt %v: the retry path with other devices was not exercised", bKeys, staleKeys)
@@ -262,6 +289,6 @@ func TestFailedBindingReleasesAndRetries(t *testing.T) {
 		t.Errorf("%d pods bound with devices, want 2", n)
 	}
 	if n := s.logCount("gpu: the annotation holds GPUs"); n != 0 {
-		t.Errorf("the scheduler log shows %d PreBind failures on a's stale gpu list", n)
+		t.Errorf("the scheduler log shows %d failures on a's stale gpu list", n)
 	}
 }

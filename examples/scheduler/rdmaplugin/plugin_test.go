@@ -481,3 +481,127 @@ func TestWithoutGPUs(t *testing.T) {
 		})
 	}
 }
+
+// bindingClient is a fake API server holding pod that applies bindings as the real
+// one does (node name, and the binding's annotations copied onto the pod), or
+// refuses them with bindErr when it is set.
+func bindingClient(t *testing.T, pod *corev1.Pod, bindErr error) *fake.Clientset {
+	t.Helper()
+	cs := fake.NewClientset(pod.DeepCopy())
+	pods := corev1.SchemeGroupVersion.WithResource("pods")
+	cs.PrependReactor("create", "pods", func(a clienttesting.Action) (bool, runtime.Object, error) {
+		ca, ok := a.(clienttesting.CreateAction)
+		if !ok || ca.GetSubresource() != "binding" {
+			return false, nil, nil
+		}
+		if bindErr != nil {
+			return true, nil, bindErr
+		}
+		b := ca.GetObject().(*corev1.Binding)
+		obj, err := cs.Tracker().Get(pods, b.Namespace, b.Name)
+		if err != nil {
+			return true, nil, err
+		}
+		p := obj.(*corev1.Pod).DeepCopy()
+		p.Spec.NodeName = b.Target.Name
+		if p.Annotations == nil {
+			p.Annotations = map[string]string{}
+		}
+		for k, v := range b.Annotations {
+			p.Annotations[k] = v
+		}
+		return true, nil, cs.Tracker().Update(pods, p, p.Namespace)
+	})
+	return cs
+}
+
+// As the first bind plugin, the plugin binds the pod with a Binding carrying the
+// annotation: one write, no patch; PreBind does nothing.
+func TestBindCarriesTheAnnotation(t *testing.T) {
+	ctx := context.Background()
+	a := rdmaPod(t, "a", 2, 2)
+	cs := bindingClient(t, a, nil)
+	p := newTestPlugin(t, cs)
+	p.bindsFirst = func() bool { return true }
+	p.state.setDevice(device(t, "n1", 1, 4, 1, 8))
+	state := preFilter(t, p, a)
+	if s := p.Reserve(ctx, state, a, "n1"); !s.IsSuccess() {
+		t.Fatal(s)
+	}
+	if _, s := p.PreBindPreFlight(ctx, state, a, "n1"); !s.IsSkip() {
+		t.Fatalf("PreBindPreFlight = %v, want Skip: Bind writes the annotation", s)
+	}
+	if s := p.PreBind(ctx, state, a, "n1"); !s.IsSuccess() {
+		t.Fatal(s)
+	}
+	if s := p.Bind(ctx, state, a, "n1"); !s.IsSuccess() {
+		t.Fatalf("Bind: %v", s)
+	}
+	var verbs []string
+	for _, act := range cs.Actions() {
+		verbs = append(verbs, act.GetVerb()+" "+act.GetResource().Resource+"/"+act.GetSubresource())
+	}
+	if diff := cmp.Diff([]string{"create pods/binding"}, verbs); diff != "" {
+		t.Errorf("API calls (-want +got):\n%s", diff)
+	}
+	got, err := cs.CoreV1().Pods("ns").Get(ctx, "a", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := readCycle(state)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := rdma.EncodeAllocated("", *d.alloc, rdma.CountModel)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Spec.NodeName != "n1" || got.Annotations[rdma.AnnotationDeviceAllocated] != want {
+		t.Errorf("bound pod: node %q, annotation %s; want n1, %s", got.Spec.NodeName, got.Annotations[rdma.AnnotationDeviceAllocated], want)
+	}
+	// A pod without an allocation, or a plugin that is not the first binder, leaves
+	// binding to the next binder.
+	plain := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "plain", Namespace: "ns", UID: "plain"}}
+	if _, s := p.PreFilter(ctx, framework.NewCycleState(), plain, nil); !s.IsSkip() {
+		t.Fatalf("PreFilter of a pod without a request = %v, want Skip", s)
+	}
+	if s := p.Bind(ctx, framework.NewCycleState(), plain, "n1"); !s.IsSkip() {
+		t.Errorf("Bind of a pod the plugin skipped = %v, want Skip", s)
+	}
+	p.bindsFirst = func() bool { return false }
+	if s := p.Bind(ctx, state, a, "n1"); !s.IsSkip() {
+		t.Errorf("Bind when another binder comes first = %v, want Skip", s)
+	}
+}
+
+// A refused binding leaves no annotation on the pod, and Unreserve frees the devices.
+func TestBindFailureLeavesNothing(t *testing.T) {
+	ctx := context.Background()
+	a := rdmaPod(t, "a", 4, 0)
+	cs := bindingClient(t, a, apierrors.NewForbidden(schema.GroupResource{Resource: "pods/binding"}, "a", errors.New("denied by policy")))
+	p := newTestPlugin(t, cs)
+	p.bindsFirst = func() bool { return true }
+	p.state.setDevice(device(t, "n1", 1, 0, 1, 4))
+	state := preFilter(t, p, a)
+	if s := p.Reserve(ctx, state, a, "n1"); !s.IsSuccess() {
+		t.Fatal(s)
+	}
+	if s := p.Bind(ctx, state, a, "n1"); s.IsSuccess() || s.IsSkip() {
+		t.Fatalf("Bind = %v, want the API server's refusal", s)
+	}
+	p.Unreserve(ctx, state, a, "n1")
+	got, err := cs.CoreV1().Pods("ns").Get(ctx, "a", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v, ok := got.Annotations[rdma.AnnotationDeviceAllocated]; ok || got.Spec.NodeName != "" {
+		t.Errorf("after a refused binding the pod has node %q, annotation %q", got.Spec.NodeName, v)
+	}
+	_, used, err := p.state.state("n1", view(t, p, "n1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !used.IsEmpty() {
+		t.Errorf("after Unreserve the node still holds %v", used.VFs())
+	}
+}
