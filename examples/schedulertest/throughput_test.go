@@ -22,10 +22,14 @@ import (
 // test is skipped without it.
 const throughputEnv = "KPLAN_THROUGHPUT"
 
+// throughputGPUsEnv sets the GPUs each pod asks for (default 2, four pods per node;
+// 8 fills a node).
+const throughputGPUsEnv = "KPLAN_THROUGHPUT_GPUS"
+
 // TestSchedulingThroughput measures scheduling throughput, scheduler_perf style: pods
 // are created first, then a scheduler is started and the time from its first to its
 // last binding is taken. Nodes have the shape (2 PCIe roots x 4 GPUs x 2 PFs x
-// 8 VFs). Two runs on the same nodes:
+// 8 VFs). Runs on the same nodes:
 //
 //   - rdma: the plugin enabled, pods with a joint request (2 GPUs and 2 VFs on the
 //     GPUs' PCIe roots);
@@ -33,7 +37,8 @@ const throughputEnv = "KPLAN_THROUGHPUT"
 //   - the same baseline with the OpportunisticBatching feature off;
 //   - extended: the plugin disabled, pods with the rdma run's resources and
 //     annotations (the nodes advertise them): the stock scheduler's cost of the
-//     extended resources, without the plugin's.
+//     extended resources, without the plugin's;
+//   - the rdma run with the OpportunisticBatching feature off.
 //
 // Run with KPLAN_THROUGHPUT=<nodes>x<pods>, e.g. 1000x2000. KPLAN_THROUGHPUT_ARGS adds
 // command-line arguments to the scheduler of the rdma run, e.g. to serve pprof:
@@ -60,7 +65,13 @@ func TestSchedulingThroughput(t *testing.T) {
 	createNodesParallel(t, ctx, specs)
 	t.Logf("created %d nodes with Device objects in %s", nNodes, time.Since(start).Round(time.Millisecond))
 
-	joint := podSpec{rdma: 2, gpus: 2, hint: &rdma.DeviceHint{VFSelector: &metav1.LabelSelector{}},
+	gpus := 2
+	if v := os.Getenv(throughputGPUsEnv); v != "" {
+		if _, err := fmt.Sscanf(v, "%d", &gpus); err != nil {
+			t.Fatalf("%s=%q: %v", throughputGPUsEnv, v, err)
+		}
+	}
+	joint := podSpec{rdma: 2, gpus: gpus, hint: &rdma.DeviceHint{VFSelector: &metav1.LabelSelector{}},
 		joint: &rdma.DeviceJointAllocate{DeviceTypes: []rdma.DeviceType{rdma.GPU, rdma.RDMA}, RequiredScope: rdma.JointSamePCIe}}
 	// scheduler_perf's client limits: the default (50 QPS) would measure the API
 	// client, not scheduling (a pod with RDMA costs two writes, PreBind's annotation
@@ -82,8 +93,11 @@ func TestSchedulingThroughput(t *testing.T) {
 	// separates the plugin's own cost from batching's gain.
 	unbatchedRate := measure(t, ctx, "tp-base-unbatched", nPods, podSpec{}, false, disable, "--feature-gates=OpportunisticBatching=false")
 	extRate := measure(t, ctx, "tp-ext", nPods, joint, false, disable)
-	t.Logf("scale %d nodes x %d pods: rdma %.1f pods/s; baseline %.1f pods/s (ratio %.2f); baseline without batching %.1f pods/s (ratio %.2f); extended resources without the plugin %.1f pods/s (ratio %.2f); load average before %s, after %s",
-		nNodes, nPods, rdmaRate, baseRate, rdmaRate/baseRate, unbatchedRate, rdmaRate/unbatchedRate, extRate, rdmaRate/extRate, load0, loadAvg())
+	// The plugin signs pods by their request, so batching applies to them too when a
+	// pod fills its node (e.g. 8 GPUs).
+	rdmaUnbatchedRate := measure(t, ctx, "tp-rdma-unbatched", nPods, joint, true, fast, "--feature-gates=OpportunisticBatching=false")
+	t.Logf("scale %d nodes x %d pods of %d GPUs: rdma %.1f pods/s; baseline %.1f pods/s (ratio %.2f); baseline without batching %.1f pods/s (ratio %.2f); extended resources without the plugin %.1f pods/s (ratio %.2f); rdma without batching %.1f pods/s (rdma/that %.2f); load average before %s, after %s",
+		nNodes, nPods, gpus, rdmaRate, baseRate, rdmaRate/baseRate, unbatchedRate, rdmaRate/unbatchedRate, extRate, rdmaRate/extRate, rdmaUnbatchedRate, rdmaRate/rdmaUnbatchedRate, load0, loadAvg())
 }
 
 // processCPU returns the CPU time (user and system) used so far by this test's

@@ -525,15 +525,24 @@ func withoutGPUs(value string) (string, error) {
 	return a.Encode()
 }
 
-// SignPod refuses to sign pods with an RDMA request, so the scheduler never reuses
-// another pod's placement for them (their fit depends on the plugin's own state);
-// pods without one sign with nothing.
+// signKey names the plugin's fragment of a pod's scheduling signature.
+const signKey = "kplan.dev/rdma.Request"
+
+// SignPod signs a pod with its RDMA request (canonical: the same request gives the
+// same signature), so pods asking the same may be batched: the scheduler then offers
+// a pod the next node of the previous pod's ranking, and only when the node the
+// previous pod took cannot take this one (pods that fill a node); Filter still runs on
+// the node offered. Pods without a request sign with nothing; a pod whose request does
+// not decode is not signed.
 func (p *Plugin) SignPod(_ context.Context, pod *corev1.Pod) ([]fwk.SignFragment, *fwk.Status) {
 	req, err := rdma.RequestFromPod(pod, p.model)
-	if err != nil || !req.IsZero() {
-		return nil, fwk.NewStatus(fwk.Unschedulable, "pods with an RDMA request are placed one by one")
+	if err != nil {
+		return nil, fwk.NewStatus(fwk.Unschedulable, err.Error())
 	}
-	return nil, nil
+	if req.IsZero() {
+		return nil, nil
+	}
+	return []fwk.SignFragment{{Key: signKey, Value: req}}, nil
 }
 
 // EventsToRegister requeues pods the plugin rejected when devices may have been freed

@@ -605,3 +605,35 @@ func TestBindFailureLeavesNothing(t *testing.T) {
 		t.Errorf("after Unreserve the node still holds %v", used.VFs())
 	}
 }
+
+// Pods asking the same sign the same; pods asking something else, or nothing, sign
+// differently; a pod whose request does not decode is not signed.
+func TestSignPod(t *testing.T) {
+	p := newTestPlugin(t, nil)
+	sign := func(pod *corev1.Pod) string {
+		t.Helper()
+		f, s := p.SignPod(context.Background(), pod)
+		if !s.IsSuccess() {
+			t.Fatalf("SignPod(%s) = %v", pod.Name, s)
+		}
+		b, err := json.Marshal(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(b)
+	}
+	a, b := sign(rdmaPod(t, "a", 2, 2)), sign(rdmaPod(t, "b", 2, 2))
+	if a != b {
+		t.Errorf("two pods asking the same sign %s and %s", a, b)
+	}
+	for _, other := range []*corev1.Pod{rdmaPod(t, "fewer-gpus", 2, 1), rdmaPod(t, "more-vfs", 3, 2), rdmaPod(t, "no-gpus", 2, 0), {ObjectMeta: metav1.ObjectMeta{Name: "plain"}}} {
+		if s := sign(other); s == a {
+			t.Errorf("pod %s signs like a: %s", other.Name, s)
+		}
+	}
+	bad := rdmaPod(t, "bad", 2, 0)
+	bad.Annotations[rdma.AnnotationDeviceAllocateHint] = "{"
+	if _, s := p.SignPod(context.Background(), bad); s.Code() != fwk.Unschedulable {
+		t.Errorf("SignPod of a pod with a broken hint = %v, want Unschedulable (not signed)", s)
+	}
+}
