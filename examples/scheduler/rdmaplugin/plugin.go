@@ -52,8 +52,8 @@ type Args struct {
 // Plugin allocates RDMA NICs (PFs or SR-IOV VFs, jointly with GPUs) with kplan's rdma
 // package: PreFilter decodes the pod's request, Filter and Score use the node's
 // Device object and what bound and reserved pods hold, Reserve allocates, Unreserve
-// releases, and PreBind writes the scheduling.koordinator.sh/device-allocated
-// annotation.
+// releases, and Bind (or, when another binder comes first, PreBind) writes the
+// scheduling.koordinator.sh/device-allocated annotation.
 type Plugin struct {
 	handle fwk.Handle
 	// snapshot returns the scheduler's view of a node in the current cycle (nil when
