@@ -22,6 +22,10 @@ import (
 // test is skipped without it.
 const throughputEnv = "KPLAN_THROUGHPUT"
 
+// throughputBatchableEnv, when set, configures PodTopologySpread without default
+// constraints in every run, so that pods can be signed and batched.
+const throughputBatchableEnv = "KPLAN_THROUGHPUT_BATCHABLE"
+
 // throughputGPUsEnv sets the GPUs each pod asks for (default 2, four pods per node;
 // 8 fills a node).
 const throughputGPUsEnv = "KPLAN_THROUGHPUT_GPUS"
@@ -73,28 +77,34 @@ func TestSchedulingThroughput(t *testing.T) {
 	}
 	joint := podSpec{rdma: 2, gpus: gpus, hint: &rdma.DeviceHint{VFSelector: &metav1.LabelSelector{}},
 		joint: &rdma.DeviceJointAllocate{DeviceTypes: []rdma.DeviceType{rdma.GPU, rdma.RDMA}, RequiredScope: rdma.JointSamePCIe}}
+	// With PodTopologySpread's system default constraints (the default) no pod is
+	// signed, so opportunistic batching never applies; List without constraints
+	// lets it.
+	var spread []any
+	if os.Getenv(throughputBatchableEnv) != "" {
+		spread = []any{map[string]any{"name": "PodTopologySpread", "args": map[string]any{
+			"apiVersion": "kubescheduler.config.k8s.io/v1", "kind": "PodTopologySpreadArgs", "defaultingType": "List"}}}
+	}
 	// scheduler_perf's client limits: the default (50 QPS) would measure the API
-	// client, not scheduling (a pod with RDMA costs two writes, PreBind's annotation
-	// patch and the binding, so it halves throughput at the default limit).
+	// client, not scheduling.
 	fast := func(cfg map[string]any) {
 		c := cfg["clientConnection"].(map[string]any)
 		c["qps"], c["burst"] = 5000, 5000
+		p := cfg["profiles"].([]any)[0].(map[string]any)
+		p["pluginConfig"] = append(p["pluginConfig"].([]any), spread...)
 	}
 	rdmaRate := measure(t, ctx, "tp-rdma", nPods, joint, true, fast, strings.Fields(os.Getenv("KPLAN_THROUGHPUT_ARGS"))...)
 	disable := func(cfg map[string]any) {
 		fast(cfg)
 		p := cfg["profiles"].([]any)[0].(map[string]any)
 		p["plugins"] = map[string]any{"multiPoint": map[string]any{"disabled": []any{map[string]any{"name": "KplanRDMA"}}}}
-		delete(p, "pluginConfig")
+		p["pluginConfig"] = spread
 	}
 	baseRate := measure(t, ctx, "tp-base", nPods, podSpec{}, false, disable)
-	// Pods with an RDMA request are never batched (the plugin refuses to sign them);
-	// identical plain pods are. The same baseline without opportunistic batching
-	// separates the plugin's own cost from batching's gain.
 	unbatchedRate := measure(t, ctx, "tp-base-unbatched", nPods, podSpec{}, false, disable, "--feature-gates=OpportunisticBatching=false")
 	extRate := measure(t, ctx, "tp-ext", nPods, joint, false, disable)
-	// The plugin signs pods by their request, so batching applies to them too when a
-	// pod fills its node (e.g. 8 GPUs).
+	// The plugin signs pods by their request, so batching may apply to them too when
+	// a pod fills its node (e.g. 8 GPUs).
 	rdmaUnbatchedRate := measure(t, ctx, "tp-rdma-unbatched", nPods, joint, true, fast, "--feature-gates=OpportunisticBatching=false")
 	t.Logf("scale %d nodes x %d pods of %d GPUs: rdma %.1f pods/s; baseline %.1f pods/s (ratio %.2f); baseline without batching %.1f pods/s (ratio %.2f); extended resources without the plugin %.1f pods/s (ratio %.2f); rdma without batching %.1f pods/s (rdma/that %.2f); load average before %s, after %s",
 		nNodes, nPods, gpus, rdmaRate, baseRate, rdmaRate/baseRate, unbatchedRate, rdmaRate/unbatchedRate, extRate, rdmaRate/extRate, rdmaUnbatchedRate, rdmaRate/rdmaUnbatchedRate, load0, loadAvg())
