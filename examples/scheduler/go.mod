@@ -7,6 +7,7 @@ module github.com/kplan-dev/kplan/examples/scheduler
 go 1.26.0
 
 require (
+	github.com/google/go-cmp v0.7.0
 	github.com/kplan-dev/kplan v0.0.0
 	k8s.io/api v0.36.3
 	k8s.io/apimachinery v0.36.3
@@ -45,7 +46,6 @@ require (
 	github.com/golang/protobuf v1.5.4 // indirect
 	github.com/google/cel-go v0.26.0 // indirect
 	github.com/google/gnostic-models v0.7.0 // indirect
-	github.com/google/go-cmp v0.7.0 // indirect
 	github.com/google/uuid v1.6.0 // indirect
 	github.com/grpc-ecosystem/go-grpc-middleware/providers/prometheus v1.1.0 // indirect
 	github.com/grpc-ecosystem/go-grpc-middleware/v2 v2.3.3 // indirect

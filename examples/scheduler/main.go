@@ -1,8 +1,10 @@
 // Command kube-scheduler is the stock Kubernetes scheduler with kplan's RDMA plugin
 // (package rdmaplugin) registered as an out-of-tree plugin. Enable it with a
-// KubeSchedulerConfiguration such as config/scheduler-config.yaml:
+// KubeSchedulerConfiguration such as config/scheduler-config.yaml, which names the
+// kubeconfig in clientConnection.kubeconfig (with --config, kube-scheduler ignores
+// --kubeconfig; empty means the in-cluster config):
 //
-//	go run . --config=config/scheduler-config.yaml --kubeconfig=$HOME/.kube/config
+//	go run . --config=config/scheduler-config.yaml
 package main
 
 import (

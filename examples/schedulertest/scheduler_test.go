@@ -296,6 +296,17 @@ func TestNeverFitIsUnresolvableAndNotRetried(t *testing.T) {
 	if _, err := cs.CoreV1().Pods(ns).Create(ctx, never, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
+	// Its first attempt must see idle nodes: once a node holds 4 one-VF pods,
+	// NodeResourcesFit rejects a 5-VF pod there first (8 VFs), and it retries pods
+	// it rejected when pods are deleted.
+	waitFor(t, ctx, time.Minute, "pod never tried", func(ctx context.Context) (bool, error) {
+		p, err := cs.CoreV1().Pods(ns).Get(ctx, "never", metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		c := scheduledCondition(p)
+		return c != nil && c.Status == corev1.ConditionFalse, nil
+	})
 	// Fill the storage VFs and leave one pod waiting for them.
 	for i := 0; i < 13; i++ {
 		if _, err := cs.CoreV1().Pods(ns).Create(ctx, storagePod(t, ns, i), metav1.CreateOptions{}); err != nil {

@@ -20,7 +20,7 @@ func BenchmarkNode(b *testing.B) {
 		c.setDevice(device(b, "n", 2, 4, 2, 8))
 		for p := 0; p < pods; p++ {
 			uid := fmt.Sprintf("p%d", p)
-			a, err := c.reserve(types.UID(uid), "n", req)
+			a, err := c.reserve(types.UID(uid), "n", nil, req)
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -28,7 +28,7 @@ func BenchmarkNode(b *testing.B) {
 		}
 		b.Run(fmt.Sprintf("filter/%d-pods", pods), func(b *testing.B) {
 			for b.Loop() {
-				inv, used, err := c.state("n")
+				inv, used, err := c.state("n", nil)
 				if err != nil {
 					b.Fatal(err)
 				}
@@ -40,7 +40,7 @@ func BenchmarkNode(b *testing.B) {
 		}
 		b.Run(fmt.Sprintf("score/%d-pods", pods), func(b *testing.B) {
 			for b.Loop() {
-				inv, used, _ := c.state("n")
+				inv, used, _ := c.state("n", nil)
 				if _, err := rdma.Score(inv, used, req, rdma.ScoreOptions{}); err != nil {
 					b.Fatal(err)
 				}
@@ -55,15 +55,15 @@ func BenchmarkNodeCached(b *testing.B) {
 	req := rdma.Request{Kind: rdma.VFs, Count: 2, GPUs: 2, Joint: rdma.JointSamePCIe}
 	c := newCluster()
 	c.setDevice(device(b, "n", 2, 4, 2, 8))
-	_ = c.filter("n", "k", req)
+	_ = c.filter("n", nil, "k", req)
 	b.Run("filter", func(b *testing.B) {
 		for b.Loop() {
-			_ = c.filter("n", "k", req)
+			_ = c.filter("n", nil, "k", req)
 		}
 	})
 	b.Run("score", func(b *testing.B) {
 		for b.Loop() {
-			if _, err := c.score("n", "k", req, rdma.ScoreOptions{}); err != nil {
+			if _, err := c.score("n", nil, "k", req, rdma.ScoreOptions{}); err != nil {
 				b.Fatal(err)
 			}
 		}

@@ -14,15 +14,30 @@
 //     naming the node and what ran out.
 //   - Score is rdma.Score (LeastAllocated or MostAllocated, plus a topology share).
 //   - Reserve allocates and holds the devices; Unreserve releases them.
-//   - PreBind writes scheduling.koordinator.sh/device-allocated on the pod, before it
-//     is bound.
+//   - Bind, when the plugin is the profile's first bind plugin (as in the checked-in
+//     configuration), binds the pods it allocated devices to with a Binding carrying
+//     scheduling.koordinator.sh/device-allocated, which the API server writes onto the
+//     pod with the node name; other pods go to the next binder. Otherwise PreBind
+//     writes the annotation before DefaultBinder binds; a pod retried after a failed
+//     binding then carries the annotation of the failed attempt, which PreBind
+//     replaces (gpu list included when the plugin chose the GPUs).
+//   - SignPod signs pods by their request, so identical pods that fill a node may be
+//     batched by the scheduler.
+//   - Preemption: Filter counts only the pods in the NodeInfo it is given, so the
+//     scheduler's dry run, which removes victims from a copy of the NodeInfo, sees
+//     their devices free. AddPod and RemovePod (PreFilterExtensions) count a pod
+//     nominated to a node (after its preemption) as holding what it would get there,
+//     so pods of lower or equal priority do not take the devices freed for it.
 //
 // # State
 //
 // The plugin keeps, per node, the inventory (rebuilt when the Device object changes)
 // and what pods hold (rebuilt from the bound pods' annotations when they change, plus
-// reservations). Nothing else is remembered across restarts: a restarted scheduler
-// rebuilds the state from the annotations, which PreBind writes before binding, so no
+// reservations), counting only the pods the scheduler's NodeInfo of the node has: the
+// scheduler's cache and the plugin's informer see a deletion at slightly different
+// times, and a pod retried on the scheduler's event must find the devices free.
+// Nothing else is remembered across restarts: a restarted scheduler rebuilds the state
+// from the annotations, which every bound pod carries from its binding on, so no
 // device is handed out twice.
 //
 // Pods rejected by the plugin are requeued when a pod holding devices is deleted (only

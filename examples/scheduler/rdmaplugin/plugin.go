@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
+	"sync"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -18,6 +20,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
+	"k8s.io/kubernetes/pkg/scheduler/apis/config"
 	frameworkruntime "k8s.io/kubernetes/pkg/scheduler/framework/runtime"
 
 	"github.com/kplan-dev/kplan/rdma"
@@ -49,22 +52,29 @@ type Args struct {
 // Plugin allocates RDMA NICs (PFs or SR-IOV VFs, jointly with GPUs) with kplan's rdma
 // package: PreFilter decodes the pod's request, Filter and Score use the node's
 // Device object and what bound and reserved pods hold, Reserve allocates, Unreserve
-// releases, and PreBind writes the scheduling.koordinator.sh/device-allocated
-// annotation.
+// releases, and Bind (or, when another binder comes first, PreBind) writes the
+// scheduling.koordinator.sh/device-allocated annotation.
 type Plugin struct {
 	handle fwk.Handle
-	model  rdma.CapacityModel
-	score  rdma.ScoreOptions
-	state  *cluster
-	synced []cache.InformerSynced
+	// snapshot returns the scheduler's view of a node in the current cycle (nil when
+	// there is none).
+	snapshot func(node string) fwk.NodeInfo
+	// bindsFirst reports whether the plugin is the profile's first bind plugin.
+	bindsFirst func() bool
+	model      rdma.CapacityModel
+	score      rdma.ScoreOptions
+	state      *cluster
+	synced     []cache.InformerSynced
 }
 
 var (
 	_ fwk.PreFilterPlugin            = (*Plugin)(nil)
+	_ fwk.PreFilterExtensions        = (*Plugin)(nil)
 	_ fwk.FilterPlugin               = (*Plugin)(nil)
 	_ fwk.ScorePlugin                = (*Plugin)(nil)
 	_ fwk.ReservePlugin              = (*Plugin)(nil)
 	_ fwk.PreBindPlugin              = (*Plugin)(nil)
+	_ fwk.BindPlugin                 = (*Plugin)(nil)
 	_ fwk.EnqueueExtensions          = (*Plugin)(nil)
 	_ fwk.SignPlugin                 = (*Plugin)(nil)
 	_ frameworkruntime.PluginFactory = New
@@ -116,6 +126,25 @@ func New(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, err
 
 func newPlugin(args Args, h fwk.Handle) (*Plugin, error) {
 	p := &Plugin{handle: h, state: newCluster()}
+	p.snapshot = func(node string) fwk.NodeInfo {
+		if h == nil || h.SnapshotSharedLister() == nil {
+			return nil
+		}
+		ni, err := h.SnapshotSharedLister().NodeInfos().Get(node)
+		if err != nil {
+			return nil
+		}
+		return ni
+	}
+	p.bindsFirst = sync.OnceValue(func() bool {
+		// The profile's plugins are known once the framework is built, after New.
+		l, ok := h.(interface{ ListPlugins() *config.Plugins })
+		if !ok {
+			return false
+		}
+		b := l.ListPlugins().Bind.Enabled
+		return len(b) > 0 && b[0].Name == Name
+	})
 	switch args.CapacityModel {
 	case "", "Count":
 		p.model = rdma.CountModel
@@ -201,11 +230,31 @@ type cycleData struct {
 	req   rdma.Request
 	key   string // req's canonical encoding, the key of the plugin's per-node cache
 	alloc *rdma.Allocation
+	// nominated holds, per node, the pods the scheduler's simulation added there
+	// that hold nothing yet (AddPod of a pod nominated to the node after its
+	// preemption). Filter on such a node bypasses the cache.
+	nominated map[string][]nominatedPod
 }
 
-// Clone returns the data itself: it is not changed after PreFilter except by Reserve,
-// which runs once per cycle.
-func (d *cycleData) Clone() fwk.StateData { return d }
+// nominatedPod is a pod the simulation added to a node, with its request.
+type nominatedPod struct {
+	uid types.UID
+	req rdma.Request
+}
+
+// Clone copies the simulation's additions, which AddPod and RemovePod make on clones;
+// the request is shared (never changed after PreFilter), and the allocation is set
+// by Reserve, which runs once per cycle on the original.
+func (d *cycleData) Clone() fwk.StateData {
+	c := *d
+	if d.nominated != nil {
+		c.nominated = make(map[string][]nominatedPod, len(d.nominated))
+		for node, pods := range d.nominated {
+			c.nominated[node] = slices.Clone(pods)
+		}
+	}
+	return &c
+}
 
 func readCycle(state fwk.CycleState) (*cycleData, error) {
 	v, err := state.Read(stateKey)
@@ -254,9 +303,52 @@ func (p *Plugin) hasSynced() bool {
 	return true
 }
 
-// PreFilterExtensions returns nil: preemption's what-if simulation does not release
-// devices (the plugin keeps its own state, not NodeInfo's pods).
-func (p *Plugin) PreFilterExtensions() fwk.PreFilterExtensions { return nil }
+// PreFilterExtensions returns the plugin itself. The scheduler's simulations change
+// the NodeInfo they pass to Filter, and the plugin counts only the pods a NodeInfo
+// has, so preemption removing a victim frees its devices with no help from AddPod and
+// RemovePod; they only track nominated pods.
+func (p *Plugin) PreFilterExtensions() fwk.PreFilterExtensions { return p }
+
+// AddPod counts a pod nominated to the node (after its preemption; it is not bound
+// and holds nothing yet) as holding what rdma.Allocate would give it there, so pods
+// of lower or equal priority do not take the devices freed for it. A bound or
+// assumed pod added back (preemption reprieving a victim) is counted from the
+// NodeInfo.
+func (p *Plugin) AddPod(_ context.Context, state fwk.CycleState, _ *corev1.Pod, podInfoToAdd fwk.PodInfo, nodeInfo fwk.NodeInfo) *fwk.Status {
+	d, err := readCycle(state)
+	if err != nil {
+		return fwk.AsStatus(err)
+	}
+	pod := podInfoToAdd.GetPod()
+	if pod.Spec.NodeName != "" {
+		return nil
+	}
+	req, err := rdma.RequestFromPod(pod, p.model)
+	if err != nil || req.IsZero() || req.Validate() != nil {
+		return nil // it asks for nothing this plugin can give
+	}
+	if d.nominated == nil {
+		d.nominated = map[string][]nominatedPod{}
+	}
+	node := nodeInfo.Node().Name
+	d.nominated[node] = append(d.nominated[node], nominatedPod{uid: pod.UID, req: req})
+	return nil
+}
+
+// RemovePod undoes AddPod for a nominated pod; other pods are counted from the
+// NodeInfo.
+func (p *Plugin) RemovePod(_ context.Context, state fwk.CycleState, _ *corev1.Pod, podInfoToRemove fwk.PodInfo, nodeInfo fwk.NodeInfo) *fwk.Status {
+	d, err := readCycle(state)
+	if err != nil {
+		return fwk.AsStatus(err)
+	}
+	node, uid := nodeInfo.Node().Name, podInfoToRemove.GetPod().UID
+	if len(d.nominated[node]) == 0 {
+		return nil
+	}
+	d.nominated[node] = slices.DeleteFunc(d.nominated[node], func(n nominatedPod) bool { return n.uid == uid })
+	return nil
+}
 
 // statusFor maps an rdma error to a scheduler status: ErrInsufficient (not enough free
 // now) is Unschedulable, anything else (ErrUnsatisfiable, a node without a valid
@@ -280,7 +372,14 @@ func (p *Plugin) Filter(_ context.Context, state fwk.CycleState, _ *corev1.Pod, 
 	if err != nil {
 		return fwk.AsStatus(err)
 	}
-	if err := p.state.filter(ni.Node().Name, d.key, d.req); err != nil {
+	node := ni.Node().Name
+	if added := d.nominated[node]; len(added) > 0 {
+		if err := p.state.filterWhatIf(node, ni, added, d.req); err != nil {
+			return statusFor(err)
+		}
+		return nil
+	}
+	if err := p.state.filter(node, ni, d.key, d.req); err != nil {
 		return statusFor(err)
 	}
 	return nil
@@ -300,7 +399,7 @@ func (p *Plugin) Score(_ context.Context, state fwk.CycleState, _ *corev1.Pod, n
 	if err != nil {
 		return 0, fwk.AsStatus(err)
 	}
-	s, err := p.state.score(ni.Node().Name, d.key, d.req, p.score)
+	s, err := p.state.score(ni.Node().Name, ni, d.key, d.req, p.score)
 	if err != nil {
 		return 0, nil // Filter passed; the node changed since. Reserve will tell.
 	}
@@ -317,7 +416,7 @@ func (p *Plugin) Reserve(_ context.Context, state fwk.CycleState, pod *corev1.Po
 	if err != nil {
 		return nil // PreFilter skipped this pod
 	}
-	a, err := p.state.reserve(pod.UID, node, d.req)
+	a, err := p.state.reserve(pod.UID, node, p.snapshot(node), d.req)
 	if err != nil {
 		return statusFor(err)
 	}
@@ -330,23 +429,25 @@ func (p *Plugin) Unreserve(_ context.Context, _ fwk.CycleState, pod *corev1.Pod,
 	p.state.unreserve(pod.UID)
 }
 
-// PreBindPreFlight skips PreBind for pods without an RDMA request.
+// PreBindPreFlight skips PreBind for pods without an RDMA request, and when the
+// plugin's Bind writes the annotation.
 func (p *Plugin) PreBindPreFlight(_ context.Context, state fwk.CycleState, _ *corev1.Pod, _ string) (*fwk.PreBindPreFlightResult, *fwk.Status) {
-	if d, err := readCycle(state); err != nil || d.alloc == nil {
+	if d, err := readCycle(state); err != nil || d.alloc == nil || p.bindsFirst() {
 		return nil, fwk.NewStatus(fwk.Skip)
 	}
 	return &fwk.PreBindPreFlightResult{AllowParallel: true}, nil
 }
 
-// PreBind writes the allocation into the pod's device-allocated annotation.
+// PreBind writes the allocation into the pod's device-allocated annotation, when the
+// plugin does not bind the pod itself (see Bind).
 func (p *Plugin) PreBind(ctx context.Context, state fwk.CycleState, pod *corev1.Pod, node string) *fwk.Status {
 	d, err := readCycle(state)
-	if err != nil || d.alloc == nil {
+	if err != nil || d.alloc == nil || p.bindsFirst() {
 		return nil
 	}
-	value, err := rdma.EncodeAllocated(pod.Annotations[rdma.AnnotationDeviceAllocated], *d.alloc, p.model)
+	value, err := p.annotation(d, pod)
 	if err != nil {
-		return fwk.AsStatus(fmt.Errorf("pod %s: %w", rdma.PodName(pod), err))
+		return fwk.AsStatus(err)
 	}
 	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]string{rdma.AnnotationDeviceAllocated: value}}})
 	if err != nil {
@@ -360,15 +461,88 @@ func (p *Plugin) PreBind(ctx context.Context, state fwk.CycleState, pod *corev1.
 	return nil
 }
 
-// SignPod refuses to sign pods with an RDMA request, so the scheduler never reuses
-// another pod's placement for them (their fit depends on the plugin's own state);
-// pods without one sign with nothing.
+// Bind binds a pod holding an allocation with a Binding that carries the
+// device-allocated annotation; the API server writes it onto the pod together with
+// the node name. That is one write per pod instead of PreBind's patch and the
+// binding, and a pod never carries the annotation of an attempt whose binding failed.
+// The plugin binds only when it is the profile's first bind plugin (as in the
+// checked-in configuration); otherwise, and for pods without an allocation, it
+// returns Skip and the next binder (DefaultBinder) binds, after PreBind wrote the
+// annotation.
+func (p *Plugin) Bind(ctx context.Context, state fwk.CycleState, pod *corev1.Pod, node string) *fwk.Status {
+	d, err := readCycle(state)
+	if err != nil || d.alloc == nil || !p.bindsFirst() {
+		return fwk.NewStatus(fwk.Skip)
+	}
+	value, err := p.annotation(d, pod)
+	if err != nil {
+		return fwk.AsStatus(err)
+	}
+	binding := &corev1.Binding{
+		ObjectMeta: metav1.ObjectMeta{Namespace: pod.Namespace, Name: pod.Name, UID: pod.UID,
+			Annotations: map[string]string{rdma.AnnotationDeviceAllocated: value}},
+		Target: corev1.ObjectReference{Kind: "Node", Name: node},
+	}
+	if err := p.handle.ClientSet().CoreV1().Pods(pod.Namespace).Bind(ctx, binding, metav1.CreateOptions{}); err != nil {
+		return fwk.AsStatus(fmt.Errorf("pod %s: bind to %s with %s: %w", rdma.PodName(pod), node, rdma.AnnotationDeviceAllocated, err))
+	}
+	klog.FromContext(ctx).V(4).Info("bound with RDMA devices", "pod", klog.KObj(pod), "node", node, "annotation", value)
+	return nil
+}
+
+// annotation is the pod's device-allocated annotation with the cycle's allocation.
+func (p *Plugin) annotation(d *cycleData, pod *corev1.Pod) (string, error) {
+	existing := pod.Annotations[rdma.AnnotationDeviceAllocated]
+	if d.req.GPUs > 0 {
+		// The plugin chose the GPUs, so a gpu list already there is its own, from an
+		// attempt whose binding failed after PreBind's patch: replace it rather than
+		// fail because the GPUs differ this time.
+		var err error
+		if existing, err = withoutGPUs(existing); err != nil {
+			return "", fmt.Errorf("pod %s: %w", rdma.PodName(pod), err)
+		}
+	}
+	value, err := rdma.EncodeAllocated(existing, *d.alloc, p.model)
+	if err != nil {
+		return "", fmt.Errorf("pod %s: %w", rdma.PodName(pod), err)
+	}
+	return value, nil
+}
+
+// withoutGPUs is a device-allocated annotation value without its gpu list.
+func withoutGPUs(value string) (string, error) {
+	a, err := rdma.DecodeAllocated(value)
+	if err != nil {
+		return "", err
+	}
+	if _, ok := a.Other[rdma.GPU]; !ok {
+		return value, nil
+	}
+	delete(a.Other, rdma.GPU)
+	if len(a.RDMA) == 0 && len(a.Other) == 0 {
+		return "", nil
+	}
+	return a.Encode()
+}
+
+// signKey names the plugin's fragment of a pod's scheduling signature.
+const signKey = "kplan.dev/rdma.Request"
+
+// SignPod signs a pod with its RDMA request (canonical: the same request gives the
+// same signature), so pods asking the same may be batched: the scheduler then offers
+// a pod the next node of the previous pod's ranking, and only when the node the
+// previous pod took cannot take this one (pods that fill a node); Filter still runs on
+// the node offered. Pods without a request sign with nothing; a pod whose request does
+// not decode is not signed.
 func (p *Plugin) SignPod(_ context.Context, pod *corev1.Pod) ([]fwk.SignFragment, *fwk.Status) {
 	req, err := rdma.RequestFromPod(pod, p.model)
-	if err != nil || !req.IsZero() {
-		return nil, fwk.NewStatus(fwk.Unschedulable, "pods with an RDMA request are placed one by one")
+	if err != nil {
+		return nil, fwk.NewStatus(fwk.Unschedulable, err.Error())
 	}
-	return nil, nil
+	if req.IsZero() {
+		return nil, nil
+	}
+	return []fwk.SignFragment{{Key: signKey, Value: req}}, nil
 }
 
 // EventsToRegister requeues pods the plugin rejected when devices may have been freed

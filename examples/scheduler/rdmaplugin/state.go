@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
+	fwk "k8s.io/kube-scheduler/framework"
 
 	"github.com/kplan-dev/kplan/rdma"
 )
@@ -35,17 +36,33 @@ type nodeDevices struct {
 // Rebuilding from annotations after every restart is what keeps a restarted scheduler
 // from handing out a device twice: PreBind writes the annotation before the pod is
 // bound, so every bound pod carries its devices.
+//
+// Only pods the scheduler's own view of the node (its NodeInfo) has are counted. The
+// plugin's informer and the scheduler's cache see a deletion at slightly different
+// times, and the scheduler retries a waiting pod on its own cache's events: a pod
+// retried because its preemption victim is gone must not find the victim's devices
+// still held here, or it waits for the next event. The scheduler's simulations
+// (preemption removing victims) change the NodeInfo the same way.
 type cluster struct {
 	mu       sync.RWMutex
 	devices  map[string]nodeDevices               // node -> inventory
 	pods     map[string]map[types.UID]*corev1.Pod // node -> bound pods with an allocation
 	podNode  map[types.UID]string                 // pod -> node it is counted on
 	reserved map[types.UID]reservation            // pod -> allocation not yet seen bound
-	used     map[string]usedEntry                 // node -> cached Used
-	// results caches Filter and Score per node and request (see filter): the
-	// scheduler tries every pod on hundreds of nodes, and pods of one workload ask the
-	// same, while a binding changes one node.
-	results map[string]map[string]*result // node -> request key -> result
+	// cache holds each node's Used and its Filter and Score answers per request:
+	// the scheduler tries every pod on hundreds of nodes, and pods of one workload
+	// ask the same, while a binding changes one node.
+	cache map[string]*nodeCache
+}
+
+// nodeCache is what is cached for one node, valid for one NodeInfo generation (the
+// scheduler's view of the node's pods) until the plugin's own state of the node
+// changes.
+type nodeCache struct {
+	gen     int64
+	used    rdma.Used
+	err     error
+	results map[string]*result // request key -> result
 }
 
 // result is a cached Fits (and, once Score asked, Score) of one request on one node.
@@ -56,13 +73,9 @@ type result struct {
 	scoreErr error
 }
 
-// maxResults bounds the requests cached per node; past it the node's cache is reset.
+// maxResults bounds the requests cached per node; past it the node's results are
+// reset.
 const maxResults = 16
-
-type usedEntry struct {
-	used rdma.Used
-	err  error
-}
 
 func newCluster() *cluster {
 	return &cluster{
@@ -70,30 +83,47 @@ func newCluster() *cluster {
 		pods:     map[string]map[types.UID]*corev1.Pod{},
 		podNode:  map[types.UID]string{},
 		reserved: map[types.UID]reservation{},
-		used:     map[string]usedEntry{},
-		results:  map[string]map[string]*result{},
+		cache:    map[string]*nodeCache{},
 	}
 }
 
 // invalidate drops what is cached for a node after its inventory or holders changed.
 func (c *cluster) invalidate(node string) {
-	delete(c.used, node)
-	delete(c.results, node)
+	delete(c.cache, node)
 }
 
-// filter is rdma.Fits of req (whose canonical encoding is key) on node, cached until
-// the node changes.
-func (c *cluster) filter(node, key string, req rdma.Request) error {
+// generation identifies the scheduler's view of a node; nil (no view: every pod the
+// plugin knows counts) is -1, which no NodeInfo has.
+func generation(ni fwk.NodeInfo) int64 {
+	if ni == nil {
+		return -1
+	}
+	return ni.GetGeneration()
+}
+
+// cached returns the node's cache entry when it is valid for ni.
+func (c *cluster) cached(node string, ni fwk.NodeInfo) *nodeCache {
+	if e := c.cache[node]; e != nil && e.gen == generation(ni) {
+		return e
+	}
+	return nil
+}
+
+// filter is rdma.Fits of req (whose canonical encoding is key) on node as ni shows
+// it, cached until either changes.
+func (c *cluster) filter(node string, ni fwk.NodeInfo, key string, req rdma.Request) error {
 	// Hundreds of Filter calls run in parallel per pod; most find their answer cached.
 	c.mu.RLock()
-	r, ok := c.results[node][key]
-	c.mu.RUnlock()
-	if ok {
-		return r.fit
+	if e := c.cached(node, ni); e != nil {
+		if r, ok := e.results[key]; ok {
+			c.mu.RUnlock()
+			return r.fit
+		}
 	}
+	c.mu.RUnlock()
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	r, err := c.resultLocked(node, key, req)
+	r, err := c.resultLocked(node, ni, key, req)
 	if err != nil {
 		return err
 	}
@@ -101,44 +131,75 @@ func (c *cluster) filter(node, key string, req rdma.Request) error {
 }
 
 // score is rdma.Score of req on node, cached like filter.
-func (c *cluster) score(node, key string, req rdma.Request, opts rdma.ScoreOptions) (int64, error) {
+func (c *cluster) score(node string, ni fwk.NodeInfo, key string, req rdma.Request, opts rdma.ScoreOptions) (int64, error) {
 	c.mu.RLock()
-	r, ok := c.results[node][key]
-	if ok && r.scored {
-		c.mu.RUnlock()
-		return r.score, r.scoreErr
+	if e := c.cached(node, ni); e != nil {
+		if r, ok := e.results[key]; ok && r.scored {
+			c.mu.RUnlock()
+			return r.score, r.scoreErr
+		}
 	}
 	c.mu.RUnlock()
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	r, err := c.resultLocked(node, key, req)
+	r, err := c.resultLocked(node, ni, key, req)
 	if err != nil {
 		return 0, err
 	}
 	if !r.scored {
-		inv, used, _ := c.stateLocked(node)
+		inv, used, _ := c.stateLocked(node, ni)
 		r.score, r.scoreErr = rdma.Score(inv, used, req, opts)
 		r.scored = true
 	}
 	return r.score, r.scoreErr
 }
 
-func (c *cluster) resultLocked(node, key string, req rdma.Request) (*result, error) {
-	inv, used, err := c.stateLocked(node)
+func (c *cluster) resultLocked(node string, ni fwk.NodeInfo, key string, req rdma.Request) (*result, error) {
+	inv, used, err := c.stateLocked(node, ni)
 	if err != nil {
 		return nil, err
 	}
-	m := c.results[node]
-	if r, ok := m[key]; ok {
+	e := c.cache[node]
+	if r, ok := e.results[key]; ok {
 		return r, nil
 	}
-	if m == nil || len(m) >= maxResults {
-		m = map[string]*result{}
-		c.results[node] = m
+	if len(e.results) >= maxResults {
+		e.results = map[string]*result{}
 	}
 	r := &result{fit: rdma.Fits(inv, used, req)}
-	m[key] = r
+	e.results[key] = r
 	return r, nil
+}
+
+// filterWhatIf is rdma.Fits of req on node as ni shows it, with the pods the
+// scheduler's simulation added (nominated pods) each taking what rdma.Allocate gives
+// it, in the order added (one that does not fit takes nothing). Uncached.
+func (c *cluster) filterWhatIf(node string, ni fwk.NodeInfo, added []nominatedPod, req rdma.Request) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	inv, used, err := c.stateLocked(node, ni)
+	if err != nil {
+		return err
+	}
+	used = used.Clone()
+	for _, n := range added {
+		if c.holdsOn(n.uid, node) {
+			continue // bound or reserved meanwhile: already counted
+		}
+		if a, err := rdma.Allocate(inv, used, n.req); err == nil {
+			used.Add(a)
+		}
+	}
+	return rdma.Fits(inv, used, req)
+}
+
+// holdsOn reports whether the plugin counts the pod as holding devices on node.
+func (c *cluster) holdsOn(uid types.UID, node string) bool {
+	if r, ok := c.reserved[uid]; ok {
+		return r.node == node
+	}
+	_, ok := c.pods[node][uid]
+	return ok
 }
 
 // setDevice records the inventory of a Device object (named like its node).
@@ -238,49 +299,60 @@ func (c *cluster) inventoryLocked(node string) (*rdma.Inventory, error) {
 	return d.inv, d.err
 }
 
-// state returns a node's inventory and what its pods hold. The Used must not be
-// changed: it is shared until the node's state changes.
-func (c *cluster) state(node string) (*rdma.Inventory, rdma.Used, error) {
+// state returns a node's inventory and what its pods (those ni has; nil: all) hold.
+// The Used must not be changed: it is shared until the node's state changes.
+func (c *cluster) state(node string, ni fwk.NodeInfo) (*rdma.Inventory, rdma.Used, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.stateLocked(node)
+	return c.stateLocked(node, ni)
 }
 
-func (c *cluster) stateLocked(node string) (*rdma.Inventory, rdma.Used, error) {
+func (c *cluster) stateLocked(node string, ni fwk.NodeInfo) (*rdma.Inventory, rdma.Used, error) {
 	inv, err := c.inventoryLocked(node)
 	if err != nil {
 		return nil, rdma.Used{}, err
 	}
-	if e, ok := c.used[node]; ok {
+	if e := c.cached(node, ni); e != nil {
 		return inv, e.used, e.err
 	}
+	present := func(types.UID) bool { return true }
+	if ni != nil {
+		uids := make(map[types.UID]bool, len(ni.GetPods()))
+		for _, p := range ni.GetPods() {
+			uids[p.GetPod().UID] = true
+		}
+		present = func(uid types.UID) bool { return uids[uid] }
+	}
 	pods := make([]*corev1.Pod, 0, len(c.pods[node]))
-	for _, p := range c.pods[node] {
-		pods = append(pods, p)
+	for uid, p := range c.pods[node] {
+		if present(uid) {
+			pods = append(pods, p)
+		}
 	}
 	// Sorted so that an error names the same pod every time.
 	slices.SortFunc(pods, func(a, b *corev1.Pod) int { return strings.Compare(string(a.UID), string(b.UID)) })
 	used, err := rdma.UsedByPods(inv, pods)
 	if err == nil {
-		for _, r := range c.reserved {
-			if r.node == node {
+		for uid, r := range c.reserved {
+			if r.node == node && present(uid) {
 				used.Add(r.alloc)
 			}
 		}
 	}
-	c.used[node] = usedEntry{used: used, err: err}
+	c.cache[node] = &nodeCache{gen: generation(ni), used: used, err: err, results: map[string]*result{}}
 	return inv, used, err
 }
 
-// reserve allocates req for a pod on node against the current state and records it.
-func (c *cluster) reserve(uid types.UID, node string, req rdma.Request) (rdma.Allocation, error) {
+// reserve allocates req for a pod on node (as ni shows it) against the current state
+// and records it.
+func (c *cluster) reserve(uid types.UID, node string, ni fwk.NodeInfo, req rdma.Request) (rdma.Allocation, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if r, ok := c.reserved[uid]; ok { // a retry: release the previous attempt first
 		delete(c.reserved, uid)
 		c.invalidate(r.node)
 	}
-	inv, used, err := c.stateLocked(node)
+	inv, used, err := c.stateLocked(node, ni)
 	if err != nil {
 		return rdma.Allocation{}, err
 	}

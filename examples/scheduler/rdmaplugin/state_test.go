@@ -85,18 +85,18 @@ func TestClusterFilterCacheFollowsChanges(t *testing.T) {
 	req := vfRequest(2)
 	check := func(step string, want error) {
 		t.Helper()
-		err := c.filter("n1", "two-vfs", req)
+		err := c.filter("n1", nil, "two-vfs", req)
 		if (want == nil) != (err == nil) || (want != nil && !errors.Is(err, want)) {
 			t.Fatalf("%s: filter = %v, want %v", step, err, want)
 		}
 	}
 	check("idle node", nil)
-	a, err := c.reserve("a", "n1", req)
+	a, err := c.reserve("a", "n1", nil, req)
 	if err != nil {
 		t.Fatal(err)
 	}
 	check("after one reservation", nil)
-	if _, err := c.reserve("b", "n1", req); err != nil {
+	if _, err := c.reserve("b", "n1", nil, req); err != nil {
 		t.Fatal(err)
 	}
 	check("after two reservations", rdma.ErrInsufficient)
@@ -114,48 +114,48 @@ func TestClusterFilterCacheFollowsChanges(t *testing.T) {
 func TestClusterReservations(t *testing.T) {
 	c := newCluster()
 	c.setDevice(device(t, "n1", 1, 0, 1, 4)) // 4 VFs
-	a, err := c.reserve("a", "n1", vfRequest(2))
+	a, err := c.reserve("a", "n1", nil, vfRequest(2))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := c.reserve("b", "n1", vfRequest(2)); err != nil {
+	if _, err := c.reserve("b", "n1", nil, vfRequest(2)); err != nil {
 		t.Fatal(err)
 	}
 	t.Run("a third pod finds nothing free now", func(t *testing.T) {
-		_, err := c.reserve("c", "n1", vfRequest(1))
+		_, err := c.reserve("c", "n1", nil, vfRequest(1))
 		if !errors.Is(err, rdma.ErrInsufficient) {
 			t.Fatalf("err = %v, want ErrInsufficient", err)
 		}
 	})
 	t.Run("unreserve frees the devices", func(t *testing.T) {
 		c.unreserve("b")
-		if _, err := c.reserve("c", "n1", vfRequest(2)); err != nil {
+		if _, err := c.reserve("c", "n1", nil, vfRequest(2)); err != nil {
 			t.Fatal(err)
 		}
 		c.unreserve("c")
 	})
 	t.Run("a bound pod's annotation replaces its reservation, not adds to it", func(t *testing.T) {
 		c.setPod(boundPod(t, "a", "n1", a))
-		_, used, err := c.state("n1")
+		_, used, err := c.state("n1", nil)
 		if err != nil {
 			t.Fatal(err)
 		}
 		if got := len(used.VFs()); got != 2 {
 			t.Fatalf("%d VFs held, want 2 (pod a's)", got)
 		}
-		if _, err := c.reserve("d", "n1", vfRequest(2)); err != nil {
+		if _, err := c.reserve("d", "n1", nil, vfRequest(2)); err != nil {
 			t.Fatalf("the 2 VFs pod a does not hold are not free: %v", err)
 		}
 	})
 	t.Run("deleting the bound pod frees its devices", func(t *testing.T) {
 		c.deletePod("a")
-		_, used, _ := c.state("n1")
+		_, used, _ := c.state("n1", nil)
 		if got := len(used.VFs()); got != 2 {
 			t.Fatalf("%d VFs held, want 2 (pod d's)", got)
 		}
 	})
 	t.Run("a request larger than the node is unsatisfiable", func(t *testing.T) {
-		_, err := c.reserve("e", "n1", vfRequest(5))
+		_, err := c.reserve("e", "n1", nil, vfRequest(5))
 		if !errors.Is(err, rdma.ErrUnsatisfiable) {
 			t.Fatalf("err = %v, want ErrUnsatisfiable", err)
 		}
@@ -167,14 +167,14 @@ func TestClusterReservations(t *testing.T) {
 func TestClusterRebuiltFromAnnotations(t *testing.T) {
 	first := newCluster()
 	first.setDevice(device(t, "n1", 1, 0, 1, 4))
-	a, err := first.reserve("a", "n1", vfRequest(3))
+	a, err := first.reserve("a", "n1", nil, vfRequest(3))
 	if err != nil {
 		t.Fatal(err)
 	}
 	restarted := newCluster()
 	restarted.setPod(boundPod(t, "a", "n1", a)) // the pod informer may deliver pods first
 	restarted.setDevice(device(t, "n1", 1, 0, 1, 4))
-	b, err := restarted.reserve("b", "n1", vfRequest(1))
+	b, err := restarted.reserve("b", "n1", nil, vfRequest(1))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -183,7 +183,7 @@ func TestClusterRebuiltFromAnnotations(t *testing.T) {
 			t.Fatalf("VF %s given to pod b is held by pod a", held.BDF)
 		}
 	}
-	if _, err := restarted.reserve("c", "n1", vfRequest(1)); !errors.Is(err, rdma.ErrInsufficient) {
+	if _, err := restarted.reserve("c", "n1", nil, vfRequest(1)); !errors.Is(err, rdma.ErrInsufficient) {
 		t.Fatalf("err = %v, want ErrInsufficient: pods a and b hold all 4 VFs", err)
 	}
 }
@@ -191,10 +191,10 @@ func TestClusterRebuiltFromAnnotations(t *testing.T) {
 func TestStatusFor(t *testing.T) {
 	c := newCluster()
 	c.setDevice(device(t, "n1", 1, 0, 1, 2))
-	if _, err := c.reserve("a", "n1", vfRequest(2)); err != nil {
+	if _, err := c.reserve("a", "n1", nil, vfRequest(2)); err != nil {
 		t.Fatal(err)
 	}
-	inv, used, _ := c.state("n1")
+	inv, used, _ := c.state("n1", nil)
 	for _, tc := range []struct {
 		name string
 		req  rdma.Request
@@ -230,13 +230,13 @@ func BenchmarkStateMemory(b *testing.B) {
 			c.setDevice(device(b, name, 2, 4, 2, 8))
 			for p := 0; p < 4; p++ {
 				uid := fmt.Sprintf("%s-p%d", name, p)
-				a, err := c.reserve(types.UID(uid), name, rdma.Request{Kind: rdma.VFs, Count: 2, GPUs: 2, Joint: rdma.JointSamePCIe})
+				a, err := c.reserve(types.UID(uid), name, nil, rdma.Request{Kind: rdma.VFs, Count: 2, GPUs: 2, Joint: rdma.JointSamePCIe})
 				if err != nil {
 					b.Fatal(err)
 				}
 				c.setPod(boundPod(b, uid, name, a))
 			}
-			if _, _, err := c.state(name); err != nil {
+			if _, _, err := c.state(name, nil); err != nil {
 				b.Fatal(err)
 			}
 		}
