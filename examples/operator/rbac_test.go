@@ -37,8 +37,8 @@ func TestRBAC(t *testing.T) {
 		{"update a StatefulSet", func() error {
 			return c.Update(ctx, &appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "s", ResourceVersion: "1"}})
 		}},
-		{"create a pod", func() error {
-			return c.Create(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "p"},
+		{"update a pod", func() error {
+			return c.Update(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "p", ResourceVersion: "1"},
 				Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "busybox"}}}})
 		}},
 		{"create a StatefulSet", func() error {

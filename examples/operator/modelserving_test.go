@@ -1,0 +1,494 @@
+package operator_test
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/util/retry"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	servingv1 "github.com/kplan-dev/kplan/examples/api/serving/v1alpha1"
+	"github.com/kplan-dev/kplan/rollout"
+	"github.com/kplan-dev/kplan/rollout/rollouttest"
+)
+
+// The ModelServing tests run the operator's ModelServingReconciler on the real API
+// server. The test plays the kubelet (msKubelet marks pods ready, or leaves them
+// pending, through the status subresource) and watches every pod event
+// (podWatch), checking each observed state against the one before with
+// rollouttest's Monitor: the availability floor per pool, the surge ceiling, no
+// gang serving on two revisions, no pod created on an older revision than
+// planned.
+
+// msRoles are the roles of the test ModelServings: one prefill pod and two decode
+// pods per serving group.
+func msRoles(image string) []servingv1.Role {
+	role := func(name string, members int32) servingv1.Role {
+		return servingv1.Role{Name: name, Replicas: members, Template: corev1.PodTemplateSpec{
+			ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "llm"}},
+			Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "engine", Image: image}}},
+		}}
+	}
+	return []servingv1.Role{role("prefill", 1), role("decode", 2)}
+}
+
+func intOrStr(v intstr.IntOrString) *intstr.IntOrString { return &v }
+
+// newModelServing creates a ModelServing of groups serving groups.
+func newModelServing(t *testing.T, ns, name string, mode servingv1.RolloutMode, groups int32, image string) *servingv1.ModelServing {
+	t.Helper()
+	ms := &servingv1.ModelServing{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+		Spec: servingv1.ModelServingSpec{
+			Replicas: &groups,
+			Roles:    msRoles(image),
+			RolloutStrategy: servingv1.RolloutStrategy{
+				Mode:           mode,
+				MaxUnavailable: intOrStr(intstr.FromInt(1)),
+				MaxSurge:       intOrStr(intstr.FromInt(0)),
+			},
+		},
+	}
+	if err := admin.Create(context.Background(), ms); err != nil {
+		t.Fatal(err)
+	}
+	return ms
+}
+
+// editModelServing changes the spec with f, retrying conflicts.
+func editModelServing(t *testing.T, ms *servingv1.ModelServing, f func(*servingv1.ModelServing)) {
+	t.Helper()
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		if err := admin.Get(context.Background(), client.ObjectKeyFromObject(ms), ms); err != nil {
+			return err
+		}
+		f(ms)
+		return admin.Update(context.Background(), ms)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// setImage sets every role's image.
+func setImage(image string) func(*servingv1.ModelServing) {
+	return func(ms *servingv1.ModelServing) {
+		for i := range ms.Spec.Roles {
+			ms.Spec.Roles[i].Template.Spec.Containers[0].Image = image
+		}
+	}
+}
+
+// msKubelet plays the kubelet for one namespace: it marks pods running and ready
+// once they have existed for delay, except those ready(pod) refuses.
+type msKubelet struct {
+	ns    string
+	delay time.Duration
+	mu    sync.Mutex
+	ready func(*corev1.Pod) bool
+	stop  chan struct{}
+	done  chan struct{}
+}
+
+func startMSKubelet(t *testing.T, ns string, delay time.Duration) *msKubelet {
+	k := &msKubelet{ns: ns, delay: delay, ready: func(*corev1.Pod) bool { return true }, stop: make(chan struct{}), done: make(chan struct{})}
+	go k.run()
+	t.Cleanup(func() { close(k.stop); <-k.done })
+	return k
+}
+
+// setReady replaces the kubelet's readiness rule.
+func (k *msKubelet) setReady(f func(*corev1.Pod) bool) {
+	k.mu.Lock()
+	k.ready = f
+	k.mu.Unlock()
+}
+
+func (k *msKubelet) run() {
+	defer close(k.done)
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		select {
+		case <-k.stop:
+			return
+		case <-tick.C:
+		}
+		var pods corev1.PodList
+		if err := admin.List(context.Background(), &pods, client.InNamespace(k.ns)); err != nil {
+			continue
+		}
+		k.mu.Lock()
+		ready := k.ready
+		k.mu.Unlock()
+		for i := range pods.Items {
+			p := &pods.Items[i]
+			if p.DeletionTimestamp != nil || isReady(p) || time.Since(p.CreationTimestamp.Time) < k.delay || !ready(p) {
+				continue
+			}
+			markRunning(p, metav1.Now(), func(corev1.Container) metav1.Time { return metav1.Now() })
+			// A conflict or a pod deleted meanwhile: the next tick sees it again.
+			_ = admin.Status().Update(context.Background(), p)
+		}
+	}
+}
+
+func isReady(p *corev1.Pod) bool {
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
+
+// podWatch records every event of a ModelServing's pods and checks each observed
+// state with rollouttest's Monitor, one per pool (a role in Rolling and Lockstep
+// mode, all pods in Gang and Group mode).
+type podWatch struct {
+	t    *testing.T
+	ms   *servingv1.ModelServing
+	stop context.CancelFunc
+	done chan struct{}
+
+	mu        sync.Mutex
+	pods      map[string]*corev1.Pod
+	monitors  map[string]*rollouttest.Monitor
+	strategy  map[string]rollout.Strategy
+	creates   int
+	deletes   int
+	events    int
+	violation error
+	// spec is the spec the strategies are derived from; set with expect.
+	spec servingv1.ModelServingSpec
+}
+
+// watchPods starts watching ms's pods; call before creating ms. Stop it with
+// finish, which fails the test on a violation.
+func watchPods(t *testing.T, ns, name string) *podWatch {
+	t.Helper()
+	wc, err := client.NewWithWatch(env.Config, client.Options{Scheme: scheme})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	w, err := wc.Watch(ctx, &corev1.PodList{}, client.InNamespace(ns), client.MatchingLabels{servingv1.LabelName: name})
+	if err != nil {
+		cancel()
+		t.Fatal(err)
+	}
+	pw := &podWatch{t: t, ms: &servingv1.ModelServing{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}},
+		stop: cancel, done: make(chan struct{}), pods: map[string]*corev1.Pod{},
+		monitors: map[string]*rollouttest.Monitor{}, strategy: map[string]rollout.Strategy{}}
+	go func() {
+		defer close(pw.done)
+		defer w.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case ev, ok := <-w.ResultChan():
+				if !ok {
+					pw.fail(errors.New("the pod watch closed"))
+					return
+				}
+				pw.handle(ctx, ev)
+			}
+		}
+	}()
+	t.Cleanup(func() { cancel(); <-pw.done })
+	return pw
+}
+
+func (pw *podWatch) fail(err error) {
+	pw.mu.Lock()
+	defer pw.mu.Unlock()
+	if pw.violation == nil {
+		pw.violation = err
+	}
+}
+
+// expect sets the spec the next observations are checked under (call it before
+// each change of the spec, with the new spec).
+func (pw *podWatch) expect(spec servingv1.ModelServingSpec) {
+	pw.mu.Lock()
+	defer pw.mu.Unlock()
+	pw.spec = *spec.DeepCopy()
+}
+
+func (pw *podWatch) handle(ctx context.Context, ev watch.Event) {
+	pod, ok := ev.Object.(*corev1.Pod)
+	if !ok {
+		if ev.Type == watch.Error {
+			pw.fail(fmt.Errorf("pod watch: %v", apierrors.FromObject(ev.Object)))
+		}
+		return
+	}
+	pw.mu.Lock()
+	defer pw.mu.Unlock()
+	pw.events++
+	switch ev.Type {
+	case watch.Added:
+		pw.creates++
+		pw.pods[pod.Name] = pod
+	case watch.Modified:
+		pw.pods[pod.Name] = pod
+	case watch.Deleted:
+		pw.deletes++
+		delete(pw.pods, pod.Name)
+	}
+	if pw.violation != nil || pw.spec.Replicas == nil {
+		return
+	}
+	history, err := revisionHistory(ctx, pw.ms)
+	if err != nil || len(history) == 0 {
+		return // the ModelServing is gone, or has no revision yet
+	}
+	pools, err := observedPools(pw.spec, slices.Collect(mapsValues(pw.pods)), history, time.Now())
+	if err != nil {
+		pw.violation = fmt.Errorf("event %d (%s %s): %w", pw.events, ev.Type, pod.Name, err)
+		return
+	}
+	for _, p := range pools {
+		m := pw.monitors[p.name]
+		if m == nil {
+			m = &rollouttest.Monitor{}
+			pw.monitors[p.name] = m
+		}
+		if old, ok := pw.strategy[p.name]; !ok || !sameStrategy(old, p.strategy) {
+			m.SetStrategy(p.strategy)
+			pw.strategy[p.name] = p.strategy
+		}
+		if err := m.Observe(p.replicas); err != nil {
+			pw.violation = fmt.Errorf("event %d (%s %s), pool %q: %w\npods:\n%s", pw.events, ev.Type, pod.Name, p.name, err, describePods(pw.pods))
+			return
+		}
+	}
+}
+
+func mapsValues(m map[string]*corev1.Pod) func(func(*corev1.Pod) bool) {
+	return func(yield func(*corev1.Pod) bool) {
+		for _, v := range m {
+			if !yield(v) {
+				return
+			}
+		}
+	}
+}
+
+func sameStrategy(a, b rollout.Strategy) bool {
+	return a.TargetRevision == b.TargetRevision && a.Replicas == b.Replicas && slices.Equal(a.History, b.History) &&
+		fmt.Sprint(a.LatestRatio) == fmt.Sprint(b.LatestRatio)
+}
+
+func describePods(pods map[string]*corev1.Pod) string {
+	var lines []string
+	for _, p := range pods {
+		lines = append(lines, fmt.Sprintf("  %s %s ready=%v deleting=%v", p.Name, p.Labels[servingv1.LabelRevision], isReady(p), p.DeletionTimestamp != nil))
+	}
+	slices.Sort(lines)
+	return strings.Join(lines, "\n")
+}
+
+// revisionHistory lists the ModelServing's ControllerRevisions oldest first (by
+// revision number): the last is the target.
+func revisionHistory(ctx context.Context, ms *servingv1.ModelServing) ([]string, error) {
+	var list appsv1.ControllerRevisionList
+	if err := admin.List(ctx, &list, client.InNamespace(ms.Namespace), client.MatchingLabels{servingv1.LabelName: ms.Name}); err != nil {
+		return nil, err
+	}
+	slices.SortFunc(list.Items, func(a, b appsv1.ControllerRevision) int { return cmp.Compare(a.Revision, b.Revision) })
+	var out []string
+	for _, r := range list.Items {
+		out = append(out, r.Name)
+	}
+	return out, nil
+}
+
+type observedPool struct {
+	name     string
+	replicas []rollout.Replica
+	strategy rollout.Strategy
+}
+
+// observedPools is the test's own reading of a ModelServing's pods as rollout
+// pools, from the documented labels and mode mapping (not the operator's code).
+func observedPools(spec servingv1.ModelServingSpec, pods []*corev1.Pod, history []string, now time.Time) ([]observedPool, error) {
+	groups := int(*spec.Replicas)
+	rs := spec.RolloutStrategy
+	base := rollout.Strategy{TargetRevision: history[len(history)-1], History: history,
+		MaxUnavailable: rs.MaxUnavailable, MaxSurge: rs.MaxSurge}
+	opts := rollout.PodOptions{Labels: rollout.PodLabels{Revision: servingv1.LabelRevision}, MinReadySeconds: rs.MinReadySeconds, Now: now}
+	partition := 0
+	if rs.Partition != nil {
+		partition = rs.Partition.IntValue()
+	}
+	switch rs.Mode {
+	case servingv1.GangMode, servingv1.GroupMode:
+		st := base
+		st.Replicas = groups
+		size := 0
+		for _, r := range spec.Roles {
+			for m := range r.Replicas {
+				st.Columns = append(st.Columns, fmt.Sprintf("%s-%d", r.Name, m))
+			}
+			size += int(r.Replicas)
+		}
+		if rs.Mode == servingv1.GangMode {
+			st.Mode, st.Columns = rollout.Gang, nil
+			opts.Labels.Gang, opts.GangSize = servingv1.LabelGroupName, size
+		} else {
+			st.Mode = rollout.Group
+			opts.Labels.Column = servingv1.LabelColumn
+		}
+		if rs.Partition != nil {
+			st.LatestRatio = intOrStr(intstr.FromInt(max(groups-partition, 0)))
+		}
+		reps, err := rollout.FromPods(pods, opts)
+		return []observedPool{{name: "all", replicas: reps, strategy: st}}, err
+	default:
+		var out []observedPool
+		for _, r := range spec.Roles {
+			var mine []*corev1.Pod
+			for _, p := range pods {
+				if p.Labels[servingv1.LabelRole] == r.Name {
+					mine = append(mine, p)
+				}
+			}
+			reps, err := rollout.FromPods(mine, opts)
+			if err != nil {
+				return nil, err
+			}
+			st := base
+			st.Mode = rollout.Rolling
+			st.Replicas = groups * int(r.Replicas)
+			if rs.Partition != nil {
+				st.LatestRatio = intOrStr(intstr.FromInt(max(groups-partition, 0) * int(r.Replicas)))
+			}
+			out = append(out, observedPool{name: r.Name, replicas: reps, strategy: st})
+		}
+		return out, nil
+	}
+}
+
+// finish stops the watch, fails the test on a violation, and returns the creates
+// and deletes it saw.
+func (pw *podWatch) finish() (creates, deletes int) {
+	pw.t.Helper()
+	pw.stop()
+	<-pw.done
+	pw.mu.Lock()
+	defer pw.mu.Unlock()
+	if pw.violation != nil {
+		pw.t.Fatalf("invariant broken: %v", pw.violation)
+	}
+	checked := 0
+	for _, m := range pw.monitors {
+		checked += m.Observations
+	}
+	if checked == 0 {
+		pw.t.Fatal("the watch checked no state")
+	}
+	pw.t.Logf("%d pod events, %d pool states checked, %d creates, %d deletes", pw.events, checked, pw.creates, pw.deletes)
+	return pw.creates, pw.deletes
+}
+
+// converged checks the end state with rollouttest.Converged (whole rows in Group
+// mode).
+func (pw *podWatch) converged() error {
+	pw.mu.Lock()
+	defer pw.mu.Unlock()
+	history, err := revisionHistory(context.Background(), pw.ms)
+	if err != nil || len(history) == 0 {
+		return fmt.Errorf("no revisions: %v", err)
+	}
+	pools, err := observedPools(pw.spec, slices.Collect(mapsValues(pw.pods)), history, time.Now())
+	if err != nil {
+		return err
+	}
+	for _, p := range pools {
+		if err := rollouttest.Converged(p.replicas, p.strategy); err != nil {
+			return fmt.Errorf("pool %s: %w", p.name, err)
+		}
+	}
+	return nil
+}
+
+// waitRolledOut waits until the status reports the rollout of the current
+// generation complete, and the watch sees the converged pods.
+func waitRolledOut(t *testing.T, ms *servingv1.ModelServing, pw *podWatch, timeout time.Duration) {
+	t.Helper()
+	err := waitFor(timeout, func() error {
+		var cur servingv1.ModelServing
+		if err := admin.Get(context.Background(), client.ObjectKeyFromObject(ms), &cur); err != nil {
+			return err
+		}
+		c := meta.FindStatusCondition(cur.Status.Conditions, servingv1.ConditionProgressing)
+		if cur.Status.ObservedGeneration != cur.Generation || c == nil || c.Reason != servingv1.ReasonRolloutComplete {
+			return fmt.Errorf("generation %d, observed %d, Progressing %+v", cur.Generation, cur.Status.ObservedGeneration, c)
+		}
+		return pw.converged()
+	})
+	if err != nil {
+		t.Fatalf("rollout of %s did not complete: %v", ms.Name, err)
+	}
+}
+
+func podCount(spec servingv1.ModelServingSpec) int {
+	n := 0
+	for _, r := range spec.Roles {
+		n += int(r.Replicas)
+	}
+	return n * int(*spec.Replicas)
+}
+
+// TestModelServingRollsOutInEveryMode: a fresh deploy, then a new image rolled out
+// to every pod, in each mode, with the watch checking every pod event; each pod
+// is created once per revision and deleted once (the minimum), and the end
+// state is converged.
+func TestModelServingRollsOutInEveryMode(t *testing.T) {
+	for _, mode := range []servingv1.RolloutMode{servingv1.RollingMode, servingv1.GangMode, servingv1.GroupMode, servingv1.LockstepMode} {
+		t.Run(string(mode), func(t *testing.T) {
+			ns := newNamespace(t)
+			startMSKubelet(t, ns, 100*time.Millisecond)
+			name := strings.ToLower(string(mode))
+			pw := watchPods(t, ns, name)
+			ms := &servingv1.ModelServing{}
+			pw.expect(servingv1.ModelServingSpec{Replicas: ptr(int32(3)), Roles: msRoles("engine:v1"),
+				RolloutStrategy: servingv1.RolloutStrategy{Mode: mode, MaxUnavailable: intOrStr(intstr.FromInt(1)), MaxSurge: intOrStr(intstr.FromInt(0))}})
+			*ms = *newModelServing(t, ns, name, mode, 3, "engine:v1")
+			waitRolledOut(t, ms, pw, 60*time.Second)
+			editModelServing(t, ms, func(m *servingv1.ModelServing) { setImage("engine:v2")(m); pw.expect(m.Spec) })
+			waitRolledOut(t, ms, pw, 90*time.Second)
+			creates, deletes := pw.finish()
+			n := podCount(ms.Spec)
+			if creates != 2*n || deletes != n {
+				t.Errorf("%d creates and %d deletes for %d pods rolled out once, want %d and %d", creates, deletes, n, 2*n, n)
+			}
+			var pods corev1.PodList
+			if err := admin.List(context.Background(), &pods, client.InNamespace(ns)); err != nil {
+				t.Fatal(err)
+			}
+			for _, p := range pods.Items {
+				if img := p.Spec.Containers[0].Image; img != "engine:v2" {
+					t.Errorf("pod %s runs %s after the rollout", p.Name, img)
+				}
+			}
+		})
+	}
+}
+
