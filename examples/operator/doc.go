@@ -21,6 +21,21 @@
 //   - ConfigMapSetReconciler: ConfigMapSets (CRD apps.kplan.dev/v1alpha1, the
 //     revision package's types) get their hub ConfigMap, pod annotations and status
 //     from revision.Plan.
+//   - ModelServingReconciler: ModelServings (CRD serving.examples.kplan.dev/v1alpha1,
+//     package examples/api/serving/v1alpha1): spec.replicas serving groups of
+//     roles, whose pods it creates directly, named <modelserving>-<role>-<group>-<member>
+//     and labelled with kthena's ModelServing labels. The roles' templates are
+//     kept as ControllerRevisions (Kubernetes' history: hash and collision count,
+//     renumbering on rollback, a history limit). Each reconcile reads the pods as
+//     rollout replicas for the strategy's mode (Rolling and Lockstep: each role a
+//     pool of pods; Gang: a pool of serving groups; Group: columns of role
+//     members), plans one step with rollout.Plan or rollout.PlanLockstep and
+//     carries it out (a pod changes revision by being deleted and created again
+//     under its name), with expectations so that a lagging cache never creates
+//     or deletes twice. The partition pauses, reverting the template rolls
+//     back; the status reports revisions, counts per role, each group's phase
+//     and the Available, Progressing, RollingUpdate and Failed conditions with
+//     the plan's reasons.
 //   - NodeRDMAReconciler (Options.NodeRDMACapacity): keeps each node's
 //     koordinator.sh/rdma capacity and allocatable from koordinator's Device object
 //     with rdma.Capacity, under either capacity model.
@@ -31,7 +46,7 @@
 //     examples/reload), and answers with webhookpatch.Diff of the pod before and
 //     after.
 //
-// Manifests: examples/config (CRD, RBAC, webhook configuration, deployment); the
+// Manifests: examples/config (CRDs, RBAC, webhook configuration, deployment); the
 // integration tests run against a real kube-apiserver and etcd (see DEVELOPERS.md).
 //
 // # Expected pods
@@ -49,4 +64,8 @@
 //     included) when its replica counts change. That write triggers the ranktable
 //     reconciler, which writes RanktableReady again, so the condition is briefly
 //     missing after a scale.
+//   - ModelServing (not yet done): recovery of failed pods (spec.recoveryPolicy
+//     is accepted but not acted on), in-place image updates (every revision
+//     change recreates the pod), and rank tables for ModelServing owners (the
+//     ranktable controller still serves StatefulSets).
 package operator

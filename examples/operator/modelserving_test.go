@@ -492,3 +492,212 @@ func TestModelServingRollsOutInEveryMode(t *testing.T) {
 	}
 }
 
+// msPods lists the ModelServing's pods that are not being deleted, by revision.
+func msPods(t *testing.T, ms *servingv1.ModelServing) map[string][]string {
+	t.Helper()
+	var pods corev1.PodList
+	if err := admin.List(context.Background(), &pods, client.InNamespace(ms.Namespace), client.MatchingLabels{servingv1.LabelName: ms.Name}); err != nil {
+		t.Fatal(err)
+	}
+	out := map[string][]string{}
+	for _, p := range pods.Items {
+		if p.DeletionTimestamp == nil {
+			out[p.Labels[servingv1.LabelRevision]] = append(out[p.Labels[servingv1.LabelRevision]], p.Name)
+		}
+	}
+	return out
+}
+
+func getMS(t *testing.T, ms *servingv1.ModelServing) *servingv1.ModelServing {
+	t.Helper()
+	var cur servingv1.ModelServing
+	if err := admin.Get(context.Background(), client.ObjectKeyFromObject(ms), &cur); err != nil {
+		t.Fatal(err)
+	}
+	return &cur
+}
+
+// deploy creates a ModelServing watched by a new podWatch and waits for it.
+func deploy(t *testing.T, ns, name string, mode servingv1.RolloutMode, groups int32, delay time.Duration) (*servingv1.ModelServing, *podWatch, *msKubelet) {
+	t.Helper()
+	k := startMSKubelet(t, ns, delay)
+	pw := watchPods(t, ns, name)
+	pw.expect(servingv1.ModelServingSpec{Replicas: &groups, Roles: msRoles("engine:v1"),
+		RolloutStrategy: servingv1.RolloutStrategy{Mode: mode, MaxUnavailable: intOrStr(intstr.FromInt(1)), MaxSurge: intOrStr(intstr.FromInt(0))}})
+	ms := newModelServing(t, ns, name, mode, groups, "engine:v1")
+	waitRolledOut(t, ms, pw, 60*time.Second)
+	return ms, pw, k
+}
+
+// TestModelServingStopsAtTheBudgetWhenNewPodsNeverBecomeReady: the new image's
+// pods never become ready, so the rollout stops with one pod per role down (the
+// budget), RollingUpdate says BudgetExhausted and names the waiting pods, the
+// service stays Available; reverting the template rolls back to the first
+// revision (renumbered, not copied).
+func TestModelServingStopsAtTheBudgetWhenNewPodsNeverBecomeReady(t *testing.T) {
+	ns := newNamespace(t)
+	ms, pw, k := deploy(t, ns, "stuck", servingv1.RollingMode, 3, 50*time.Millisecond)
+	first := getMS(t, ms).Status.UpdateRevision
+	k.setReady(func(p *corev1.Pod) bool { return p.Spec.Containers[0].Image != "engine:bad" })
+	editModelServing(t, ms, func(m *servingv1.ModelServing) { setImage("engine:bad")(m); pw.expect(m.Spec) })
+	eventually(t, "the rollout stops at the budget", func() error {
+		cur := getMS(t, ms)
+		c := meta.FindStatusCondition(cur.Status.Conditions, servingv1.ConditionRollingUpdate)
+		if cur.Status.ObservedGeneration != cur.Generation || c == nil || c.Status != metav1.ConditionTrue || c.Reason != servingv1.ReasonBudgetExhausted {
+			return fmt.Errorf("RollingUpdate %+v", c)
+		}
+		if !strings.Contains(c.Message, "maxUnavailable budget exhausted") || !strings.Contains(c.Message, "not available yet") {
+			return fmt.Errorf("RollingUpdate message %q does not say why", c.Message)
+		}
+		return nil
+	})
+	time.Sleep(time.Second) // nothing more may move
+	cur := getMS(t, ms)
+	bad := msPods(t, ms)[cur.Status.UpdateRevision]
+	slices.Sort(bad)
+	if len(bad) != 2 || !strings.Contains(bad[0], "-decode-") || !strings.Contains(bad[1], "-prefill-") {
+		t.Fatalf("pods on the bad revision: %v, want one decode and one prefill pod (the budget of each role)", bad)
+	}
+	if c := meta.FindStatusCondition(cur.Status.Conditions, servingv1.ConditionAvailable); c == nil || c.Status != metav1.ConditionTrue {
+		t.Errorf("Available: %+v, want True (each role keeps its floor)", c)
+	}
+	editModelServing(t, ms, func(m *servingv1.ModelServing) { setImage("engine:v1")(m); pw.expect(m.Spec) })
+	waitRolledOut(t, ms, pw, 60*time.Second)
+	pw.finish()
+	cur = getMS(t, ms)
+	if cur.Status.UpdateRevision != first {
+		t.Errorf("rolled back to revision %s, want the first one %s", cur.Status.UpdateRevision, first)
+	}
+	if revs := msPods(t, ms); len(revs) != 1 || len(revs[first]) != podCount(cur.Spec) {
+		t.Errorf("pods by revision after the rollback: %v", revs)
+	}
+	history, err := revisionHistory(context.Background(), ms)
+	if err != nil || len(history) != 2 || history[1] != first {
+		t.Errorf("revisions oldest first: %v (%v), want two with %s newest", history, err, first)
+	}
+}
+
+// TestModelServingScales: scale up and down in Rolling and Gang mode; the new
+// groups take the lowest free indices, and scaling down keeps the floor.
+func TestModelServingScales(t *testing.T) {
+	for _, mode := range []servingv1.RolloutMode{servingv1.RollingMode, servingv1.GangMode, servingv1.GroupMode} {
+		t.Run(string(mode), func(t *testing.T) {
+			ns := newNamespace(t)
+			ms, pw, _ := deploy(t, ns, "scale", mode, 2, 50*time.Millisecond)
+			for _, n := range []int32{5, 1, 3} {
+				editModelServing(t, ms, func(m *servingv1.ModelServing) { m.Spec.Replicas = ptr(n); pw.expect(m.Spec) })
+				waitRolledOut(t, ms, pw, 60*time.Second)
+				cur := getMS(t, ms)
+				if cur.Status.Replicas != n || cur.Status.AvailableReplicas != n || len(cur.Status.Groups) != int(n) {
+					t.Fatalf("scaled to %d: status replicas %d, available %d, groups %v", n, cur.Status.Replicas, cur.Status.AvailableReplicas, cur.Status.Groups)
+				}
+			}
+			pw.finish()
+		})
+	}
+}
+
+// TestModelServingPartitionPausesAndResumes: a partition of every group holds a
+// new template back, lowering it moves that many groups' pods, and 0 finishes.
+func TestModelServingPartitionPausesAndResumes(t *testing.T) {
+	ns := newNamespace(t)
+	ms, pw, _ := deploy(t, ns, "part", servingv1.GangMode, 3, 50*time.Millisecond)
+	editModelServing(t, ms, func(m *servingv1.ModelServing) {
+		m.Spec.RolloutStrategy.Partition = intOrStr(intstr.FromInt(3))
+		setImage("engine:v2")(m)
+		pw.expect(m.Spec)
+	})
+	waitRolledOut(t, ms, pw, 30*time.Second)
+	cur := getMS(t, ms)
+	if c := meta.FindStatusCondition(cur.Status.Conditions, servingv1.ConditionRollingUpdate); c == nil || c.Reason != servingv1.ReasonPartitioned {
+		t.Errorf("RollingUpdate %+v, want reason Partitioned", c)
+	}
+	if n := len(msPods(t, ms)[cur.Status.UpdateRevision]); n != 0 {
+		t.Fatalf("%d pods on the new revision under a partition of every group", n)
+	}
+	for _, p := range []int{1, 0} {
+		editModelServing(t, ms, func(m *servingv1.ModelServing) {
+			m.Spec.RolloutStrategy.Partition = intOrStr(intstr.FromInt(p))
+			pw.expect(m.Spec)
+		})
+		waitRolledOut(t, ms, pw, 30*time.Second)
+		cur := getMS(t, ms)
+		if got, want := int(cur.Status.UpdatedReplicas), 3-p; got != want {
+			t.Fatalf("partition %d: %d groups updated, want %d", p, got, want)
+		}
+	}
+	pw.finish()
+}
+
+// TestModelServingOperatorRestartedMidRollout: the operator is stopped while a
+// rollout is under way and a new one started; the rollout converges with every
+// pod created and deleted once (no duplicate) and no invariant broken.
+func TestModelServingOperatorRestartedMidRollout(t *testing.T) {
+	ns := newNamespace(t)
+	ms, pw, _ := deploy(t, ns, "restart", servingv1.RollingMode, 4, 400*time.Millisecond)
+	editModelServing(t, ms, func(m *servingv1.ModelServing) { setImage("engine:v2")(m); pw.expect(m.Spec) })
+	eventually(t, "the rollout under way", func() error {
+		cur := getMS(t, ms)
+		if cur.Status.UpdateRevision == "" || cur.Status.UpdateRevision == cur.Status.CurrentRevision && cur.Generation == cur.Status.ObservedGeneration && len(msPods(t, ms)) == 1 {
+			return errors.New("not started")
+		}
+		if n := len(msPods(t, ms)[cur.Status.UpdateRevision]); n == 0 || n >= podCount(cur.Spec)-2 {
+			return fmt.Errorf("%d pods on the new revision", n)
+		}
+		return nil
+	})
+	restartManager(t, nil)
+	waitRolledOut(t, ms, pw, 90*time.Second)
+	creates, deletes := pw.finish()
+	n := podCount(ms.Spec)
+	if creates != 2*n || deletes != n {
+		t.Errorf("%d creates and %d deletes for %d pods rolled out once, want %d and %d", creates, deletes, n, 2*n, n)
+	}
+}
+
+// TestModelServingValidation: the CRD's schema and CEL rules refuse what the
+// controller could not plan.
+func TestModelServingValidation(t *testing.T) {
+	ns := newNamespace(t)
+	ctx := context.Background()
+	valid := func(name string) *servingv1.ModelServing {
+		return &servingv1.ModelServing{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+			Spec: servingv1.ModelServingSpec{Replicas: ptr(int32(1)), Roles: msRoles("engine:v1")}}
+	}
+	for _, tc := range []struct {
+		name string
+		edit func(*servingv1.ModelServing)
+		want string
+	}{
+		{"maxUnavailable and maxSurge both 0", func(m *servingv1.ModelServing) {
+			m.Spec.RolloutStrategy.MaxUnavailable = intOrStr(intstr.FromInt(0))
+			m.Spec.RolloutStrategy.MaxSurge = intOrStr(intstr.FromString("0%"))
+		}, "cannot both be 0"},
+		{"an unknown mode", func(m *servingv1.ModelServing) { m.Spec.RolloutStrategy.Mode = "rolling" }, "Unsupported value"},
+		{"a role name that is not a DNS label", func(m *servingv1.ModelServing) { m.Spec.Roles[0].Name = "Prefill" }, "should match"},
+		{"no roles", func(m *servingv1.ModelServing) { m.Spec.Roles = nil }, "roles"},
+		{"negative replicas", func(m *servingv1.ModelServing) { m.Spec.Replicas = ptr(int32(-1)) }, "replicas"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			m := valid("bad")
+			tc.edit(m)
+			err := admin.Create(ctx, m)
+			if !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("create: %v, want Invalid naming %q", err, tc.want)
+			}
+		})
+	}
+	ok := valid("good")
+	ok.Spec.RolloutStrategy.MaxUnavailable = intOrStr(intstr.FromInt(0))
+	ok.Spec.RolloutStrategy.MaxSurge = intOrStr(intstr.FromString("10%"))
+	if err := admin.Create(ctx, ok); err != nil {
+		t.Fatalf("a valid ModelServing: %v", err)
+	}
+	if ok.Spec.RolloutStrategy.Mode != servingv1.RollingMode || *ok.Spec.RevisionHistoryLimit != 10 {
+		t.Errorf("defaults: mode %q, history limit %v", ok.Spec.RolloutStrategy.Mode, ok.Spec.RevisionHistoryLimit)
+	}
+	ok.Spec.Roles[1].Replicas = 3
+	if err := admin.Update(ctx, ok); !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), "immutable") {
+		t.Errorf("changing a role's replicas: %v, want Invalid (immutable)", err)
+	}
+}
