@@ -5,6 +5,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -20,6 +22,7 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
 
 	servingv1 "github.com/kplan-dev/kplan/examples/api/serving/v1alpha1"
 	"github.com/kplan-dev/kplan/rollout"
@@ -695,6 +698,18 @@ func TestModelServingValidation(t *testing.T) {
 	}
 	if ok.Spec.RolloutStrategy.Mode != servingv1.RollingMode || *ok.Spec.RevisionHistoryLimit != 10 {
 		t.Errorf("defaults: mode %q, history limit %v", ok.Spec.RolloutStrategy.Mode, ok.Spec.RevisionHistoryLimit)
+	}
+	raw, err := os.ReadFile(filepath.Join("..", "config", "samples", "modelserving.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sample servingv1.ModelServing
+	if err := yaml.UnmarshalStrict(raw, &sample); err != nil {
+		t.Fatalf("config/samples/modelserving.yaml: %v", err)
+	}
+	sample.Namespace = ns
+	if err := admin.Create(ctx, &sample); err != nil {
+		t.Fatalf("config/samples/modelserving.yaml: %v", err)
 	}
 	ok.Spec.Roles[1].Replicas = 3
 	if err := admin.Update(ctx, ok); !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), "immutable") {
