@@ -35,7 +35,10 @@
 //     or deletes twice. The partition pauses, reverting the template rolls
 //     back; the status reports revisions, counts per role, each group's phase
 //     and the Available, Progressing, RollingUpdate and Failed conditions with
-//     the plan's reasons.
+//     the plan's reasons. With spec.recoveryPolicy, failed pods (a group in
+//     Gang mode) are replaced with rollout.PlanRecover: the replacement is
+//     annotated with what it replaces, the failed one with when it was swapped
+//     out, and recovery actions take the reconcile before the rollout's.
 //   - NodeRDMAReconciler (Options.NodeRDMACapacity): keeps each node's
 //     koordinator.sh/rdma capacity and allocatable from koordinator's Device object
 //     with rdma.Capacity, under either capacity model.
@@ -64,8 +67,7 @@
 //     included) when its replica counts change. That write triggers the ranktable
 //     reconciler, which writes RanktableReady again, so the condition is briefly
 //     missing after a scale.
-//   - ModelServing (not yet done): recovery of failed pods (spec.recoveryPolicy
-//     is accepted but not acted on), in-place image updates (every revision
-//     change recreates the pod), and rank tables for ModelServing owners (the
-//     ranktable controller still serves StatefulSets).
+//   - ModelServing pods are never updated in place (every revision change
+//     recreates the pod), and the ranktable controller does not serve
+//     ModelServing owners yet.
 package operator

@@ -3,6 +3,7 @@ package operator
 import (
 	"cmp"
 	"context"
+	"encoding/json"
 	"fmt"
 	"maps"
 	"slices"
@@ -16,6 +17,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -207,11 +209,96 @@ func (r *ModelServingReconciler) execute(ctx context.Context, ms *servingv1.Mode
 		}
 	}
 	for _, pl := range plan.pools {
-		if err := e.pool(ctx, plan.mode, pl); err != nil {
+		var err error
+		if plan.recovering {
+			err = e.recover(ctx, plan.mode, pl)
+		} else {
+			err = e.pool(ctx, plan.mode, pl)
+		}
+		if err != nil {
 			return e.acted, err
 		}
 	}
 	return e.acted, nil
+}
+
+// replicaPods returns the pods of a replica: the pod of that name, or a serving
+// group's pods in Gang mode.
+func (e *msExecutor) replicaPods(mode servingv1.RolloutMode, name string) []*corev1.Pod {
+	if mode == servingv1.GangMode {
+		return e.groupPods(name)
+	}
+	if p := e.byPod[name]; p != nil {
+		return []*corev1.Pod{p}
+	}
+	return nil
+}
+
+// recover carries out a pool's recovery step: replacements are created beside
+// the failed replicas (annotated with the replica they replace), a swap marks
+// the failed one out of service and the replacement ordinary, releases and
+// cancels delete.
+func (e *msExecutor) recover(ctx context.Context, mode servingv1.RolloutMode, pl msPool) error {
+	rs := pl.recover
+	for _, name := range append(slices.Clone(rs.Release), rs.Cancel...) {
+		for _, p := range e.replicaPods(mode, name) {
+			if err := e.deletePod(ctx, p); err != nil {
+				return err
+			}
+		}
+	}
+	for _, sw := range rs.Swap {
+		at := e.now.UTC().Format(time.RFC3339)
+		for _, p := range e.replicaPods(mode, sw.Old) {
+			if err := e.annotate(ctx, p, servingv1.AnnotationSwappedAt, &at); err != nil {
+				return err
+			}
+		}
+		for _, p := range e.replicaPods(mode, sw.New) {
+			if err := e.annotate(ctx, p, servingv1.AnnotationReplacementFor, nil); err != nil {
+				return err
+			}
+		}
+	}
+	for _, rep := range rs.Replace {
+		ann := map[string]string{servingv1.AnnotationReplacementFor: rep.For}
+		var err error
+		switch mode {
+		case servingv1.GangMode:
+			err = e.createGroup(ctx, rep.Revision, ann)
+		case servingv1.GroupMode:
+			err = e.createInColumn(ctx, rep.Column, rep.Revision, ann)
+		default:
+			err = e.createInRole(ctx, pl.role, rep.Revision, ann)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// annotate sets (value non-nil) or removes an annotation of a pod with a merge
+// patch.
+func (e *msExecutor) annotate(ctx context.Context, p *corev1.Pod, key string, value *string) error {
+	if cur, ok := p.Annotations[key]; (value == nil && !ok) || (value != nil && ok && cur == *value) {
+		return nil
+	}
+	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{
+		"uid":         p.UID,
+		"annotations": map[string]*string{key: value},
+	}})
+	if err != nil {
+		return err
+	}
+	if err := e.r.Client.Patch(ctx, p, client.RawPatch(types.MergePatchType, patch)); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
+		return fmt.Errorf("annotating pod %s: %w", p.Name, err)
+	}
+	e.acted = true
+	return nil
 }
 
 func (e *msExecutor) pool(ctx context.Context, mode servingv1.RolloutMode, pl msPool) error {
@@ -249,7 +336,7 @@ func (e *msExecutor) pool(ctx context.Context, mode servingv1.RolloutMode, pl ms
 		if err := e.deletePod(ctx, p); err != nil {
 			return err
 		}
-		if err := e.createPod(ctx, s, u.To); err != nil {
+		if err := e.createPod(ctx, s, u.To, p.Annotations[servingv1.AnnotationReplacementFor]); err != nil {
 			return err
 		}
 	}
@@ -258,11 +345,11 @@ func (e *msExecutor) pool(ctx context.Context, mode servingv1.RolloutMode, pl ms
 			var err error
 			switch mode {
 			case servingv1.GangMode:
-				err = e.createGroup(ctx, c.Revision)
+				err = e.createGroup(ctx, c.Revision, nil)
 			case servingv1.GroupMode:
-				err = e.createInColumn(ctx, c.Column, c.Revision)
+				err = e.createInColumn(ctx, c.Column, c.Revision, nil)
 			default:
-				err = e.createInRole(ctx, pl.role, c.Revision)
+				err = e.createInRole(ctx, pl.role, c.Revision, nil)
 			}
 			if err != nil {
 				return err
@@ -295,11 +382,12 @@ func (e *msExecutor) recreateGroup(ctx context.Context, name, rev string) error 
 		}
 	}
 	if g < 0 {
-		if n, err := strconv.Atoi(name[len(e.ms.Name)+1:]); err == nil {
-			g = n
-		} else {
+		idx, _ := strings.CutPrefix(name, e.ms.Name+"-")
+		n, err := strconv.Atoi(idx)
+		if err != nil || n < 0 {
 			return fmt.Errorf("serving group %s: no index", name)
 		}
+		g = n
 	}
 	for _, p := range members {
 		if p.DeletionTimestamp == nil && p.Labels[servingv1.LabelRevision] != rev {
@@ -308,18 +396,18 @@ func (e *msExecutor) recreateGroup(ctx context.Context, name, rev string) error 
 			}
 		}
 	}
-	return e.fillGroup(ctx, g, rev)
+	return e.fillGroup(ctx, g, rev, nil)
 }
 
-// fillGroup creates every missing member of group g at rev.
-func (e *msExecutor) fillGroup(ctx context.Context, g int, rev string) error {
+// fillGroup creates every missing member of group g at rev, with annotations ann.
+func (e *msExecutor) fillGroup(ctx context.Context, g int, rev string, ann map[string]string) error {
 	for _, role := range e.ms.Spec.Roles {
 		for m := range int(roleMembers(role)) {
 			s := podSlot{role: role.Name, group: g, member: m}
 			if e.used[s] {
 				continue
 			}
-			if err := e.createPod(ctx, s, rev); err != nil {
+			if err := e.createPod(ctx, s, rev, ann[servingv1.AnnotationReplacementFor]); err != nil {
 				return err
 			}
 		}
@@ -328,7 +416,7 @@ func (e *msExecutor) fillGroup(ctx context.Context, g int, rev string) error {
 }
 
 // createGroup creates a serving group at the lowest free index.
-func (e *msExecutor) createGroup(ctx context.Context, rev string) error {
+func (e *msExecutor) createGroup(ctx context.Context, rev string, ann map[string]string) error {
 	taken := map[int]bool{}
 	for s := range e.used {
 		taken[s.group] = true
@@ -337,12 +425,12 @@ func (e *msExecutor) createGroup(ctx context.Context, rev string) error {
 	for taken[g] {
 		g++
 	}
-	return e.fillGroup(ctx, g, rev)
+	return e.fillGroup(ctx, g, rev, ann)
 }
 
 // createInColumn creates the pod of column (<role>-<member>) in its lowest free
 // row.
-func (e *msExecutor) createInColumn(ctx context.Context, column, rev string) error {
+func (e *msExecutor) createInColumn(ctx context.Context, column, rev string, ann map[string]string) error {
 	for _, role := range e.ms.Spec.Roles {
 		for m := range int(roleMembers(role)) {
 			if columnName(role.Name, m) != column {
@@ -352,7 +440,7 @@ func (e *msExecutor) createInColumn(ctx context.Context, column, rev string) err
 			for e.used[s] {
 				s.group++
 			}
-			return e.createPod(ctx, s, rev)
+			return e.createPod(ctx, s, rev, ann[servingv1.AnnotationReplacementFor])
 		}
 	}
 	return fmt.Errorf("column %s: no such role member", column)
@@ -360,7 +448,7 @@ func (e *msExecutor) createInColumn(ctx context.Context, column, rev string) err
 
 // createInRole creates a pod of role in its lowest free slot (groups in order,
 // members within a group).
-func (e *msExecutor) createInRole(ctx context.Context, role, rev string) error {
+func (e *msExecutor) createInRole(ctx context.Context, role, rev string, ann map[string]string) error {
 	for _, r := range e.ms.Spec.Roles {
 		if r.Name != role {
 			continue
@@ -369,7 +457,7 @@ func (e *msExecutor) createInRole(ctx context.Context, role, rev string) error {
 		for i := 0; ; i++ {
 			s := podSlot{role: role, group: i / members, member: i % members}
 			if !e.used[s] {
-				return e.createPod(ctx, s, rev)
+				return e.createPod(ctx, s, rev, ann[servingv1.AnnotationReplacementFor])
 			}
 		}
 	}
@@ -418,15 +506,21 @@ func (e *msExecutor) template(rev, role string) (corev1.PodTemplateSpec, error) 
 	return tmpl, nil
 }
 
-// createPod creates the pod of slot s at revision rev. A name already taken (by
-// a pod the cache does not show yet, or one still terminating) is left for a later
-// reconcile.
-func (e *msExecutor) createPod(ctx context.Context, s podSlot, rev string) error {
+// createPod creates the pod of slot s at revision rev, replacing replacementFor
+// when that is set. A name already taken (by a pod the cache does not show yet,
+// or one still terminating) is left for a later reconcile.
+func (e *msExecutor) createPod(ctx context.Context, s podSlot, rev, replacementFor string) error {
 	tmpl, err := e.template(rev, s.role)
 	if err != nil {
 		return err
 	}
 	pod := newPod(e.ms, tmpl, s, rev)
+	if replacementFor != "" {
+		if pod.Annotations == nil {
+			pod.Annotations = map[string]string{}
+		}
+		pod.Annotations[servingv1.AnnotationReplacementFor] = replacementFor
+	}
 	if err := controllerutil.SetControllerReference(e.ms, pod, e.r.Client.Scheme()); err != nil {
 		return err
 	}

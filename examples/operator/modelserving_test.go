@@ -140,13 +140,30 @@ func (k *msKubelet) run() {
 		k.mu.Unlock()
 		for i := range pods.Items {
 			p := &pods.Items[i]
-			if p.DeletionTimestamp != nil || isReady(p) || time.Since(p.CreationTimestamp.Time) < k.delay || !ready(p) {
+			if p.DeletionTimestamp != nil || isReady(p) || p.Status.Phase == corev1.PodFailed || time.Since(p.CreationTimestamp.Time) < k.delay || !ready(p) {
 				continue
 			}
 			markRunning(p, metav1.Now(), func(corev1.Container) metav1.Time { return metav1.Now() })
 			// A conflict or a pod deleted meanwhile: the next tick sees it again.
 			_ = admin.Status().Update(context.Background(), p)
 		}
+	}
+}
+
+// fail makes a pod's process exit: phase Failed, not ready.
+func (k *msKubelet) fail(t *testing.T, name string) {
+	t.Helper()
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		var p corev1.Pod
+		if err := admin.Get(context.Background(), client.ObjectKey{Namespace: k.ns, Name: name}, &p); err != nil {
+			return err
+		}
+		p.Status.Phase = corev1.PodFailed
+		p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionFalse, LastTransitionTime: metav1.Now()}}
+		return admin.Status().Update(context.Background(), &p)
+	})
+	if err != nil {
+		t.Fatalf("failing pod %s: %v", name, err)
 	}
 }
 
@@ -174,6 +191,7 @@ type podWatch struct {
 	strategy  map[string]rollout.Strategy
 	creates   int
 	deletes   int
+	replaced  map[string]bool // ReplacementFor values seen
 	events    int
 	violation error
 	// spec is the spec the strategies are derived from; set with expect.
@@ -196,7 +214,7 @@ func watchPods(t *testing.T, ns, name string) *podWatch {
 	}
 	pw := &podWatch{t: t, ms: &servingv1.ModelServing{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}},
 		stop: cancel, done: make(chan struct{}), pods: map[string]*corev1.Pod{},
-		monitors: map[string]*rollouttest.Monitor{}, strategy: map[string]rollout.Strategy{}}
+		monitors: map[string]*rollouttest.Monitor{}, strategy: map[string]rollout.Strategy{}, replaced: map[string]bool{}}
 	go func() {
 		defer close(pw.done)
 		defer w.Stop()
@@ -236,7 +254,7 @@ func (pw *podWatch) expect(spec servingv1.ModelServingSpec) {
 func (pw *podWatch) handle(ctx context.Context, ev watch.Event) {
 	pod, ok := ev.Object.(*corev1.Pod)
 	if !ok {
-		if ev.Type == watch.Error {
+		if ev.Type == watch.Error && ctx.Err() == nil {
 			pw.fail(fmt.Errorf("pod watch: %v", apierrors.FromObject(ev.Object)))
 		}
 		return
@@ -244,6 +262,9 @@ func (pw *podWatch) handle(ctx context.Context, ev watch.Event) {
 	pw.mu.Lock()
 	defer pw.mu.Unlock()
 	pw.events++
+	if f := pod.Annotations[servingv1.AnnotationReplacementFor]; f != "" {
+		pw.replaced[f] = true
+	}
 	switch ev.Type {
 	case watch.Added:
 		pw.creates++
@@ -361,7 +382,7 @@ func observedPools(spec servingv1.ModelServingSpec, pods []*corev1.Pod, history 
 		if rs.Partition != nil {
 			st.LatestRatio = intOrStr(intstr.FromInt(max(groups-partition, 0)))
 		}
-		reps, err := rollout.FromPods(pods, opts)
+		reps, err := fromPodsWithRecovery(pods, opts)
 		return []observedPool{{name: "all", replicas: reps, strategy: st}}, err
 	default:
 		var out []observedPool
@@ -372,7 +393,7 @@ func observedPools(spec servingv1.ModelServingSpec, pods []*corev1.Pod, history 
 					mine = append(mine, p)
 				}
 			}
-			reps, err := rollout.FromPods(mine, opts)
+			reps, err := fromPodsWithRecovery(mine, opts)
 			if err != nil {
 				return nil, err
 			}
@@ -386,6 +407,42 @@ func observedPools(spec servingv1.ModelServingSpec, pods []*corev1.Pod, history 
 		}
 		return out, nil
 	}
+}
+
+// fromPodsWithRecovery reads pods with rollout.FromPods and sets recovery's
+// fields from the documented annotations (a gang's from any member).
+func fromPodsWithRecovery(pods []*corev1.Pod, opts rollout.PodOptions) ([]rollout.Replica, error) {
+	reps, err := rollout.FromPods(pods, opts)
+	if err != nil {
+		return nil, err
+	}
+	byName := map[string]*corev1.Pod{}
+	for _, p := range pods {
+		byName[p.Name] = p
+	}
+	for i := range reps {
+		names := []string{reps[i].Name}
+		for _, m := range reps[i].Members {
+			names = append(names, m.Name)
+		}
+		for _, n := range names {
+			p := byName[n]
+			if p == nil {
+				continue
+			}
+			if v := p.Annotations[servingv1.AnnotationReplacementFor]; v != "" {
+				reps[i].ReplacementFor = v
+			}
+			if v := p.Annotations[servingv1.AnnotationSwappedAt]; v != "" {
+				at, err := time.Parse(time.RFC3339, v)
+				if err != nil {
+					return nil, fmt.Errorf("pod %s: %w", n, err)
+				}
+				reps[i].SwappedAt = at
+			}
+		}
+	}
+	return reps, nil
 }
 
 // finish stops the watch, fails the test on a violation, and returns the creates
@@ -714,5 +771,149 @@ func TestModelServingValidation(t *testing.T) {
 	ok.Spec.Roles[1].Replicas = 3
 	if err := admin.Update(ctx, ok); !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), "immutable") {
 		t.Errorf("changing a role's replicas: %v, want Invalid (immutable)", err)
+	}
+}
+
+// TestModelServingRecoversFailedPods: with a recovery policy, a failed pod is
+// replaced create-then-delete (the replacement first, the failed pod deleted
+// once the replacement serves), before a rollout in Rolling mode and during one
+// in Gang mode, with every pod event checked.
+func TestModelServingRecoversFailedPods(t *testing.T) {
+	for _, tc := range []struct {
+		mode    servingv1.RolloutMode
+		rollout bool
+	}{
+		{servingv1.RollingMode, false},
+		{servingv1.GangMode, true},
+		{servingv1.GroupMode, true},
+	} {
+		t.Run(string(tc.mode), func(t *testing.T) {
+			ns := newNamespace(t)
+			name := "rec"
+			k := startMSKubelet(t, ns, 300*time.Millisecond)
+			pw := watchPods(t, ns, name)
+			groups := int32(3)
+			ms := &servingv1.ModelServing{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+				Spec: servingv1.ModelServingSpec{Replicas: &groups, Roles: msRoles("engine:v1"),
+					RolloutStrategy: servingv1.RolloutStrategy{Mode: tc.mode, MaxUnavailable: intOrStr(intstr.FromInt(1)), MaxSurge: intOrStr(intstr.FromInt(0))},
+					RecoveryPolicy:  &servingv1.RecoveryPolicy{Strategy: servingv1.CreateThenDelete}}}
+			pw.expect(ms.Spec)
+			if err := admin.Create(context.Background(), ms); err != nil {
+				t.Fatal(err)
+			}
+			waitRolledOut(t, ms, pw, 60*time.Second)
+			victim := name + "-decode-2-1" // no rollout: any pod
+			if tc.rollout {
+				// A pod already on the new revision: the rollout leaves it alone,
+				// so only recovery can replace it.
+				editModelServing(t, ms, func(m *servingv1.ModelServing) { setImage("engine:v2")(m); pw.expect(m.Spec) })
+				eventually(t, "a ready pod on the new revision", func() error {
+					cur := getMS(t, ms)
+					var pods corev1.PodList
+					if err := admin.List(context.Background(), &pods, client.InNamespace(ns)); err != nil {
+						return err
+					}
+					for _, p := range pods.Items {
+						if cur.Status.ObservedGeneration == cur.Generation && p.Labels[servingv1.LabelRevision] == cur.Status.UpdateRevision && isReady(&p) {
+							victim = p.Name
+							return nil
+						}
+					}
+					return errors.New("none yet")
+				})
+			}
+			replaced := victim
+			if tc.mode == servingv1.GangMode {
+				var p corev1.Pod
+				if err := admin.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: victim}, &p); err != nil {
+					t.Fatal(err)
+				}
+				replaced = p.Labels[servingv1.LabelGroupName]
+			}
+			if tc.rollout {
+				// Hold every pod that is not ready yet, and fail the victim only
+				// once the controller waits for them: a failure racing with the
+				// controller's own step can break the floor as an observer sees
+				// it, and no controller could prevent that.
+				k.setReady(func(*corev1.Pod) bool { return false })
+				eventually(t, "the rollout waiting for held pods", func() error {
+					cur := getMS(t, ms)
+					c := meta.FindStatusCondition(cur.Status.Conditions, servingv1.ConditionProgressing)
+					if c == nil || c.Status != metav1.ConditionTrue || c.Reason == servingv1.ReasonUpdating {
+						return fmt.Errorf("Progressing %+v", c)
+					}
+					// The status must have been written after the controller saw a
+					// held pod: its message names one as not available yet.
+					var pods corev1.PodList
+					if err := admin.List(context.Background(), &pods, client.InNamespace(ns)); err != nil {
+						return err
+					}
+					for _, p := range pods.Items {
+						held := p.Labels[servingv1.LabelRevision] == cur.Status.UpdateRevision && !isReady(&p) && p.Status.Phase != corev1.PodFailed
+						replica := p.Name
+						if tc.mode == servingv1.GangMode {
+							replica = p.Labels[servingv1.LabelGroupName]
+						}
+						if held && strings.Contains(c.Message, replica+",") || held && strings.HasSuffix(c.Message, replica) {
+							return nil
+						}
+					}
+					return fmt.Errorf("Progressing message %q names no held pod", c.Message)
+				})
+			}
+			k.fail(t, victim)
+			if tc.rollout {
+				eventually(t, "a replacement created", func() error {
+					pw.mu.Lock()
+					defer pw.mu.Unlock()
+					if !pw.replaced[replaced] {
+						return errors.New("none yet")
+					}
+					return nil
+				})
+				k.setReady(func(*corev1.Pod) bool { return true })
+			}
+			eventually(t, "the failed pod replaced and deleted", func() error {
+				var p corev1.Pod
+				err := admin.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: victim}, &p)
+				if err == nil {
+					return fmt.Errorf("pod %s still there (phase %s, annotations %v)", victim, p.Status.Phase, p.Annotations)
+				}
+				if !apierrors.IsNotFound(err) {
+					return err
+				}
+				return nil
+			})
+			waitRolledOut(t, ms, pw, 60*time.Second)
+			pw.mu.Lock()
+			wasReplaced := pw.replaced[replaced]
+			pw.mu.Unlock()
+			if !wasReplaced {
+				t.Errorf("no replacement for %s was created", replaced)
+			}
+			pw.finish()
+			var pods corev1.PodList
+			if err := admin.List(context.Background(), &pods, client.InNamespace(ns)); err != nil {
+				t.Fatal(err)
+			}
+			for _, p := range pods.Items {
+				if len(p.Annotations) > 0 && (p.Annotations[servingv1.AnnotationReplacementFor] != "" || p.Annotations[servingv1.AnnotationSwappedAt] != "") {
+					t.Errorf("pod %s still carries recovery annotations %v", p.Name, p.Annotations)
+				}
+				if p.Status.Phase == corev1.PodFailed {
+					t.Errorf("pod %s failed at the end", p.Name)
+				}
+			}
+			if len(pods.Items) != podCount(ms.Spec) {
+				t.Errorf("%d pods at the end, want %d", len(pods.Items), podCount(ms.Spec))
+			}
+			eventually(t, "the Failed condition cleared", func() error {
+				cur := getMS(t, ms)
+				if c := meta.FindStatusCondition(cur.Status.Conditions, servingv1.ConditionFailed); c == nil || c.Status != metav1.ConditionFalse {
+					return fmt.Errorf("Failed condition %+v", c)
+				}
+				return nil
+			})
+		})
 	}
 }

@@ -33,6 +33,8 @@ type msPool struct {
 	replicas []rollout.Replica
 	strategy rollout.Strategy
 	step     rollout.Step
+	// recover is the pool's recovery step (with a recovery policy).
+	recover rollout.RecoverStep
 }
 
 // msPlan is one reconcile's plan for a ModelServing.
@@ -41,6 +43,9 @@ type msPlan struct {
 	pools []msPool
 	// complete: every pool's step is Complete.
 	complete bool
+	// recovering: some pool's recovery step has actions; they are carried out
+	// instead of the rollout step this reconcile.
+	recovering bool
 }
 
 // gangSize is how many pods a serving group of ms has.
@@ -140,7 +145,7 @@ func planModelServing(ms *servingv1.ModelServing, pods []*corev1.Pod, history []
 	case servingv1.RollingMode, servingv1.LockstepMode:
 		byRole := podsByRole(pods)
 		for _, role := range ms.Spec.Roles {
-			reps, err := rollout.FromPods(byRole[role.Name], opts)
+			reps, err := fromPods(byRole[role.Name], opts)
 			if err != nil {
 				return nil, fmt.Errorf("role %s: %w", role.Name, err)
 			}
@@ -151,6 +156,9 @@ func planModelServing(ms *servingv1.ModelServing, pods []*corev1.Pod, history []
 				return nil, err
 			}
 			p.pools = append(p.pools, msPool{role: role.Name, replicas: reps, strategy: st})
+		}
+		if err := planRecovery(ms, p, now); err != nil {
+			return nil, err
 		}
 		if mode == servingv1.LockstepMode {
 			roles := make([]rollout.Role, len(p.pools))
@@ -171,7 +179,7 @@ func planModelServing(ms *servingv1.ModelServing, pods []*corev1.Pod, history []
 		o := opts
 		o.Labels.Gang = servingv1.LabelGroupName
 		o.GangSize = gangSize(ms)
-		reps, err := rollout.FromPods(pods, o)
+		reps, err := fromPods(pods, o)
 		if err != nil {
 			return nil, err
 		}
@@ -185,7 +193,7 @@ func planModelServing(ms *servingv1.ModelServing, pods []*corev1.Pod, history []
 	case servingv1.GroupMode:
 		o := opts
 		o.Labels.Column = servingv1.LabelColumn
-		reps, err := rollout.FromPods(pods, o)
+		reps, err := fromPods(pods, o)
 		if err != nil {
 			return nil, err
 		}
@@ -200,6 +208,11 @@ func planModelServing(ms *servingv1.ModelServing, pods []*corev1.Pod, history []
 	default:
 		return nil, fmt.Errorf("spec.rolloutStrategy.mode: %q is not Rolling, Gang, Group or Lockstep", mode)
 	}
+	if mode == servingv1.GangMode || mode == servingv1.GroupMode {
+		if err := planRecovery(ms, p, now); err != nil {
+			return nil, err
+		}
+	}
 	p.complete = true
 	for i := range p.pools {
 		step, err := rollout.Plan(p.pools[i].replicas, p.pools[i].strategy)
@@ -213,6 +226,90 @@ func planModelServing(ms *servingv1.ModelServing, pods []*corev1.Pod, history []
 		p.complete = p.complete && step.Complete
 	}
 	return p, nil
+}
+
+// fromPods is rollout.FromPods plus the recovery annotations: a replica whose
+// pod (a gang: any member) names the replica it replaces gets ReplacementFor, one
+// swapped out gets SwappedAt.
+func fromPods(pods []*corev1.Pod, opts rollout.PodOptions) ([]rollout.Replica, error) {
+	reps, err := rollout.FromPods(pods, opts)
+	if err != nil {
+		return nil, err
+	}
+	byName := make(map[string]*corev1.Pod, len(pods))
+	for _, p := range pods {
+		byName[p.Name] = p
+	}
+	for i := range reps {
+		r := &reps[i]
+		names := []string{r.Name}
+		if len(r.Members) > 0 {
+			names = names[:0]
+			for _, m := range r.Members {
+				names = append(names, m.Name)
+			}
+		}
+		for _, n := range names {
+			p := byName[n]
+			if p == nil {
+				continue
+			}
+			if v := p.Annotations[servingv1.AnnotationReplacementFor]; v != "" {
+				r.ReplacementFor = v
+			}
+			if v := p.Annotations[servingv1.AnnotationSwappedAt]; v != "" {
+				at, err := time.Parse(time.RFC3339, v)
+				if err != nil {
+					return nil, fmt.Errorf("pod %s: annotation %s: %w", p.Name, servingv1.AnnotationSwappedAt, err)
+				}
+				r.SwappedAt = at
+			}
+		}
+	}
+	return reps, nil
+}
+
+// recoverPolicy turns the spec's recovery policy into rollout's; false without
+// one.
+func recoverPolicy(p *servingv1.RecoveryPolicy) (rollout.RecoverPolicy, bool, error) {
+	if p == nil {
+		return rollout.RecoverPolicy{}, false, nil
+	}
+	out := rollout.RecoverPolicy{
+		StartTimeout: time.Duration(p.StartTimeoutSeconds) * time.Second,
+		ReleaseDelay: time.Duration(p.ReleaseDelaySeconds) * time.Second,
+		MaxParallel:  int(p.MaxParallel),
+	}
+	switch p.Strategy {
+	case "", servingv1.CreateThenDelete:
+		out.Strategy = rollout.CreateThenDelete
+	case servingv1.DeleteThenCreate:
+		out.Strategy = rollout.DeleteThenCreate
+	case servingv1.NoRecovery:
+		out.Strategy = rollout.NoRecover
+	default:
+		return out, false, fmt.Errorf("spec.recoveryPolicy.strategy: %q is not CreateThenDelete, DeleteThenCreate or None", p.Strategy)
+	}
+	return out, true, nil
+}
+
+// planRecovery plans every pool's recovery step when ms has a recovery policy.
+func planRecovery(ms *servingv1.ModelServing, p *msPlan, now time.Time) error {
+	policy, ok, err := recoverPolicy(ms.Spec.RecoveryPolicy)
+	if err != nil || !ok {
+		return err
+	}
+	for i := range p.pools {
+		rs, err := rollout.PlanRecover(p.pools[i].replicas, policy, now)
+		if err != nil {
+			return fmt.Errorf("%srecovery: %w", rolePrefix(p.pools[i].role), err)
+		}
+		p.pools[i].recover = rs
+		if len(rs.Replace)+len(rs.Swap)+len(rs.Release)+len(rs.Cancel) > 0 {
+			p.recovering = true
+		}
+	}
+	return nil
 }
 
 // podsByRole groups pods by their role label.

@@ -26,12 +26,13 @@ import (
 //     target that before runs, else the newest such History entry), or, for a
 //     gang member, the revision its gang ran before (a half-updated gang is
 //     finished at its own revision): nothing is created on an older revision
-//     than the plan asks for.
+//     than the plan asks for; a recovery replacement (ReplacementFor set) may
+//     run the revision of the replica it replaces.
 //
 // Group alignment is a property of the end of a rollout, not of every point in
 // it (columns may reach their counts before the rows are whole): check the state
-// the controller reports complete with [Converged], which requires [WholeRows]. A recovery replacement (created at its failed replica's revision) is outside
-// these rules; check recovery with [CheckRecover].
+// the controller reports complete with [Converged], which requires [WholeRows];
+// check recovery steps themselves with [CheckRecover].
 func CheckTransition(before, after []rollout.Replica, strategy rollout.Strategy) error {
 	b, err := rollout.ResolveBudget(strategy.MaxUnavailable, strategy.MaxSurge, strategy.Replicas)
 	if err != nil {
@@ -103,13 +104,18 @@ func CheckTransition(before, after []rollout.Replica, strategy rollout.Strategy)
 	if err != nil {
 		return err
 	}
+	all := make(map[string]*rollout.Replica, len(before))
+	for i := range before {
+		all[before[i].Name] = &before[i]
+	}
 	oldPods := map[string]string{}
 	for _, r := range cb {
 		for name, rev := range podRevisions(r) {
 			oldPods[name] = rev
 		}
 	}
-	for _, r := range ca {
+	for i := range after {
+		r := &after[i]
 		pods := podRevisions(r)
 		for _, name := range sortedKeys(pods) {
 			rev := pods[name]
@@ -118,6 +124,9 @@ func CheckTransition(before, after []rollout.Replica, strategy rollout.Strategy)
 			}
 			if p := prev[r.Name]; p != nil && len(p.Members) > 0 && p.Revision == rev {
 				continue // a gang finished at its own revision
+			}
+			if f := all[r.ReplacementFor]; r.ReplacementFor != "" && f != nil && f.Revision == rev {
+				continue // a recovery replacement, at its failed replica's revision
 			}
 			if !slices.Contains(allowed, rev) {
 				return fmt.Errorf("pod %s created at revision %s; the plan creates at %v", name, rev, allowed)

@@ -71,6 +71,10 @@ func TestCheckTransitionCatchesViolations(t *testing.T) {
 		{"created on the stable revision under a partition", partition, without(old, "r-0"), old, ""},
 		{"created on a revision older than stable", partition, without(withRev(old, 1, "2-b", good), "r-0"),
 			withRev(withRev(old, 1, "2-b", good), 0, "0-z", notReady), "created at revision 0-z"},
+		{"a recovery replacement at its failed replica's revision", rolling, withState(old, 1, rollout.State{Failed: true}),
+			plus(withState(old, 1, rollout.State{Failed: true}), rollout.Replica{Name: "r-9", Revision: "1-a", ReplacementFor: "r-1", State: notReady}), ""},
+		{"a replacement at another revision", rolling, withState(old, 1, rollout.State{Failed: true}),
+			plus(withState(old, 1, rollout.State{Failed: true}), rollout.Replica{Name: "r-9", Revision: "0-z", ReplacementFor: "r-1", State: notReady}), "created at revision 0-z"},
 		{"a gang half updated, not serving", gang, gangs, withState(halfGang, 0, notReady), ""},
 		{"a gang serving on two revisions", gang, gangs, halfGang, "serves on two revisions"},
 	} {

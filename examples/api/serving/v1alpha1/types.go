@@ -28,6 +28,18 @@ const (
 	LabelColumn = "serving.examples.kplan.dev/column"
 )
 
+// Pod annotations of recovery: a replacement names the pod (or, in Gang mode,
+// the serving group) it replaces until it takes over, and a replaced pod carries
+// the time it was taken out of service until it is deleted.
+const (
+	// AnnotationReplacementFor holds the name of the failed pod or serving group
+	// this pod replaces.
+	AnnotationReplacementFor = "serving.examples.kplan.dev/replacement-for"
+	// AnnotationSwappedAt holds when the pod was taken out of service in favour
+	// of its replacement (RFC 3339).
+	AnnotationSwappedAt = "serving.examples.kplan.dev/swapped-at"
+)
+
 // AnnotationRanktableTemplate on a ModelServing names the ranktable template its
 // pods' rank tables are rendered with (kthena's annotation).
 const AnnotationRanktableTemplate = "kthena.io/ranktable-template"
@@ -86,7 +98,9 @@ type ModelServingSpec struct {
 	// +optional
 	RolloutStrategy RolloutStrategy `json:"rolloutStrategy,omitempty"`
 
-	// RecoveryPolicy says how failed pods are replaced.
+	// RecoveryPolicy says how failed pods are replaced; without one, failed pods
+	// are only reported (the Failed condition) and replaced when a rollout
+	// reaches them.
 	// +optional
 	RecoveryPolicy *RecoveryPolicy `json:"recoveryPolicy,omitempty"`
 
@@ -203,6 +217,12 @@ type RecoveryPolicy struct {
 	// +kubebuilder:validation:Minimum=0
 	// +optional
 	MaxParallel int32 `json:"maxParallel,omitempty"`
+
+	// ReleaseDelaySeconds is how long a replaced pod is kept after its
+	// replacement took over.
+	// +kubebuilder:validation:Minimum=0
+	// +optional
+	ReleaseDelaySeconds int32 `json:"releaseDelaySeconds,omitempty"`
 }
 
 // ModelServingStatus is the observed state of a ModelServing.
