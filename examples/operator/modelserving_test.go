@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -357,9 +358,22 @@ func observedPools(spec servingv1.ModelServingSpec, pods []*corev1.Pod, history 
 	base := rollout.Strategy{TargetRevision: history[len(history)-1], History: history,
 		MaxUnavailable: rs.MaxUnavailable, MaxSurge: rs.MaxSurge}
 	opts := rollout.PodOptions{Labels: rollout.PodLabels{Revision: servingv1.LabelRevision}, MinReadySeconds: rs.MinReadySeconds, Now: now}
-	partition := 0
-	if rs.Partition != nil {
-		partition = rs.Partition.IntValue()
+	// latest is the LatestRatio of a pool of unit pods per group: the partition
+	// keeps that many groups (or that share) on the previous revision.
+	latest := func(unit int) *intstr.IntOrString {
+		p := rs.Partition
+		switch {
+		case p == nil:
+			return nil
+		case p.Type == intstr.Int:
+			return intOrStr(intstr.FromInt(max(groups-p.IntValue(), 0) * unit))
+		default:
+			pct, err := strconv.ParseFloat(strings.TrimSuffix(p.StrVal, "%"), 64)
+			if err != nil {
+				return nil
+			}
+			return intOrStr(intstr.FromString(strconv.FormatFloat(max(100-pct, 0), 'f', -1, 64) + "%"))
+		}
 	}
 	switch rs.Mode {
 	case servingv1.GangMode, servingv1.GroupMode:
@@ -379,9 +393,7 @@ func observedPools(spec servingv1.ModelServingSpec, pods []*corev1.Pod, history 
 			st.Mode = rollout.Group
 			opts.Labels.Column = servingv1.LabelColumn
 		}
-		if rs.Partition != nil {
-			st.LatestRatio = intOrStr(intstr.FromInt(max(groups-partition, 0)))
-		}
+		st.LatestRatio = latest(1)
 		reps, err := fromPodsWithRecovery(pods, opts)
 		return []observedPool{{name: "all", replicas: reps, strategy: st}}, err
 	default:
@@ -400,9 +412,7 @@ func observedPools(spec servingv1.ModelServingSpec, pods []*corev1.Pod, history 
 			st := base
 			st.Mode = rollout.Rolling
 			st.Replicas = groups * int(r.Replicas)
-			if rs.Partition != nil {
-				st.LatestRatio = intOrStr(intstr.FromInt(max(groups-partition, 0) * int(r.Replicas)))
-			}
+			st.LatestRatio = latest(int(r.Replicas))
 			out = append(out, observedPool{name: r.Name, replicas: reps, strategy: st})
 		}
 		return out, nil
