@@ -3,8 +3,10 @@ package operator_test
 import (
 	"cmp"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"os"
 	"path/filepath"
 	"slices"
@@ -19,7 +21,9 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/apimachinery/pkg/util/rand"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -329,8 +333,8 @@ func describePods(pods map[string]*corev1.Pod) string {
 	return strings.Join(lines, "\n")
 }
 
-// revisionHistory lists the ModelServing's ControllerRevisions oldest first (by
-// revision number): the last is the target.
+// revisionHistory lists the ControllerRevisions the ModelServing controls, oldest
+// first (by revision number): the last is the target.
 func revisionHistory(ctx context.Context, ms *servingv1.ModelServing) ([]string, error) {
 	var list appsv1.ControllerRevisionList
 	if err := admin.List(ctx, &list, client.InNamespace(ms.Namespace), client.MatchingLabels{servingv1.LabelName: ms.Name}); err != nil {
@@ -339,7 +343,9 @@ func revisionHistory(ctx context.Context, ms *servingv1.ModelServing) ([]string,
 	slices.SortFunc(list.Items, func(a, b appsv1.ControllerRevision) int { return cmp.Compare(a.Revision, b.Revision) })
 	var out []string
 	for _, r := range list.Items {
-		out = append(out, r.Name)
+		if c := metav1.GetControllerOf(&r); c != nil && c.Kind == "ModelServing" && c.Name == ms.Name {
+			out = append(out, r.Name)
+		}
 	}
 	return out, nil
 }
@@ -556,6 +562,9 @@ func TestModelServingRollsOutInEveryMode(t *testing.T) {
 			for _, p := range pods.Items {
 				if img := p.Spec.Containers[0].Image; img != "engine:v2" {
 					t.Errorf("pod %s runs %s after the rollout", p.Name, img)
+				}
+				if p.Labels["app"] != "llm" {
+					t.Errorf("pod %s lacks its template's label app=llm: %v", p.Name, p.Labels)
 				}
 			}
 		})
@@ -925,5 +934,76 @@ func TestModelServingRecoversFailedPods(t *testing.T) {
 				return nil
 			})
 		})
+	}
+}
+
+// TestModelServingRevisionHistory follows Kubernetes' controller history: a
+// revision name taken by other data bumps status.collisionCount and the next
+// name is used; revisions no pod runs are deleted beyond revisionHistoryLimit,
+// oldest first.
+func TestModelServingRevisionHistory(t *testing.T) {
+	ns := newNamespace(t)
+	ctx := context.Background()
+	groups := int32(1)
+	spec := servingv1.ModelServingSpec{Replicas: &groups, Roles: msRoles("engine:v1"), RevisionHistoryLimit: ptr(int32(1)),
+		RolloutStrategy: servingv1.RolloutStrategy{MaxUnavailable: intOrStr(intstr.FromInt(1)), MaxSurge: intOrStr(intstr.FromInt(0))}}
+	// The first revision's name, as history.HashControllerRevision computes it
+	// (FNV-32 of the data, then the collision count, 0), taken by an unrelated
+	// object.
+	type revRole struct {
+		Name     string                 `json:"name"`
+		Template corev1.PodTemplateSpec `json:"template"`
+	}
+	var roles []revRole
+	for _, r := range spec.Roles {
+		roles = append(roles, revRole{r.Name, r.Template})
+	}
+	data, err := json.Marshal(map[string]any{"roles": roles})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := fnv.New32()
+	h.Write(data)
+	h.Write([]byte("0"))
+	taken := "hist-" + rand.SafeEncodeString(fmt.Sprint(h.Sum32()))
+	squatter := &appsv1.ControllerRevision{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: taken,
+		Labels: map[string]string{servingv1.LabelName: "hist"}}, Data: runtime.RawExtension{Raw: []byte(`{"other":true}`)}, Revision: 1}
+	if err := admin.Create(ctx, squatter); err != nil {
+		t.Fatal(err)
+	}
+	startMSKubelet(t, ns, 0)
+	pw := watchPods(t, ns, "hist")
+	pw.expect(spec)
+	ms := &servingv1.ModelServing{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "hist"}, Spec: spec}
+	if err := admin.Create(ctx, ms); err != nil {
+		t.Fatal(err)
+	}
+	waitRolledOut(t, ms, pw, 30*time.Second)
+	cur := getMS(t, ms)
+	if cur.Status.CollisionCount == nil || *cur.Status.CollisionCount != 1 || cur.Status.UpdateRevision == taken {
+		t.Fatalf("collisionCount %v, update revision %s; want 1 and a name other than %s", cur.Status.CollisionCount, cur.Status.UpdateRevision, taken)
+	}
+	var revs []string
+	for _, image := range []string{"engine:v2", "engine:v3", "engine:v4"} {
+		editModelServing(t, ms, func(m *servingv1.ModelServing) { setImage(image)(m); pw.expect(m.Spec) })
+		waitRolledOut(t, ms, pw, 30*time.Second)
+		revs = append(revs, getMS(t, ms).Status.UpdateRevision)
+	}
+	pw.finish()
+	var list appsv1.ControllerRevisionList
+	if err := admin.List(ctx, &list, client.InNamespace(ns)); err != nil {
+		t.Fatal(err)
+	}
+	var owned []string
+	for _, r := range list.Items {
+		if metav1.IsControlledBy(&r, cur) {
+			owned = append(owned, r.Name)
+		}
+	}
+	slices.Sort(owned)
+	want := []string{revs[1], revs[2]} // the update revision and one more (the limit)
+	slices.Sort(want)
+	if !slices.Equal(owned, want) {
+		t.Errorf("revisions kept %v, want %v (the newest two)", owned, want)
 	}
 }

@@ -14,4 +14,4 @@
 // +groupName=serving.examples.kplan.dev
 package v1alpha1
 
-//go:generate go run sigs.k8s.io/controller-tools/cmd/controller-gen@v0.23.0 object crd:maxDescLen=0 paths=./... output:crd:dir=../../../config/crd
+//go:generate go run sigs.k8s.io/controller-tools/cmd/controller-gen@v0.23.0 object crd:maxDescLen=0,generateEmbeddedObjectMeta=true paths=./... output:crd:dir=../../../config/crd
