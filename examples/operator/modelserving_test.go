@@ -1007,3 +1007,32 @@ func TestModelServingRevisionHistory(t *testing.T) {
 		t.Errorf("revisions kept %v, want %v (the newest two)", owned, want)
 	}
 }
+
+// TestModelServingWaitsForMinReadySeconds: pods count as available only after
+// minReadySeconds, which no pod event announces; the controller requeues itself
+// for that moment, so the rollout finishes, each batch at least that long.
+func TestModelServingWaitsForMinReadySeconds(t *testing.T) {
+	ns := newNamespace(t)
+	startMSKubelet(t, ns, 0)
+	pw := watchPods(t, ns, "slow")
+	groups := int32(2)
+	ms := &servingv1.ModelServing{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "slow"},
+		Spec: servingv1.ModelServingSpec{Replicas: &groups, Roles: msRoles("engine:v1"),
+			RolloutStrategy: servingv1.RolloutStrategy{Mode: servingv1.GangMode, MaxUnavailable: intOrStr(intstr.FromInt(1)),
+				MaxSurge: intOrStr(intstr.FromInt(0)), MinReadySeconds: 1}}}
+	pw.expect(ms.Spec)
+	if err := admin.Create(context.Background(), ms); err != nil {
+		t.Fatal(err)
+	}
+	waitRolledOut(t, ms, pw, 30*time.Second)
+	start := time.Now()
+	editModelServing(t, ms, func(m *servingv1.ModelServing) { setImage("engine:v2")(m); pw.expect(m.Spec) })
+	waitRolledOut(t, ms, pw, 30*time.Second)
+	// Two batches of one group, each available a second after it is ready (the
+	// API keeps whole seconds, so a batch may look available up to a second
+	// early).
+	if took := time.Since(start); took < time.Second {
+		t.Errorf("rollout of two groups with minReadySeconds 1 took %v", took)
+	}
+	pw.finish()
+}
