@@ -109,8 +109,8 @@ func CheckTransition(before, after []rollout.Replica, strategy rollout.Strategy)
 		all[before[i].Name] = &before[i]
 	}
 	oldPods := map[string]string{}
-	for _, r := range cb {
-		for name, rev := range podRevisions(r) {
+	for i := range before {
+		for name, rev := range podRevisions(&before[i]) {
 			oldPods[name] = rev
 		}
 	}
@@ -152,10 +152,13 @@ func sameShape(a, b *rollout.Replica) bool {
 	return true
 }
 
-// podRevisions maps each pod of a replica (itself, or its present members) to
-// its revision.
+// podRevisions maps each pod of a replica (itself, or its present members) that
+// is not terminating to its revision.
 func podRevisions(r *rollout.Replica) map[string]string {
 	if len(r.Members) == 0 {
+		if r.State.Terminating {
+			return nil // being deleted, not created
+		}
 		return map[string]string{r.Name: r.Revision}
 	}
 	out := map[string]string{}

@@ -71,6 +71,8 @@ func TestCheckTransitionCatchesViolations(t *testing.T) {
 		{"created on the stable revision under a partition", partition, without(old, "r-0"), old, ""},
 		{"created on a revision older than stable", partition, without(withRev(old, 1, "2-b", good), "r-0"),
 			withRev(withRev(old, 1, "2-b", good), 0, "0-z", notReady), "created at revision 0-z"},
+		{"a pod of an old revision terminating", rolling, without(old, "r-0"),
+			plus(without(old, "r-0"), rollout.Replica{Name: "r-0", Revision: "0-z", State: rollout.State{Terminating: true}}), ""},
 		{"a recovery replacement at its failed replica's revision", rolling, withState(old, 1, rollout.State{Failed: true}),
 			plus(withState(old, 1, rollout.State{Failed: true}), rollout.Replica{Name: "r-9", Revision: "1-a", ReplacementFor: "r-1", State: notReady}), ""},
 		{"a replacement at another revision", rolling, withState(old, 1, rollout.State{Failed: true}),
