@@ -2,14 +2,12 @@ package operator
 
 import (
 	"fmt"
-	"math/big"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/util/intstr"
 
 	servingv1 "github.com/kplan-dev/kplan/examples/api/serving/v1alpha1"
 	"github.com/kplan-dev/kplan/rollout"
@@ -88,38 +86,6 @@ func msPodName(ms, role string, g, m int) string {
 // groupName is the name of serving group g (the gang's name).
 func groupName(ms string, g int) string { return ms + "-" + strconv.Itoa(g) }
 
-// latestRatio turns the partition (groups, or a share, kept on the previous
-// revision) into rollout's LatestRatio (replicas moved to the target) for a pool
-// whose every group holds unit replicas.
-func latestRatio(partition *intstr.IntOrString, groups, unit int) (*intstr.IntOrString, error) {
-	if partition == nil {
-		return nil, nil
-	}
-	if partition.Type == intstr.Int {
-		p := int(partition.IntVal)
-		if p < 0 {
-			return nil, fmt.Errorf("spec.rolloutStrategy.partition: %d is negative", p)
-		}
-		v := intstr.FromInt(max(groups-p, 0) * unit)
-		return &v, nil
-	}
-	s, ok := strings.CutSuffix(partition.StrVal, "%")
-	r, ok2 := new(big.Rat).SetString(s)
-	if !ok || !ok2 || r.Sign() < 0 || strings.ContainsAny(s, "eE/+-") {
-		return nil, fmt.Errorf("spec.rolloutStrategy.partition: %q is not a percent", partition.StrVal)
-	}
-	rest := new(big.Rat).Sub(big.NewRat(100, 1), r)
-	if rest.Sign() < 0 {
-		rest.SetInt64(0)
-	}
-	digits := 0
-	if _, frac, ok := strings.Cut(s, "."); ok {
-		digits = len(frac)
-	}
-	v := intstr.FromString(rest.FloatString(digits) + "%")
-	return &v, nil
-}
-
 // planModelServing builds the rollout input from ms's pods and plans one step.
 // history lists the revision names oldest first; update is the target.
 func planModelServing(ms *servingv1.ModelServing, pods []*corev1.Pod, history []string, update string, now time.Time) (*msPlan, error) {
@@ -152,7 +118,7 @@ func planModelServing(ms *servingv1.ModelServing, pods []*corev1.Pod, history []
 			st := base
 			st.Mode = rollout.Rolling
 			st.Replicas = groups * int(roleMembers(role))
-			if st.LatestRatio, err = latestRatio(rs.Partition, groups, int(roleMembers(role))); err != nil {
+			if st.LatestRatio, err = servingv1.LatestRatio(rs.Partition, groups, int(roleMembers(role))); err != nil {
 				return nil, err
 			}
 			p.pools = append(p.pools, msPool{role: role.Name, replicas: reps, strategy: st})
@@ -186,7 +152,7 @@ func planModelServing(ms *servingv1.ModelServing, pods []*corev1.Pod, history []
 		st := base
 		st.Mode = rollout.Gang
 		st.Replicas = groups
-		if st.LatestRatio, err = latestRatio(rs.Partition, groups, 1); err != nil {
+		if st.LatestRatio, err = servingv1.LatestRatio(rs.Partition, groups, 1); err != nil {
 			return nil, err
 		}
 		p.pools = []msPool{{replicas: reps, strategy: st}}
@@ -201,7 +167,7 @@ func planModelServing(ms *servingv1.ModelServing, pods []*corev1.Pod, history []
 		st.Mode = rollout.Group
 		st.Replicas = groups
 		st.Columns = columns(ms)
-		if st.LatestRatio, err = latestRatio(rs.Partition, groups, 1); err != nil {
+		if st.LatestRatio, err = servingv1.LatestRatio(rs.Partition, groups, 1); err != nil {
 			return nil, err
 		}
 		p.pools = []msPool{{replicas: reps, strategy: st}}
