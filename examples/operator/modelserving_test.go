@@ -24,6 +24,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/util/rand"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -77,10 +78,14 @@ func newModelServing(t *testing.T, ns, name string, mode servingv1.RolloutMode, 
 	return ms
 }
 
+// editBackoff retries a spec update that conflicts with the operator's status
+// writes (retry.DefaultRetry's 5 tries lost that race in a long generated run).
+var editBackoff = wait.Backoff{Steps: 50, Duration: 10 * time.Millisecond, Factor: 1.2, Jitter: 0.1, Cap: 200 * time.Millisecond}
+
 // editModelServing changes the spec with f, retrying conflicts.
 func editModelServing(t *testing.T, ms *servingv1.ModelServing, f func(*servingv1.ModelServing)) {
 	t.Helper()
-	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+	err := retry.RetryOnConflict(editBackoff, func() error {
 		if err := admin.Get(context.Background(), client.ObjectKeyFromObject(ms), ms); err != nil {
 			return err
 		}
