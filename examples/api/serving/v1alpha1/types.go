@@ -41,7 +41,8 @@ const (
 )
 
 // AnnotationRanktableTemplate on a ModelServing names the ranktable template its
-// pods' rank tables are rendered with (kthena's annotation).
+// pods' rank tables are to be rendered with (kthena's annotation). The example
+// operator's ranktable controller reads it from StatefulSets only, so far.
 const AnnotationRanktableTemplate = "kthena.io/ranktable-template"
 
 // +kubebuilder:object:root=true
