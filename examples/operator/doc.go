@@ -21,6 +21,24 @@
 //   - ConfigMapSetReconciler: ConfigMapSets (CRD apps.kplan.dev/v1alpha1, the
 //     revision package's types) get their hub ConfigMap, pod annotations and status
 //     from revision.Plan.
+//   - ModelServingReconciler: ModelServings (CRD serving.examples.kplan.dev/v1alpha1,
+//     package examples/api/serving/v1alpha1): spec.replicas serving groups of
+//     roles, whose pods it creates directly, named <modelserving>-<role>-<group>-<member>
+//     and labelled with kthena's ModelServing labels. The roles' templates are
+//     kept as ControllerRevisions (Kubernetes' history: hash and collision count,
+//     renumbering on rollback, a history limit). Each reconcile reads the pods as
+//     rollout replicas for the strategy's mode (Rolling and Lockstep: each role a
+//     pool of pods; Gang: a pool of serving groups; Group: columns of role
+//     members), plans one step with rollout.Plan or rollout.PlanLockstep and
+//     carries it out (a pod changes revision by being deleted and created again
+//     under its name), with expectations so that a lagging cache never creates
+//     or deletes twice. The partition pauses, reverting the template rolls
+//     back; the status reports revisions, counts per role, each group's phase
+//     and the Available, Progressing, RollingUpdate and Failed conditions with
+//     the plan's reasons. With spec.recoveryPolicy, failed pods (a group in
+//     Gang mode) are replaced with rollout.PlanRecover: the replacement is
+//     annotated with what it replaces, the failed one with when it was swapped
+//     out, and recovery actions take the reconcile before the rollout's.
 //   - NodeRDMAReconciler (Options.NodeRDMACapacity): keeps each node's
 //     koordinator.sh/rdma capacity and allocatable from koordinator's Device object
 //     with rdma.Capacity, under either capacity model.
@@ -31,7 +49,7 @@
 //     examples/reload), and answers with webhookpatch.Diff of the pod before and
 //     after.
 //
-// Manifests: examples/config (CRD, RBAC, webhook configuration, deployment); the
+// Manifests: examples/config (CRDs, RBAC, webhook configuration, deployment); the
 // integration tests run against a real kube-apiserver and etcd (see DEVELOPERS.md).
 //
 // # Expected pods
@@ -49,4 +67,7 @@
 //     included) when its replica counts change. That write triggers the ranktable
 //     reconciler, which writes RanktableReady again, so the condition is briefly
 //     missing after a scale.
+//   - ModelServing pods are never updated in place (every revision change
+//     recreates the pod), and the ranktable controller does not serve
+//     ModelServing owners yet.
 package operator

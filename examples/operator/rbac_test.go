@@ -10,6 +10,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	servingv1 "github.com/kplan-dev/kplan/examples/api/serving/v1alpha1"
 )
 
 // TestRBAC: the operator runs (in every other test) as the ServiceAccount bound to
@@ -37,12 +39,15 @@ func TestRBAC(t *testing.T) {
 		{"update a StatefulSet", func() error {
 			return c.Update(ctx, &appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "s", ResourceVersion: "1"}})
 		}},
-		{"create a pod", func() error {
-			return c.Create(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "p"},
+		{"update a pod", func() error {
+			return c.Update(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "p", ResourceVersion: "1"},
 				Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "busybox"}}}})
 		}},
 		{"create a StatefulSet", func() error {
 			return c.Create(ctx, &appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "s"}})
+		}},
+		{"update a ModelServing's spec", func() error {
+			return c.Update(ctx, &servingv1.ModelServing{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "m", ResourceVersion: "1"}})
 		}},
 		{"read a Secret", func() error { return c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "s"}, &corev1.Secret{}) }},
 	}

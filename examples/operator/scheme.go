@@ -6,6 +6,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 
+	servingv1 "github.com/kplan-dev/kplan/examples/api/serving/v1alpha1"
 	"github.com/kplan-dev/kplan/revision"
 )
 
@@ -20,13 +21,17 @@ func AddToScheme(s *runtime.Scheme) error {
 	return nil
 }
 
-// NewScheme returns a scheme with the built-in Kubernetes types and ConfigMapSet.
+// NewScheme returns a scheme with the built-in Kubernetes types, ConfigMapSet and
+// ModelServing.
 func NewScheme() (*runtime.Scheme, error) {
 	s := runtime.NewScheme()
 	if err := clientgoscheme.AddToScheme(s); err != nil {
 		return nil, err
 	}
 	if err := AddToScheme(s); err != nil {
+		return nil, err
+	}
+	if err := servingv1.AddToScheme(s); err != nil {
 		return nil, err
 	}
 	return s, nil

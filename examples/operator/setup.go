@@ -44,9 +44,10 @@ type Options struct {
 // which writes the wanted revision's files and marks the pod current.
 const DefaultSidecarImage = "ghcr.io/kplan-dev/configmapset-reload:latest"
 
-// Setup adds the ranktable and ConfigMapSet controllers to mgr and registers the pod
+// Setup adds the ranktable, ConfigMapSet and ModelServing controllers to mgr and registers the pod
 // mutating webhook at WebhookPath on its webhook server. mgr's scheme must hold
-// ConfigMapSet (see NewScheme).
+// ConfigMapSet and ModelServing (see NewScheme), and the cluster their CRDs
+// (examples/config/crd).
 func Setup(mgr ctrl.Manager, opts Options) error {
 	opts.TemplateNamespace = cmp.Or(opts.TemplateNamespace, ranktable.DefaultTemplateNamespace)
 	opts.SidecarImage = cmp.Or(opts.SidecarImage, DefaultSidecarImage)
@@ -81,6 +82,14 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 		Now:      opts.Now,
 	}
 	if err := cs.SetupWithManager(mgr); err != nil {
+		return err
+	}
+	ms := &ModelServingReconciler{
+		Client:   mgr.GetClient(),
+		Recorder: mgr.GetEventRecorder("kplan-modelserving"),
+		Now:      opts.Now,
+	}
+	if err := ms.SetupWithManager(mgr); err != nil {
 		return err
 	}
 	if opts.NodeRDMACapacity != nil {

@@ -11,6 +11,11 @@
 //     ceiling, whole gangs, group-mode monotone latest count, data moves);
 //     [CheckRecover] verifies a recovery step; [Converged] verifies the end state;
 //     [ProgressBound] is how many reconciles a rollout may take without faults.
+//   - [CheckTransition] verifies a change as an observer outside the controller
+//     sees it (consecutive states of a pod watch): the availability floor with
+//     the world's own failures set aside, the surge ceiling, no gang serving on
+//     two revisions, nothing created on an older revision than planned.
+//     [Monitor] applies it to every state it is fed.
 //   - [Planner] is the planning side of a reconcile: rollout.Plan
 //     ([DefaultPlanner]) or your controller's own.
 //   - [Executor] is the cluster side: it executes steps, reports the replicas

@@ -264,3 +264,27 @@ func ExampleScenario_Pods() {
 	// Gang to 2-b, 1 gang of 2 members, maxUnavailable 25% (default), maxSurge 25% (default), order LessFirst
 	//   g-0 1-a [g-0-0 available, ready since 2026-01-01T11:59:30Z; g-0-missing-1 missing] <nil>
 }
+
+// A Monitor checks every state a watch of the cluster reports against the one
+// before: here a controller recreates web-0 on the new revision, then takes
+// web-1 down as well while web-0 is not ready yet, below the floor of 3 of 4.
+func ExampleMonitor() {
+	var m rollouttest.Monitor
+	m.SetStrategy(rollout.Strategy{TargetRevision: "2-b", Replicas: 4,
+		MaxUnavailable: ptr(intstr.FromInt32(1)), MaxSurge: ptr(intstr.FromInt32(0))})
+	states := [][]rollout.Replica{fleet("web", 4, "1-a", "", 0)}
+	next := rollouttest.Clone(states[0])
+	next[0].Revision, next[0].State = "2-b", rollout.State{Healthy: true} // recreated, not ready
+	states = append(states, next)
+	next = rollouttest.Clone(next)
+	next = next[:1:1]
+	next = append(next, fleet("web", 4, "1-a", "", 0)[2:]...) // web-1 deleted
+	states = append(states, next)
+	for i, s := range states {
+		fmt.Printf("state %d: %v\n", i, m.Observe(s))
+	}
+	// Output:
+	// state 0: <nil>
+	// state 1: <nil>
+	// state 2: pool "": available 3 -> 2 (0 taken down by the world), below floor 3 (n=4, maxUnavailable=1)
+}

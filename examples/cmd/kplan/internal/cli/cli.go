@@ -70,6 +70,10 @@ type options struct {
 	minReadySeconds                int
 	simulate                       bool
 	maxSteps                       int
+	role                           string
+
+	// flags is the parsed command line (to tell flags given from defaults).
+	flags *flag.FlagSet
 
 	// revision, rdma and patch
 	set, pod, node, model   string
@@ -171,6 +175,7 @@ func (o *options) runCommand(cmd *command, args []string, stdin io.Reader) ([]by
 		}
 		return nil, usageError{err.Error()}
 	}
+	o.flags = fs
 	if fs.NArg() > 0 {
 		return nil, usagef("unexpected argument %q (manifests are given with -f)", fs.Arg(0))
 	}

@@ -11,6 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	servingv1 "github.com/kplan-dev/kplan/examples/api/serving/v1alpha1"
 	"github.com/kplan-dev/kplan/examples/cmd/kplan/internal/manifest"
 	"github.com/kplan-dev/kplan/rollout"
 	"github.com/kplan-dev/kplan/rollout/rollouttest"
@@ -21,7 +22,12 @@ var rolloutCommand = &command{
 	summary: "the next rolling, gang or group update step, or a whole simulated rollout (rollout.Plan)",
 	usage: `The input holds the pods (revision, gang and column from their labels, see --labels)
 and optionally one StatefulSet, which gives the target revision
-(status.updateRevision), the replicas and maxUnavailable, and selects its pods.
+(status.updateRevision), the replicas and maxUnavailable, and selects its pods;
+or one ModelServing (serving.examples.kplan.dev, the examples operator's), which
+gives the mode, labels, target, budgets, partition and minReadySeconds and selects
+its pods: in Rolling and Lockstep mode one role's pods (--role), planned alone.
+--target, --replicas, --max-unavailable, --max-surge, --latest-ratio, --history
+and --min-ready-seconds, when given, win over the object's fields.
 Prints the next step: replicas to update in place, create and delete, and why
 the others wait. With --simulate, applies steps the way a cluster would
 (updated replicas become available one reconcile later) until the rollout is
@@ -30,6 +36,8 @@ table (or the steps, with -o yaml or -o json).
 
   kubectl get sts web -o yaml > sts.yaml
   kubectl get pods -l app=web -o yaml | kplan rollout -f sts.yaml -f - --simulate
+  kubectl get modelserving llm -o yaml > ms.yaml
+  kubectl get pods -l modelserving.volcano.sh/name=llm -o yaml | kplan rollout -f ms.yaml -f - --simulate
 `,
 	flags: func(fs *flag.FlagSet, o *options) {
 		fs.StringVar(&o.mode, "mode", "rolling", "rolling, gang or group")
@@ -50,6 +58,7 @@ table (or the steps, with -o yaml or -o json).
 		fs.Var(&o.now, "now", "the current time, RFC 3339 (default: the clock)")
 		fs.BoolVar(&o.simulate, "simulate", false, "simulate the whole rollout and print a table (-o yaml or json for the steps)")
 		fs.IntVar(&o.maxSteps, "max-steps", 100, "give up a simulation after this many reconciles")
+		fs.StringVar(&o.role, "role", "", "with a ModelServing in Rolling or Lockstep mode: the role to plan (default: its first)")
 	},
 	run: runRollout,
 }
@@ -163,13 +172,27 @@ func runRollout(o *options, objs []manifest.Object) (any, error) {
 			return nil, err
 		}
 	}
+	var mss []*manifest.Object // the examples operator's, not kthena's
+	for _, m := range byKind(objs, "ModelServing") {
+		if m.APIVersion == servingv1.GroupVersion.String() {
+			mss = append(mss, m)
+		}
+	}
+	if len(mss) > 1 || len(mss) == 1 && len(sets) == 1 {
+		return nil, fmt.Errorf("%s: only one StatefulSet or ModelServing may be given", mss[len(mss)-1])
+	}
+	if len(mss) == 1 {
+		if pods, podObjs, err = fromModelServing(mss[0], o, &strategy, &opts, pods, podObjs); err != nil {
+			return nil, err
+		}
+	}
 	if len(pods) == 0 {
 		return nil, fmt.Errorf("no pods in %s", inputs(o))
 	}
 	if strategy.TargetRevision == "" {
 		return nil, usagef("--target is required (or give the StatefulSet, whose status.updateRevision is the target)")
 	}
-	if o.minReadySeconds > 0 {
+	if opts.MinReadySeconds > 0 {
 		opts.Now = o.now.Time()
 	}
 	replicas, err := rollout.FromPods(pods, opts)
@@ -315,6 +338,99 @@ func fromStatefulSet(obj *manifest.Object, o *options, s *rollout.Strategy, pods
 	if o.maxSurge == "" {
 		zero := intOrZero()
 		s.MaxSurge = &zero // StatefulSets never surge
+	}
+	return keptPods, keptObjs, nil
+}
+
+// fromModelServing takes the ModelServing's pods (one role's in Rolling and
+// Lockstep mode), mode, labels, target revision, replicas, budgets, partition
+// and minReadySeconds; flags given explicitly win.
+func fromModelServing(obj *manifest.Object, o *options, s *rollout.Strategy, opts *rollout.PodOptions, pods []*corev1.Pod, podObjs []*manifest.Object) ([]*corev1.Pod, []*manifest.Object, error) {
+	ms := &servingv1.ModelServing{}
+	if err := obj.Decode(ms); err != nil {
+		return nil, nil, err
+	}
+	if len(ms.Spec.Roles) == 0 {
+		return nil, nil, obj.Errorf("spec.roles is empty")
+	}
+	set := map[string]bool{}
+	o.flags.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	groups := 1
+	if ms.Spec.Replicas != nil {
+		groups = int(*ms.Spec.Replicas)
+	}
+	rs := ms.Spec.RolloutStrategy
+	role := ms.Spec.Roles[0]
+	if o.role != "" {
+		found := false
+		for _, r := range ms.Spec.Roles {
+			if r.Name == o.role {
+				role, found = r, true
+			}
+		}
+		if !found {
+			return nil, nil, usagef("--role %q: %s has no such role", o.role, obj)
+		}
+	}
+	members := int(max(role.Replicas, 1))
+	unit := 1
+	opts.Labels = rollout.PodLabels{Revision: servingv1.LabelRevision}
+	switch rs.Mode {
+	case servingv1.GangMode:
+		s.Mode, opts.Labels.Gang, opts.GangSize = rollout.Gang, servingv1.LabelGroupName, 0
+		for _, r := range ms.Spec.Roles {
+			opts.GangSize += int(max(r.Replicas, 1))
+		}
+	case servingv1.GroupMode:
+		s.Mode, opts.Labels.Column, s.Columns = rollout.Group, servingv1.LabelColumn, nil
+		for _, r := range ms.Spec.Roles {
+			for m := range max(r.Replicas, 1) {
+				s.Columns = append(s.Columns, fmt.Sprintf("%s-%d", r.Name, m))
+			}
+		}
+	case servingv1.RollingMode, servingv1.LockstepMode, "":
+		s.Mode, unit = rollout.Rolling, members
+	default:
+		return nil, nil, obj.Errorf("spec.rolloutStrategy.mode %q is not Rolling, Gang, Group or Lockstep", rs.Mode)
+	}
+	var keptPods []*corev1.Pod
+	var keptObjs []*manifest.Object
+	for i, p := range pods {
+		if p.Namespace != namespaceOf(obj) || p.Labels[servingv1.LabelName] != ms.Name {
+			continue
+		}
+		if s.Mode == rollout.Rolling && p.Labels[servingv1.LabelRole] != role.Name {
+			continue
+		}
+		keptPods, keptObjs = append(keptPods, p), append(keptObjs, podObjs[i])
+	}
+	if !set["target"] {
+		s.TargetRevision = ms.Status.UpdateRevision
+		if s.TargetRevision == "" {
+			return nil, nil, obj.Errorf("status.updateRevision is empty: give --target")
+		}
+	}
+	if !set["history"] && ms.Status.CurrentRevision != "" && ms.Status.CurrentRevision != ms.Status.UpdateRevision {
+		s.History = []string{ms.Status.CurrentRevision, ms.Status.UpdateRevision}
+	}
+	if !set["replicas"] {
+		s.Replicas = groups * unit
+	}
+	if !set["max-unavailable"] && rs.MaxUnavailable != nil {
+		s.MaxUnavailable = rs.MaxUnavailable
+	}
+	if !set["max-surge"] && rs.MaxSurge != nil {
+		s.MaxSurge = rs.MaxSurge
+	}
+	if !set["latest-ratio"] {
+		r, err := servingv1.LatestRatio(rs.Partition, groups, unit)
+		if err != nil {
+			return nil, nil, obj.Errorf("%v", err)
+		}
+		s.LatestRatio = r
+	}
+	if !set["min-ready-seconds"] {
+		opts.MinReadySeconds = rs.MinReadySeconds
 	}
 	return keptPods, keptObjs, nil
 }

@@ -1,0 +1,92 @@
+package operator
+
+import (
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// expectations remembers, per ModelServing, the pods the controller created or
+// deleted that its cache has not shown yet, as Kubernetes' controllers do: a
+// reconcile plans only once the cache has caught up with its own writes, so a
+// lagging cache never makes it create or delete twice.
+type expectations struct {
+	mu      sync.Mutex
+	pending map[types.UID]*pendingWrites
+	// timeout drops expectations the cache never met (the object was created and
+	// deleted by someone else before the cache saw it).
+	timeout time.Duration
+}
+
+type pendingWrites struct {
+	creates map[types.UID]bool // created pods, until the cache lists them
+	deletes map[types.UID]bool // deleted pods, until the cache drops or marks them
+	since   time.Time
+}
+
+func newExpectations(timeout time.Duration) *expectations {
+	return &expectations{pending: map[types.UID]*pendingWrites{}, timeout: timeout}
+}
+
+func (e *expectations) entry(owner types.UID, now time.Time) *pendingWrites {
+	p := e.pending[owner]
+	if p == nil {
+		p = &pendingWrites{creates: map[types.UID]bool{}, deletes: map[types.UID]bool{}}
+		e.pending[owner] = p
+	}
+	if len(p.creates) == 0 && len(p.deletes) == 0 {
+		p.since = now
+	}
+	return p
+}
+
+// created records a pod the controller created.
+func (e *expectations) created(owner, pod types.UID, now time.Time) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.entry(owner, now).creates[pod] = true
+}
+
+// deleted records a pod the controller deleted.
+func (e *expectations) deleted(owner, pod types.UID, now time.Time) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.entry(owner, now).deletes[pod] = true
+}
+
+// satisfied reports whether the cache's pods of owner show every write the
+// controller made, forgetting those it shows; expectations older than the
+// timeout are dropped.
+func (e *expectations) satisfied(owner types.UID, pods []*corev1.Pod, now time.Time) bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	p := e.pending[owner]
+	if p == nil {
+		return true
+	}
+	live := make(map[types.UID]bool, len(pods))
+	for _, pod := range pods {
+		live[pod.UID] = pod.DeletionTimestamp == nil
+	}
+	for uid := range p.creates {
+		if _, ok := live[uid]; ok {
+			delete(p.creates, uid)
+		}
+	}
+	for uid := range p.deletes {
+		if alive := live[uid]; !alive {
+			delete(p.deletes, uid)
+		}
+	}
+	if len(p.creates) == 0 && len(p.deletes) == 0 {
+		delete(e.pending, owner)
+		return true
+	}
+	if now.Sub(p.since) > e.timeout {
+		delete(e.pending, owner)
+		return true
+	}
+	return false
+}

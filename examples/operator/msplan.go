@@ -1,0 +1,354 @@
+package operator
+
+import (
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+
+	servingv1 "github.com/kplan-dev/kplan/examples/api/serving/v1alpha1"
+	"github.com/kplan-dev/kplan/rollout"
+)
+
+// The pure half of the ModelServing controller: pods in, rollout input and plan
+// out. How a ModelServing maps onto rollout's replicas, per mode:
+//
+//   - Rolling: every role is a pool of its own; a replica is one pod, the pool
+//     wants spec.replicas x role.replicas of them.
+//   - Lockstep: the same pools, planned together by rollout.PlanLockstep.
+//   - Gang: one pool of serving groups; a replica is a group, its members every
+//     pod of every role in it.
+//   - Group: one pool whose columns are <role>-<member index>; a replica is one
+//     pod, each column wants spec.replicas of them (the rows).
+
+// msPool is one pool of a ModelServing's rollout: its replicas, strategy and step.
+type msPool struct {
+	// role is the role of a Rolling or Lockstep pool; empty for Gang and Group.
+	role     string
+	replicas []rollout.Replica
+	strategy rollout.Strategy
+	step     rollout.Step
+	// recover is the pool's recovery step (with a recovery policy).
+	recover rollout.RecoverStep
+}
+
+// msPlan is one reconcile's plan for a ModelServing.
+type msPlan struct {
+	mode  servingv1.RolloutMode
+	pools []msPool
+	// complete: every pool's step is Complete.
+	complete bool
+	// recovering: some pool's recovery step has actions; they are carried out
+	// instead of the rollout step this reconcile.
+	recovering bool
+}
+
+// gangSize is how many pods a serving group of ms has.
+func gangSize(ms *servingv1.ModelServing) int {
+	n := 0
+	for _, r := range ms.Spec.Roles {
+		n += int(roleMembers(r))
+	}
+	return n
+}
+
+func roleMembers(r servingv1.Role) int32 { return max(r.Replicas, 1) }
+
+func groupCount(ms *servingv1.ModelServing) int {
+	if ms.Spec.Replicas == nil {
+		return 1
+	}
+	return int(*ms.Spec.Replicas)
+}
+
+// columns lists the Group-mode columns of ms: <role>-<member> for every role and
+// member, in role order.
+func columns(ms *servingv1.ModelServing) []string {
+	var out []string
+	for _, r := range ms.Spec.Roles {
+		for m := range roleMembers(r) {
+			out = append(out, columnName(r.Name, int(m)))
+		}
+	}
+	return out
+}
+
+func columnName(role string, member int) string { return role + "-" + strconv.Itoa(member) }
+
+// podName is the name of member m of role in serving group g.
+func msPodName(ms, role string, g, m int) string {
+	return fmt.Sprintf("%s-%s-%d-%d", ms, role, g, m)
+}
+
+// groupName is the name of serving group g (the gang's name).
+func groupName(ms string, g int) string { return ms + "-" + strconv.Itoa(g) }
+
+// planModelServing builds the rollout input from ms's pods and plans one step.
+// history lists the revision names oldest first; update is the target.
+func planModelServing(ms *servingv1.ModelServing, pods []*corev1.Pod, history []string, update string, now time.Time) (*msPlan, error) {
+	rs := ms.Spec.RolloutStrategy
+	mode := rs.Mode
+	if mode == "" {
+		mode = servingv1.RollingMode
+	}
+	groups := groupCount(ms)
+	base := rollout.Strategy{
+		TargetRevision: update,
+		MaxUnavailable: rs.MaxUnavailable,
+		MaxSurge:       rs.MaxSurge,
+		History:        history,
+	}
+	opts := rollout.PodOptions{
+		Labels:          rollout.PodLabels{Revision: servingv1.LabelRevision},
+		MinReadySeconds: rs.MinReadySeconds,
+		Now:             now,
+	}
+	p := &msPlan{mode: mode}
+	switch mode {
+	case servingv1.RollingMode, servingv1.LockstepMode:
+		byRole := podsByRole(pods)
+		for _, role := range ms.Spec.Roles {
+			reps, err := fromPods(byRole[role.Name], opts)
+			if err != nil {
+				return nil, fmt.Errorf("role %s: %w", role.Name, err)
+			}
+			st := base
+			st.Mode = rollout.Rolling
+			st.Replicas = groups * int(roleMembers(role))
+			if st.LatestRatio, err = servingv1.LatestRatio(rs.Partition, groups, int(roleMembers(role))); err != nil {
+				return nil, err
+			}
+			p.pools = append(p.pools, msPool{role: role.Name, replicas: reps, strategy: st})
+		}
+		if err := planRecovery(ms, p, now); err != nil {
+			return nil, err
+		}
+		if mode == servingv1.LockstepMode {
+			roles := make([]rollout.Role, len(p.pools))
+			for i, pl := range p.pools {
+				roles[i] = rollout.Role{Name: pl.role, Replicas: pl.replicas, Strategy: pl.strategy}
+			}
+			ls, err := rollout.PlanLockstep(roles)
+			if err != nil {
+				return nil, err
+			}
+			p.complete = ls.Complete
+			for i := range p.pools {
+				p.pools[i].step = ls.Roles[i].Step
+			}
+			return p, nil
+		}
+	case servingv1.GangMode:
+		o := opts
+		o.Labels.Gang = servingv1.LabelGroupName
+		o.GangSize = gangSize(ms)
+		reps, err := fromPods(pods, o)
+		if err != nil {
+			return nil, err
+		}
+		st := base
+		st.Mode = rollout.Gang
+		st.Replicas = groups
+		if st.LatestRatio, err = servingv1.LatestRatio(rs.Partition, groups, 1); err != nil {
+			return nil, err
+		}
+		p.pools = []msPool{{replicas: reps, strategy: st}}
+	case servingv1.GroupMode:
+		o := opts
+		o.Labels.Column = servingv1.LabelColumn
+		reps, err := fromPods(pods, o)
+		if err != nil {
+			return nil, err
+		}
+		st := base
+		st.Mode = rollout.Group
+		st.Replicas = groups
+		st.Columns = columns(ms)
+		if st.LatestRatio, err = servingv1.LatestRatio(rs.Partition, groups, 1); err != nil {
+			return nil, err
+		}
+		p.pools = []msPool{{replicas: reps, strategy: st}}
+	default:
+		return nil, fmt.Errorf("spec.rolloutStrategy.mode: %q is not Rolling, Gang, Group or Lockstep", mode)
+	}
+	if mode == servingv1.GangMode || mode == servingv1.GroupMode {
+		if err := planRecovery(ms, p, now); err != nil {
+			return nil, err
+		}
+	}
+	p.complete = true
+	for i := range p.pools {
+		step, err := rollout.Plan(p.pools[i].replicas, p.pools[i].strategy)
+		if err != nil {
+			if p.pools[i].role != "" {
+				return nil, fmt.Errorf("role %s: %w", p.pools[i].role, err)
+			}
+			return nil, err
+		}
+		p.pools[i].step = step
+		p.complete = p.complete && step.Complete
+	}
+	return p, nil
+}
+
+// fromPods is rollout.FromPods plus the recovery annotations: a replica whose
+// pod (a gang: any member) names the replica it replaces gets ReplacementFor, one
+// swapped out gets SwappedAt.
+func fromPods(pods []*corev1.Pod, opts rollout.PodOptions) ([]rollout.Replica, error) {
+	reps, err := rollout.FromPods(pods, opts)
+	if err != nil {
+		return nil, err
+	}
+	byName := make(map[string]*corev1.Pod, len(pods))
+	for _, p := range pods {
+		byName[p.Name] = p
+	}
+	for i := range reps {
+		r := &reps[i]
+		names := []string{r.Name}
+		if len(r.Members) > 0 {
+			names = names[:0]
+			for _, m := range r.Members {
+				names = append(names, m.Name)
+			}
+		}
+		for _, n := range names {
+			p := byName[n]
+			if p == nil {
+				continue
+			}
+			if v := p.Annotations[servingv1.AnnotationReplacementFor]; v != "" {
+				r.ReplacementFor = v
+			}
+			if v := p.Annotations[servingv1.AnnotationSwappedAt]; v != "" {
+				at, err := time.Parse(time.RFC3339, v)
+				if err != nil {
+					return nil, fmt.Errorf("pod %s: annotation %s: %w", p.Name, servingv1.AnnotationSwappedAt, err)
+				}
+				r.SwappedAt = at
+			}
+		}
+	}
+	return reps, nil
+}
+
+// recoverPolicy turns the spec's recovery policy into rollout's; false without
+// one.
+func recoverPolicy(p *servingv1.RecoveryPolicy) (rollout.RecoverPolicy, bool, error) {
+	if p == nil {
+		return rollout.RecoverPolicy{}, false, nil
+	}
+	out := rollout.RecoverPolicy{
+		StartTimeout: time.Duration(p.StartTimeoutSeconds) * time.Second,
+		ReleaseDelay: time.Duration(p.ReleaseDelaySeconds) * time.Second,
+		MaxParallel:  int(p.MaxParallel),
+	}
+	switch p.Strategy {
+	case "", servingv1.CreateThenDelete:
+		out.Strategy = rollout.CreateThenDelete
+	case servingv1.DeleteThenCreate:
+		out.Strategy = rollout.DeleteThenCreate
+	case servingv1.NoRecovery:
+		out.Strategy = rollout.NoRecover
+	default:
+		return out, false, fmt.Errorf("spec.recoveryPolicy.strategy: %q is not CreateThenDelete, DeleteThenCreate or None", p.Strategy)
+	}
+	return out, true, nil
+}
+
+// planRecovery plans every pool's recovery step when ms has a recovery policy.
+func planRecovery(ms *servingv1.ModelServing, p *msPlan, now time.Time) error {
+	policy, ok, err := recoverPolicy(ms.Spec.RecoveryPolicy)
+	if err != nil || !ok {
+		return err
+	}
+	for i := range p.pools {
+		rs, err := rollout.PlanRecover(p.pools[i].replicas, policy, now)
+		if err != nil {
+			return fmt.Errorf("%srecovery: %w", rolePrefix(p.pools[i].role), err)
+		}
+		p.pools[i].recover = rs
+		if len(rs.Replace)+len(rs.Swap)+len(rs.Release)+len(rs.Cancel) > 0 {
+			p.recovering = true
+		}
+	}
+	return nil
+}
+
+// podsByRole groups pods by their role label.
+func podsByRole(pods []*corev1.Pod) map[string][]*corev1.Pod {
+	out := map[string][]*corev1.Pod{}
+	for _, p := range pods {
+		r := p.Labels[servingv1.LabelRole]
+		out[r] = append(out[r], p)
+	}
+	return out
+}
+
+// podSlot is where a pod sits: its role, serving group and member index.
+type podSlot struct {
+	role          string
+	group, member int
+}
+
+// slotOf reads a pod's slot from its labels.
+func slotOf(p *corev1.Pod) (podSlot, bool) {
+	g, err1 := strconv.Atoi(p.Labels[servingv1.LabelGroupIndex])
+	m, err2 := strconv.Atoi(p.Labels[servingv1.LabelMemberIndex])
+	r := p.Labels[servingv1.LabelRole]
+	if err1 != nil || err2 != nil || r == "" || g < 0 || m < 0 {
+		return podSlot{}, false
+	}
+	return podSlot{role: r, group: g, member: m}, true
+}
+
+// waitReason picks the condition reason for a plan that is not complete and took
+// no action, from its Waiting lists: a failure first, then the budget, the group
+// window, new pods not available yet, and the partition.
+func waitReason(p *msPlan) (reason, message string) {
+	order := []struct{ rollout, reason string }{
+		{rollout.ReasonBudget, servingv1.ReasonBudgetExhausted},
+		{rollout.ReasonWindow, servingv1.ReasonGroupWindow},
+		{rollout.ReasonScaleDown, servingv1.ReasonWaitingForAvailable},
+		{rollout.ReasonNotAvailable, servingv1.ReasonWaitingForAvailable},
+	}
+	var msgs []string
+	best := len(order)
+	for _, pl := range p.pools {
+		by := map[string][]string{}
+		for _, w := range pl.step.Waiting {
+			by[w.Reason] = append(by[w.Reason], w.Replica)
+		}
+		keys := make([]string, 0, len(by))
+		for k := range by {
+			keys = append(keys, k)
+		}
+		slices.Sort(keys)
+		for _, k := range keys {
+			names := by[k]
+			if i := slices.IndexFunc(order, func(o struct{ rollout, reason string }) bool { return o.rollout == k }); i >= 0 && i < best {
+				best = i
+			}
+			prefix := ""
+			if pl.role != "" {
+				prefix = "role " + pl.role + ": "
+			}
+			msgs = append(msgs, fmt.Sprintf("%s%s: %s", prefix, k, listNames(names, 5)))
+		}
+	}
+	if best == len(order) {
+		return servingv1.ReasonWaitingForAvailable, strings.Join(msgs, "; ")
+	}
+	return order[best].reason, strings.Join(msgs, "; ")
+}
+
+// listNames lists up to max names and counts the rest.
+func listNames(names []string, limit int) string {
+	if len(names) <= limit {
+		return strings.Join(names, ", ")
+	}
+	return fmt.Sprintf("%s and %d more", strings.Join(names[:limit], ", "), len(names)-limit)
+}

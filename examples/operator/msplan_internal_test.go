@@ -1,0 +1,116 @@
+package operator
+
+import (
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	servingv1 "github.com/kplan-dev/kplan/examples/api/serving/v1alpha1"
+)
+
+func TestRevisionNameFollowsKubernetesHistory(t *testing.T) {
+	data := []byte(`{"roles":[]}`)
+	one := int32(1)
+	a, b := hashRevision(data, nil), hashRevision(data, nil)
+	if a != b {
+		t.Fatalf("hash not deterministic: %s, %s", a, b)
+	}
+	if c := hashRevision(data, &one); c == a {
+		t.Errorf("the collision count does not change the hash: %s", c)
+	}
+	if d := hashRevision([]byte(`{"roles":null}`), nil); d == a {
+		t.Errorf("other data, same hash %s", d)
+	}
+	long := string(make([]byte, 300))
+	if n := revisionName(long, "h"); len(n) != 225 {
+		t.Errorf("name of a long prefix is %d bytes, want 223 + 2", len(n))
+	}
+}
+
+// TestPlanModelServingPools: each mode reads the same pods as its documented
+// pools: a pool per role (Rolling, Lockstep), one of groups (Gang), one with a
+// column per role member (Group).
+func TestPlanModelServingPools(t *testing.T) {
+	groups := int32(2)
+	ms := &servingv1.ModelServing{ObjectMeta: metav1.ObjectMeta{Name: "m", Namespace: "ns"}, Spec: servingv1.ModelServingSpec{
+		Replicas: &groups,
+		Roles: []servingv1.Role{
+			{Name: "p", Replicas: 1, Template: corev1.PodTemplateSpec{}},
+			{Name: "d", Replicas: 2, Template: corev1.PodTemplateSpec{}},
+		},
+	}}
+	now := time.Unix(1e9, 0)
+	var pods []*corev1.Pod
+	for g := range 2 {
+		for _, r := range ms.Spec.Roles {
+			for m := range int(r.Replicas) {
+				p := newPod(ms, r.Template, podSlot{role: r.Name, group: g, member: m}, "m-old")
+				p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue, LastTransitionTime: metav1.NewTime(now)}}
+				pods = append(pods, p)
+			}
+		}
+	}
+	type pool struct {
+		Role     string
+		Replicas int
+		Target   int
+		Columns  []string
+		Names    []string
+	}
+	summary := func(p *msPlan) []pool {
+		var out []pool
+		for _, pl := range p.pools {
+			s := pool{Role: pl.role, Replicas: len(pl.replicas), Target: pl.strategy.Replicas, Columns: pl.strategy.Columns}
+			for _, r := range pl.replicas {
+				s.Names = append(s.Names, r.Name)
+			}
+			out = append(out, s)
+		}
+		return out
+	}
+	for _, tc := range []struct {
+		mode servingv1.RolloutMode
+		want []pool
+	}{
+		{servingv1.RollingMode, []pool{
+			{Role: "p", Replicas: 2, Target: 2, Names: []string{"m-p-0-0", "m-p-1-0"}},
+			{Role: "d", Replicas: 4, Target: 4, Names: []string{"m-d-0-0", "m-d-0-1", "m-d-1-0", "m-d-1-1"}},
+		}},
+		{servingv1.LockstepMode, []pool{
+			{Role: "p", Replicas: 2, Target: 2, Names: []string{"m-p-0-0", "m-p-1-0"}},
+			{Role: "d", Replicas: 4, Target: 4, Names: []string{"m-d-0-0", "m-d-0-1", "m-d-1-0", "m-d-1-1"}},
+		}},
+		{servingv1.GangMode, []pool{{Replicas: 2, Target: 2, Names: []string{"m-0", "m-1"}}}},
+		{servingv1.GroupMode, []pool{{Replicas: 6, Target: 2, Columns: []string{"p-0", "d-0", "d-1"},
+			Names: []string{"m-d-0-0", "m-d-0-1", "m-d-1-0", "m-d-1-1", "m-p-0-0", "m-p-1-0"}}}},
+	} {
+		t.Run(string(tc.mode), func(t *testing.T) {
+			ms.Spec.RolloutStrategy.Mode = tc.mode
+			p, err := planModelServing(ms, pods, []string{"m-old", "m-new"}, "m-new", now)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tc.want, summary(p)); diff != "" {
+				t.Errorf("pools (-want +got):\n%s", diff)
+			}
+			if p.complete {
+				t.Error("every pod on the old revision, yet complete")
+			}
+			for _, pl := range p.pools {
+				if pl.strategy.TargetRevision != "m-new" || !cmp.Equal(pl.strategy.History, []string{"m-old", "m-new"}) {
+					t.Errorf("pool %q strategy %+v", pl.role, pl.strategy)
+				}
+				if pl.step.Empty() {
+					t.Errorf("pool %q: nothing planned", pl.role)
+				}
+			}
+		})
+	}
+	ms.Spec.RolloutStrategy.Mode = "Sideways"
+	if _, err := planModelServing(ms, pods, []string{"m-new"}, "m-new", now); err == nil {
+		t.Error("an unknown mode planned without error")
+	}
+}
