@@ -16,7 +16,7 @@ import (
 )
 
 // msCase is one generated ModelServing scenario: a strategy drawn by
-// rollouttest.Strategy, mapped onto the spec, and what the test does to it.
+// rollouttest.StrategyOf, mapped onto the spec, and what the test does to it.
 type msCase struct {
 	mode      servingv1.RolloutMode
 	groups    int32
@@ -40,7 +40,7 @@ func msCaseOf() *rapid.Generator[msCase] {
 		mode := rapid.SampledFrom(modes).Draw(t, "mode")
 		rm := map[servingv1.RolloutMode]rollout.Mode{servingv1.RollingMode: rollout.Rolling, servingv1.LockstepMode: rollout.Rolling,
 			servingv1.GangMode: rollout.Gang, servingv1.GroupMode: rollout.Group}[mode]
-		st := rollouttest.Strategy(rm, 4).Draw(t, "strategy")
+		st := rollouttest.StrategyOf(rm, 4).Draw(t, "strategy")
 		c := msCase{mode: mode, groups: int32(st.Replicas),
 			strategy: servingv1.RolloutStrategy{Mode: mode, MaxUnavailable: st.MaxUnavailable, MaxSurge: st.MaxSurge},
 			delay:    time.Duration(rapid.IntRange(0, 4).Draw(t, "delay")) * 50 * time.Millisecond,

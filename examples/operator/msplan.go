@@ -309,7 +309,10 @@ func slotOf(p *corev1.Pod) (podSlot, bool) {
 // no action, from its Waiting lists: a failure first, then the budget, the group
 // window, new pods not available yet, and the partition.
 func waitReason(p *msPlan) (reason, message string) {
-	order := []struct{ rollout, reason string }{
+	order := []struct {
+		rollout rollout.Reason
+		reason  string
+	}{
 		{rollout.ReasonBudget, servingv1.ReasonBudgetExhausted},
 		{rollout.ReasonWindow, servingv1.ReasonGroupWindow},
 		{rollout.ReasonScaleDown, servingv1.ReasonWaitingForAvailable},
@@ -318,18 +321,23 @@ func waitReason(p *msPlan) (reason, message string) {
 	var msgs []string
 	best := len(order)
 	for _, pl := range p.pools {
-		by := map[string][]string{}
+		by := map[rollout.Reason][]string{}
 		for _, w := range pl.step.Waiting {
 			by[w.Reason] = append(by[w.Reason], w.Replica)
 		}
-		keys := make([]string, 0, len(by))
+		keys := make([]rollout.Reason, 0, len(by))
 		for k := range by {
 			keys = append(keys, k)
 		}
 		slices.Sort(keys)
 		for _, k := range keys {
 			names := by[k]
-			if i := slices.IndexFunc(order, func(o struct{ rollout, reason string }) bool { return o.rollout == k }); i >= 0 && i < best {
+			if i := slices.IndexFunc(order, func(o struct {
+				rollout rollout.Reason
+				reason  string
+			}) bool {
+				return o.rollout == k
+			}); i >= 0 && i < best {
 				best = i
 			}
 			prefix := ""

@@ -87,7 +87,7 @@ func CheckTransition(before, after []rollout.Replica, strategy rollout.Strategy)
 		}
 	}
 	for _, r := range ca {
-		if len(r.Members) == 0 || !r.Partial() {
+		if len(r.Members) == 0 || !partial(r) {
 			continue
 		}
 		serving := true
@@ -267,4 +267,14 @@ func (m *Monitor) Observe(replicas []rollout.Replica) error {
 		return nil
 	}
 	return err
+}
+
+// partial reports whether some member of a gang runs another revision than the gang.
+func partial(r *rollout.Replica) bool {
+	for _, m := range r.Members {
+		if m.Revision != "" && m.Revision != r.Revision {
+			return true
+		}
+	}
+	return false
 }

@@ -99,7 +99,7 @@ func TestCheckTransitionCatchesViolations(t *testing.T) {
 // transition CheckTransition accepts, in every mode.
 func TestCheckTransitionAcceptsPlannedSteps(t *testing.T) {
 	for _, mode := range []rollout.Mode{rollout.Rolling, rollout.Gang, rollout.Group} {
-		t.Run(mode.String(), func(t *testing.T) {
+		t.Run(string(mode), func(t *testing.T) {
 			rapid.Check(t, func(t *rapid.T) {
 				sc := rollouttest.ScenarioOf(mode, rollouttest.DefaultLimits).Draw(t, "scenario")
 				sim := rollouttest.NewSimulator(sc, rollouttest.NoFaults)
