@@ -269,17 +269,21 @@ func ExampleScenario_Pods() {
 // before: here a controller recreates web-0 on the new revision, then takes
 // web-1 down as well while web-0 is not ready yet, below the floor of 3 of 4.
 func ExampleMonitor() {
+	available := rollout.State{Ready: true, Available: true, Healthy: true}
+	web := func(i int, rev string, s rollout.State) rollout.Replica {
+		return rollout.Replica{Name: fmt.Sprintf("web-%d", i), Revision: rev, State: s}
+	}
+	one, zero := intstr.FromInt32(1), intstr.FromInt32(0)
 	var m rollouttest.Monitor
-	m.SetStrategy(rollout.Strategy{TargetRevision: "2-b", Replicas: 4,
-		MaxUnavailable: ptr(intstr.FromInt32(1)), MaxSurge: ptr(intstr.FromInt32(0))})
-	states := [][]rollout.Replica{fleet("web", 4, "1-a", "", 0)}
-	next := rollouttest.Clone(states[0])
-	next[0].Revision, next[0].State = "2-b", rollout.State{Healthy: true} // recreated, not ready
-	states = append(states, next)
-	next = rollouttest.Clone(next)
-	next = next[:1:1]
-	next = append(next, fleet("web", 4, "1-a", "", 0)[2:]...) // web-1 deleted
-	states = append(states, next)
+	m.SetStrategy(rollout.Strategy{TargetRevision: "2-b", Replicas: 4, MaxUnavailable: &one, MaxSurge: &zero})
+	states := [][]rollout.Replica{
+		// four available replicas on the old revision
+		{web(0, "1-a", available), web(1, "1-a", available), web(2, "1-a", available), web(3, "1-a", available)},
+		// web-0 recreated on the new revision, not ready yet
+		{web(0, "2-b", rollout.State{Healthy: true}), web(1, "1-a", available), web(2, "1-a", available), web(3, "1-a", available)},
+		// web-1 deleted as well
+		{web(0, "2-b", rollout.State{Healthy: true}), web(2, "1-a", available), web(3, "1-a", available)},
+	}
 	for i, s := range states {
 		fmt.Printf("state %d: %v\n", i, m.Observe(s))
 	}
