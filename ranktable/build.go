@@ -2,7 +2,9 @@ package ranktable
 
 import (
 	"cmp"
+	"encoding/binary"
 	"fmt"
+	"net/netip"
 	"slices"
 	"strconv"
 
@@ -104,7 +106,6 @@ func build(members []Member, opts BuildOptions, validate bool) (*Table, error) {
 		TotalDevices: total, Timestamp: opts.Timestamp, Servers: make([]Server, len(servers)),
 	}
 	all := make([]RankedDevice, total)
-	nums := decimals(total + 1)
 	rank := 0
 	for i, s := range servers {
 		if !sortedBy(s.devs, idCmp) {
@@ -117,7 +118,7 @@ func build(members []Member, opts BuildOptions, validate bool) (*Table, error) {
 		for j, d := range s.devs {
 			out[j] = RankedDevice{
 				DeviceId: d.ID, DeviceIp: d.IP, SuperDeviceId: d.SuperDeviceID,
-				RankId: nums.at(rank), ClusterId: nums.at(rank + 1),
+				RankId: strconv.Itoa(rank), ClusterId: strconv.Itoa(rank + 1),
 			}
 			rank++
 		}
@@ -153,56 +154,12 @@ func ipv4(s string) uint32 {
 // parseIPv4 parses a canonical dotted quad: four decimal octets 0..255 without leading
 // zeros.
 func parseIPv4(s string) (uint32, bool) {
-	var a uint32
-	octets, n, digits := 0, 0, 0
-	for i := 0; i <= len(s); i++ {
-		if i == len(s) || s[i] == '.' {
-			if digits == 0 || n > 255 || octets == 4 {
-				return 0, false
-			}
-			a = a<<8 | uint32(n)
-			octets, n, digits = octets+1, 0, 0
-			continue
-		}
-		c := s[i]
-		if c < '0' || c > '9' || (digits == 1 && n == 0) || digits == 3 {
-			return 0, false
-		}
-		n = n*10 + int(c-'0')
-		digits++
+	a, err := netip.ParseAddr(s)
+	if err != nil || !a.Is4() {
+		return 0, false
 	}
-	return a, octets == 4
-}
-
-// decimalStrings holds the decimal forms of 0..n in one string: two allocations
-// instead of one per rank id.
-type decimalStrings struct {
-	all  string
-	ends []int32
-}
-
-// decimals returns the decimal strings of 0..n.
-func decimals(n int) decimalStrings {
-	digits := 1 // "0"
-	for p := 1; p <= n; p *= 10 {
-		digits += n - p + 1
-	}
-	b := make([]byte, 0, digits)
-	ends := make([]int32, n+1)
-	for i := 0; i <= n; i++ {
-		b = strconv.AppendInt(b, int64(i), 10)
-		ends[i] = int32(len(b))
-	}
-	return decimalStrings{all: string(b), ends: ends}
-}
-
-// at returns the decimal form of i.
-func (d decimalStrings) at(i int) string {
-	start := int32(0)
-	if i > 0 {
-		start = d.ends[i-1]
-	}
-	return d.all[start:d.ends[i]]
+	b := a.As4()
+	return binary.BigEndian.Uint32(b[:]), true
 }
 
 func sortedBy(devs []Device, c func(a, b string) int) bool {

@@ -1,4 +1,4 @@
-// The optimisations agree with the plain code: decimal rank ids, the ranktable JSON
+// The optimisations agree with the plain code: the ranktable JSON
 // scanner, native renderers' JSON check, and IPv4 server order.
 
 package ranktable
@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"net/netip"
 	"slices"
-	"strconv"
 	"strings"
 	"testing"
 
@@ -17,20 +16,6 @@ import (
 	"github.com/kplan-dev/kplan/internal/natural"
 	"pgregory.net/rapid"
 )
-
-func TestDecimals(t *testing.T) {
-	for _, n := range []int{0, 1, 9, 10, 11, 99, 100, 1234} {
-		d := decimals(n)
-		for i := 0; i <= n; i++ {
-			if got := d.at(i); got != strconv.Itoa(i) {
-				t.Fatalf("decimals(%d).at(%d) = %q", n, i, got)
-			}
-		}
-		if len(d.ends) != n+1 {
-			t.Fatalf("decimals(%d): %d ends", n, len(d.ends))
-		}
-	}
-}
 
 func TestFastRanktableJSON(t *testing.T) {
 	cases := []struct {

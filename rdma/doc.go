@@ -159,7 +159,17 @@
 //     in the status and in events.
 //   - Score: [Score], 0..[MaxScore].
 //   - Reserve: [Allocate] (the same result Filter saw for the same Used), then
-//     [Used.Add]. PreBind: [EncodeAllocated] into [AnnotationDeviceAllocated].
+//     [Used.Add].
+//   - Bind: write [EncodeAllocated]'s value as the [AnnotationDeviceAllocated]
+//     annotation of the Binding object; the API server copies a Binding's
+//     annotations onto the pod, so the pod is bound and annotated in one write, and a
+//     binding that fails leaves no stale annotation behind. A plugin that is not the
+//     binder writes the annotation in PreBind instead, and replaces its own earlier
+//     value when the pod is retried after a failed binding.
+//   - Preemption: count the devices of the pods the scheduler's view of the node
+//     holds (its NodeInfo), not a separate list, so that the victims a preemption
+//     dry run removes from that view free their devices; a pod nominated to the node
+//     holds what it would be given there (PreFilter's AddPod and RemovePod).
 //
 // # Example
 //
