@@ -155,22 +155,45 @@ func serving(tsDir string, files map[string]string) (bool, error) {
 }
 
 // ReadServed returns the files dir serves, read from the one directory ..data names
-// (so from one revision), or nil when nothing is served yet.
+// (so from one revision), or nil when nothing is served yet. A writer removes the
+// previous revision's directory after it switches ..data, so a read that overlaps a
+// switch can find that directory half removed: ReadServed checks that ..data still
+// names the directory it read and reads again when it does not, up to
+// readServedAttempts times, after which it returns an error wrapping
+// os.ErrNotExist.
 func ReadServed(dir string) (map[string]string, error) {
-	ts, err := os.Readlink(filepath.Join(dir, DataLink))
-	if errors.Is(err, os.ErrNotExist) {
-		return nil, nil
+	link := filepath.Join(dir, DataLink)
+	for range readServedAttempts {
+		ts, err := os.Readlink(link)
+		if errors.Is(err, os.ErrNotExist) {
+			return nil, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+		out, err := readDir(filepath.Join(dir, ts))
+		if err != nil && !errors.Is(err, os.ErrNotExist) {
+			return nil, err
+		}
+		if now, lerr := os.Readlink(link); err == nil && lerr == nil && now == ts {
+			return out, nil
+		}
 	}
-	if err != nil {
-		return nil, err
-	}
-	entries, err := os.ReadDir(filepath.Join(dir, ts))
+	return nil, fmt.Errorf("%s: the served revision changed during each of %d reads: %w", link, readServedAttempts, os.ErrNotExist)
+}
+
+// readServedAttempts bounds how often ReadServed reads again while revisions switch.
+const readServedAttempts = 10
+
+// readDir reads every file of one revision's directory.
+func readDir(tsDir string) (map[string]string, error) {
+	entries, err := os.ReadDir(tsDir)
 	if err != nil {
 		return nil, err
 	}
 	out := make(map[string]string, len(entries))
 	for _, e := range entries {
-		b, err := os.ReadFile(filepath.Join(dir, ts, e.Name()))
+		b, err := os.ReadFile(filepath.Join(tsDir, e.Name()))
 		if err != nil {
 			return nil, err
 		}
