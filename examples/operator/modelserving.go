@@ -94,7 +94,7 @@ func (r *ModelServingReconciler) Reconcile(ctx context.Context, req ctrl.Request
 		return ctrl.Result{}, err
 	}
 	// The plan and the status read pods as their readiness gates make them.
-	view := gatedView(pods)
+	view := servingv1.ReadyByGates(pods)
 	h, err := syncRevisions(ctx, r.Client, ms, r.Client.Scheme())
 	if err != nil {
 		if apierrors.IsConflict(err) {

@@ -77,40 +77,6 @@ func addImagesGate(spec *corev1.PodSpec) {
 	spec.ReadinessGates = append(spec.ReadinessGates, corev1.PodReadinessGate{ConditionType: servingv1.PodConditionImagesReady})
 }
 
-// gatedView returns pods as readiness gates make them: a pod whose gate is not
-// True is not ready, whatever its Ready condition says (the kubelet may not have
-// caught up with the gate yet). Pods are copied where that changes them.
-func gatedView(pods []*corev1.Pod) []*corev1.Pod {
-	out := make([]*corev1.Pod, len(pods))
-	for i, p := range pods {
-		out[i] = p
-		if !hasImagesGate(p) {
-			continue
-		}
-		g := podCondition(p, servingv1.PodConditionImagesReady)
-		if g != nil && g.Status == corev1.ConditionTrue {
-			continue
-		}
-		r := podCondition(p, corev1.PodReady)
-		if r == nil || r.Status != corev1.ConditionTrue {
-			continue
-		}
-		cp := *p
-		cp.Status.Conditions = slices.Clone(p.Status.Conditions)
-		at := p.CreationTimestamp
-		if g != nil && !g.LastTransitionTime.IsZero() {
-			at = g.LastTransitionTime
-		}
-		for j := range cp.Status.Conditions {
-			if c := &cp.Status.Conditions[j]; c.Type == corev1.PodReady {
-				c.Status, c.LastTransitionTime = corev1.ConditionFalse, at
-			}
-		}
-		out[i] = &cp
-	}
-	return out
-}
-
 // inPlaceRecord reads a pod's in-place update record; nil without a valid one.
 func inPlaceRecord(p *corev1.Pod) *inPlaceUpdateRecord {
 	v, ok := p.Annotations[servingv1.AnnotationInPlaceUpdate]
