@@ -313,6 +313,11 @@ type podWatch struct {
 	violation error
 	// spec is the spec the strategies are derived from; set with expect.
 	spec servingv1.ModelServingSpec
+	// history caches the revision history (revisions); staleHistory: it is
+	// listed again on every event until its newest entry is not staleTarget.
+	history      []string
+	staleHistory bool
+	staleTarget  string
 }
 
 // watchPods starts watching ms's pods; call before creating ms. Stop it with
@@ -366,6 +371,30 @@ func (pw *podWatch) expect(spec servingv1.ModelServingSpec) {
 	pw.mu.Lock()
 	defer pw.mu.Unlock()
 	pw.spec = *spec.DeepCopy()
+	pw.staleHistory = true
+	pw.staleTarget = ""
+	if n := len(pw.history); n > 0 {
+		pw.staleTarget = pw.history[n-1]
+	}
+}
+
+// revisions returns the ModelServing's revision history, listed again only when
+// it may have changed: until a spec change (expect) shows a new target, or when
+// a pod runs a revision the history lacks. Listing on every event made the
+// watch fall minutes behind a 400-pod rollout.
+func (pw *podWatch) revisions(ctx context.Context, pod *corev1.Pod) ([]string, error) {
+	if len(pw.history) > 0 && !pw.staleHistory && (pod == nil || slices.Contains(pw.history, pod.Labels[servingv1.LabelRevision])) {
+		return pw.history, nil
+	}
+	h, err := revisionHistory(ctx, pw.ms)
+	if err != nil {
+		return nil, err
+	}
+	pw.history = h
+	if n := len(h); n > 0 && h[n-1] != pw.staleTarget {
+		pw.staleHistory = false
+	}
+	return h, nil
 }
 
 func (pw *podWatch) handle(ctx context.Context, ev watch.Event) {
@@ -398,7 +427,7 @@ func (pw *podWatch) handle(ctx context.Context, ev watch.Event) {
 	if pw.violation != nil || pw.spec.Replicas == nil {
 		return
 	}
-	history, err := revisionHistory(ctx, pw.ms)
+	history, err := pw.revisions(ctx, pod)
 	if err != nil || len(history) == 0 {
 		return // the ModelServing is gone, or has no revision yet
 	}

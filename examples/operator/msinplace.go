@@ -195,8 +195,8 @@ func (e *msExecutor) inPlace(p *corev1.Pod, rev string) (inPlaceUpdate, bool) {
 // revision), then each pod's images, revision label and record are patched.
 func (e *msExecutor) updateInPlace(ctx context.Context, ups []inPlaceUpdate, rev string) error {
 	for _, u := range ups {
-		if len(u.images) == 0 {
-			continue
+		if g := podCondition(u.pod, servingv1.PodConditionImagesReady); len(u.images) == 0 || g != nil && g.Status == corev1.ConditionFalse {
+			continue // nothing restarts, or the gate is False already
 		}
 		if err := e.r.setGate(ctx, u.pod, corev1.ConditionFalse, "UpdatingImages", "moving to revision "+rev, e.now); err != nil {
 			return err
