@@ -30,9 +30,14 @@
 //     rollout replicas for the strategy's mode (Rolling and Lockstep: each role a
 //     pool of pods; Gang: a pool of serving groups; Group: columns of role
 //     members), plans one step with rollout.Plan or rollout.PlanLockstep and
-//     carries it out (a pod changes revision by being deleted and created again
-//     under its name), with expectations so that a lagging cache never creates
-//     or deletes twice. The partition pauses, reverting the template rolls
+//     carries it out, with expectations so that a lagging cache never creates,
+//     deletes or updates twice. A pod whose new revision differs from its
+//     current one only in container images is updated in place (same name and
+//     UID) behind the readiness gate servingv1.PodConditionImagesReady, False
+//     until its containers run the new images and are ready, so the update
+//     spends the availability budget like a recreate; any other change deletes
+//     the pod and creates it again under its name (README.md compares this with
+//     OpenKruise's InPlaceIfPossible and kthena). The partition pauses, reverting the template rolls
 //     back; the status reports revisions, counts per role, each group's phase
 //     and the Available, Progressing, RollingUpdate and Failed conditions with
 //     the plan's reasons. With spec.recoveryPolicy, failed pods (a group in
@@ -67,7 +72,5 @@
 //     included) when its replica counts change. That write triggers the ranktable
 //     reconciler, which writes RanktableReady again, so the condition is briefly
 //     missing after a scale.
-//   - ModelServing pods are never updated in place (every revision change
-//     recreates the pod), and the ranktable controller does not serve
-//     ModelServing owners yet.
+//   - The ranktable controller does not serve ModelServing owners yet.
 package operator

@@ -30,8 +30,12 @@ import (
 // ModelServingReconciler creates and rolls out the pods of ModelServings
 // (serving.examples.kplan.dev/v1alpha1). Each reconcile observes the owner's pods,
 // builds package rollout's input for the strategy's mode, plans one step and
-// carries it out: creates, deletes, and recreates (a pod's revision changes by
-// deleting it and creating it again under the same name). Pods are named
+// carries it out: creates, deletes, and updates. A pod whose new revision
+// differs from its current one only in container images is updated in place
+// (same name and UID; it carries the readiness gate
+// servingv1.PodConditionImagesReady, False until its containers run the new
+// images and are ready); any other revision change deletes the pod and creates
+// it again under the same name. Pods are named
 // <modelserving>-<role>-<group>-<member> and labelled with kthena's ModelServing
 // labels plus the group and member indices; the roles' templates are kept as
 // ControllerRevisions, the pods' revision label naming one.
@@ -85,6 +89,12 @@ func (r *ModelServingReconciler) Reconcile(ctx context.Context, req ctrl.Request
 		// The pod events still on their way trigger the next reconcile.
 		return ctrl.Result{RequeueAfter: time.Second}, nil
 	}
+	released, err := r.releaseGates(ctx, pods, now)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	// The plan and the status read pods as their readiness gates make them.
+	view := servingv1.ReadyByGates(pods)
 	h, err := syncRevisions(ctx, r.Client, ms, r.Client.Scheme())
 	if err != nil {
 		if apierrors.IsConflict(err) {
@@ -92,11 +102,13 @@ func (r *ModelServingReconciler) Reconcile(ctx context.Context, req ctrl.Request
 		}
 		return ctrl.Result{}, err
 	}
-	plan, planErr := planModelServing(ms, pods, h.names(), h.update.Name, now)
-	var acted bool
+	plan, planErr := planModelServing(ms, view, h.names(), h.update.Name, now)
+	acted := released
 	var execErr error
 	if planErr == nil {
-		acted, execErr = r.execute(ctx, ms, h, pods, plan, now)
+		var wrote bool
+		wrote, execErr = r.execute(ctx, ms, h, pods, plan, now)
+		acted = acted || wrote
 	}
 	live := map[string]bool{}
 	for _, p := range pods {
@@ -109,7 +121,7 @@ func (r *ModelServingReconciler) Reconcile(ctx context.Context, req ctrl.Request
 	if err := truncateHistory(ctx, r.Client, h, live, limit); err != nil {
 		return ctrl.Result{}, err
 	}
-	status := r.status(ms, h, pods, plan, planErr, acted, now)
+	status := r.status(ms, h, view, plan, planErr, acted, now)
 	if !equality.Semantic.DeepEqual(ms.Status, status) {
 		old := ms.Status
 		ms.Status = status
@@ -131,7 +143,7 @@ func (r *ModelServingReconciler) Reconcile(ctx context.Context, req ctrl.Request
 		}
 		return ctrl.Result{}, execErr
 	}
-	return ctrl.Result{RequeueAfter: availableIn(pods, ms.Spec.RolloutStrategy.MinReadySeconds, now)}, nil
+	return ctrl.Result{RequeueAfter: availableIn(view, ms.Spec.RolloutStrategy.MinReadySeconds, now)}, nil
 }
 
 // ownedPods lists the pods ms controls, sorted by name.
@@ -197,7 +209,8 @@ type msExecutor struct {
 	acted     bool
 }
 
-// execute carries out every pool's step: deletes, recreates, then creates. It
+// execute carries out every pool's step: deletes, updates (in place or by
+// recreating), then creates. It
 // stops at the first failed write and returns whether it wrote anything.
 func (r *ModelServingReconciler) execute(ctx context.Context, ms *servingv1.ModelServing, h *history, pods []*corev1.Pod, plan *msPlan, now time.Time) (bool, error) {
 	e := &msExecutor{r: r, ms: ms, h: h, byPod: map[string]*corev1.Pod{}, used: map[podSlot]bool{}, now: now,
@@ -329,6 +342,12 @@ func (e *msExecutor) pool(ctx context.Context, mode servingv1.RolloutMode, pl ms
 		if p == nil {
 			continue
 		}
+		if up, ok := e.inPlace(p, u.To); ok {
+			if err := e.updateInPlace(ctx, []inPlaceUpdate{up}, u.To); err != nil {
+				return err
+			}
+			continue
+		}
 		s, ok := slotOf(p)
 		if !ok {
 			return fmt.Errorf("pod %s: labels %s and %s: not a slot", p.Name, servingv1.LabelGroupIndex, servingv1.LabelMemberIndex)
@@ -372,7 +391,8 @@ func (e *msExecutor) groupPods(name string) []*corev1.Pod {
 }
 
 // recreateGroup moves serving group name to revision rev: members on another
-// revision are deleted and created again, missing members created.
+// revision are updated in place where only their images change, deleted and
+// created again otherwise; missing members are created.
 func (e *msExecutor) recreateGroup(ctx context.Context, name, rev string) error {
 	members := e.groupPods(name)
 	g := -1
@@ -389,11 +409,23 @@ func (e *msExecutor) recreateGroup(ctx context.Context, name, rev string) error 
 		}
 		g = n
 	}
+	var inPlace []inPlaceUpdate
+	var recreate []*corev1.Pod
 	for _, p := range members {
 		if p.DeletionTimestamp == nil && p.Labels[servingv1.LabelRevision] != rev {
-			if err := e.deletePod(ctx, p); err != nil {
-				return err
+			if up, ok := e.inPlace(p, rev); ok {
+				inPlace = append(inPlace, up)
+			} else {
+				recreate = append(recreate, p)
 			}
+		}
+	}
+	if err := e.updateInPlace(ctx, inPlace, rev); err != nil {
+		return err
+	}
+	for _, p := range recreate {
+		if err := e.deletePod(ctx, p); err != nil {
+			return err
 		}
 	}
 	return e.fillGroup(ctx, g, rev, nil)
@@ -558,6 +590,7 @@ func newPod(ms *servingv1.ModelServing, tmpl corev1.PodTemplateSpec, s podSlot, 
 		},
 		Spec: *tmpl.Spec.DeepCopy(),
 	}
+	addImagesGate(&pod.Spec)
 	return pod
 }
 

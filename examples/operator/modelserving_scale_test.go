@@ -97,8 +97,9 @@ func reconciles(t *testing.T, controller string) float64 {
 
 // TestModelServingRolloutCost measures a rollout of KPLAN_MS_SCALE groups (4
 // roles x 2 pods each) in every mode: wall time from the template change to
-// the status reporting it complete, reconciles, and the operator's writes
-// against the minimum of one create and one delete per replaced pod. It runs
+// the status reporting it complete, reconciles, and the operator's writes per
+// pod: first a change of more than images (every pod recreated), then of images
+// only (every pod updated in place). It runs
 // only when KPLAN_MS_SCALE is set (for example 50), with the pod watch checking
 // every event as in the other tests.
 func TestModelServingRolloutCost(t *testing.T) {
@@ -137,19 +138,30 @@ func TestModelServingRolloutCost(t *testing.T) {
 				t.Fatal(err)
 			}
 			waitRolledOut(t, ms, pw, 5*time.Minute)
-			c0, d0, o0, r0 := creates.Load(), deletes.Load(), other.Load(), reconciles(t, "modelserving")
-			start := time.Now()
-			editModelServing(t, ms, func(m *servingv1.ModelServing) { setImage("engine:v2")(m); pw.expect(m.Spec) })
-			waitRolledOut(t, ms, pw, 10*time.Minute)
-			wall := time.Since(start)
-			pw.finish()
-			n := int64(podCount(ms.Spec))
-			c, d, o, r := creates.Load()-c0, deletes.Load()-d0, other.Load()-o0, reconciles(t, "modelserving")-r0
-			t.Logf("%s: %d groups x 4 roles x 2 pods = %d pods: rollout %.1fs, %.0f reconciles, %d pod creates + %d deletes (minimum %d + %d), %d other writes; %.2f writes per replaced pod (minimum 2)",
-				mode, groups, n, wall.Seconds(), r, c, d, n, n, o, float64(c+d+o)/float64(n))
-			if c != n || d != n {
-				t.Errorf("%d creates and %d deletes for %d pods, want one each", c, d, n)
+			measure := func(what string, change func(*servingv1.ModelServing)) (c, d, o int64) {
+				c0, d0, o0, r0 := creates.Load(), deletes.Load(), other.Load(), reconciles(t, "modelserving")
+				start := time.Now()
+				editModelServing(t, ms, func(m *servingv1.ModelServing) { change(m); pw.expect(m.Spec) })
+				waitRolledOut(t, ms, pw, 10*time.Minute)
+				wall := time.Since(start)
+				n := int64(podCount(ms.Spec))
+				c, d, o = creates.Load()-c0, deletes.Load()-d0, other.Load()-o0
+				t.Logf("%s, %s: %d groups x 4 roles x 2 pods = %d pods: rollout %.1fs, %.0f reconciles, %d pod creates + %d deletes, %d other writes; %.2f writes per pod",
+					mode, what, groups, n, wall.Seconds(), reconciles(t, "modelserving")-r0, c, d, o, float64(c+d+o)/float64(n))
+				return c, d, o
 			}
+			n := int64(podCount(ms.Spec))
+			// More than images: every pod recreated (a create, a delete and the
+			// new pod's readiness gate set True: 3 writes at least).
+			if c, d, _ := measure("recreate", setImageAndEnv("engine:v2")); c != n || d != n {
+				t.Errorf("recreate: %d creates and %d deletes for %d pods, want one each", c, d, n)
+			}
+			// Images only: every pod updated in place (gate False, the images,
+			// gate True: 3 writes at least).
+			if c, d, _ := measure("in place", setImage("engine:v3")); c != 0 || d != 0 {
+				t.Errorf("in place: %d creates and %d deletes, want none", c, d)
+			}
+			pw.finish()
 		})
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/fnv"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -18,6 +19,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -106,19 +108,39 @@ func setImage(image string) func(*servingv1.ModelServing) {
 	}
 }
 
-// msKubelet plays the kubelet for one namespace: it marks pods running and ready
-// once they have existed for delay, except those ready(pod) refuses.
+// setImageAndEnv sets every role's image and an environment variable naming it:
+// a change of more than images, which recreates pods.
+func setImageAndEnv(image string) func(*servingv1.ModelServing) {
+	return func(ms *servingv1.ModelServing) {
+		for i := range ms.Spec.Roles {
+			c := &ms.Spec.Roles[i].Template.Spec.Containers[0]
+			c.Image = image
+			c.Env = []corev1.EnvVar{{Name: "ENGINE_IMAGE", Value: image}}
+		}
+	}
+}
+
+// msKubelet plays the kubelet for one namespace: it starts pods' containers once
+// the pods have existed for delay, except those ready(pod) refuses; when a
+// container's image changes in the spec it stops the container and starts it
+// on the new image delay later (reporting the new image and an image ID of it);
+// and it reports a pod Ready when its containers are ready and every readiness
+// gate's condition is True, keeping the conditions others own.
 type msKubelet struct {
 	ns    string
 	delay time.Duration
 	mu    sync.Mutex
 	ready func(*corev1.Pod) bool
-	stop  chan struct{}
-	done  chan struct{}
+	// restarts holds when each container restart (pod UID, container, new
+	// image) began.
+	restarts map[string]time.Time
+	stop     chan struct{}
+	done     chan struct{}
 }
 
 func startMSKubelet(t *testing.T, ns string, delay time.Duration) *msKubelet {
-	k := &msKubelet{ns: ns, delay: delay, ready: func(*corev1.Pod) bool { return true }, stop: make(chan struct{}), done: make(chan struct{})}
+	k := &msKubelet{ns: ns, delay: delay, ready: func(*corev1.Pod) bool { return true }, restarts: map[string]time.Time{},
+		stop: make(chan struct{}), done: make(chan struct{})}
 	go k.run()
 	t.Cleanup(func() { close(k.stop); <-k.done })
 	return k
@@ -150,14 +172,92 @@ func (k *msKubelet) run() {
 		k.mu.Unlock()
 		for i := range pods.Items {
 			p := &pods.Items[i]
-			if p.DeletionTimestamp != nil || isReady(p) || p.Status.Phase == corev1.PodFailed || time.Since(p.CreationTimestamp.Time) < k.delay || !ready(p) {
+			if !k.sync(p, ready(p), time.Now()) {
 				continue
 			}
-			markRunning(p, metav1.Now(), func(corev1.Container) metav1.Time { return metav1.Now() })
 			// A conflict or a pod deleted meanwhile: the next tick sees it again.
 			_ = admin.Status().Update(context.Background(), p)
 		}
 	}
+}
+
+// fakeImageID is the image ID the test kubelet reports for an image.
+func fakeImageID(image string) string {
+	h := fnv.New64a()
+	h.Write([]byte(image))
+	return fmt.Sprintf("sha256:%016x", h.Sum64())
+}
+
+// sync advances a pod's status one kubelet step at now; allow false keeps
+// containers that are not running yet from starting. It reports whether the
+// status changed.
+func (k *msKubelet) sync(p *corev1.Pod, allow bool, now time.Time) bool {
+	if p.DeletionTimestamp != nil || p.Status.Phase == corev1.PodFailed {
+		return false
+	}
+	if len(p.Status.ContainerStatuses) == 0 && (now.Sub(p.CreationTimestamp.Time) < k.delay || !allow) {
+		return false // pending
+	}
+	before := p.Status.DeepCopy()
+	at := metav1.NewTime(now)
+	running := func(c corev1.Container) corev1.ContainerStatus {
+		return corev1.ContainerStatus{Name: c.Name, Image: c.Image, ImageID: fakeImageID(c.Image), Ready: true, Started: ptr(true),
+			State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: at}}}
+	}
+	allReady := true
+	for _, c := range p.Spec.Containers {
+		i := slices.IndexFunc(p.Status.ContainerStatuses, func(s corev1.ContainerStatus) bool { return s.Name == c.Name })
+		if i < 0 {
+			p.Status.ContainerStatuses = append(p.Status.ContainerStatuses, running(c))
+			continue
+		}
+		cs := &p.Status.ContainerStatuses[i]
+		if cs.Image != c.Image || !cs.Ready {
+			// The spec's image changed (or a restart is under way): the
+			// container is stopped, and started on the spec's image delay
+			// later.
+			key := string(p.UID) + "/" + c.Name + "/" + c.Image
+			since, ok := k.restarts[key]
+			if !ok {
+				k.restarts[key] = now
+			}
+			if !ok || now.Sub(since) < k.delay || !allow {
+				cs.Ready, cs.Started = false, ptr(false)
+				cs.State = corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "ContainerCreating"}}
+			} else {
+				restarts := cs.RestartCount + 1
+				*cs = running(c)
+				cs.RestartCount = restarts
+				delete(k.restarts, key)
+			}
+		}
+		allReady = allReady && cs.Ready
+	}
+	p.Status.Phase = corev1.PodRunning
+	ready := corev1.ConditionTrue
+	if !allReady || !gatesTrue(p) {
+		ready = corev1.ConditionFalse
+	}
+	i := slices.IndexFunc(p.Status.Conditions, func(c corev1.PodCondition) bool { return c.Type == corev1.PodReady })
+	switch {
+	case i < 0:
+		p.Status.Conditions = append(p.Status.Conditions, corev1.PodCondition{Type: corev1.PodReady, Status: ready, LastTransitionTime: at})
+	case p.Status.Conditions[i].Status != ready:
+		p.Status.Conditions[i].Status, p.Status.Conditions[i].LastTransitionTime = ready, at
+	}
+	return !equality.Semantic.DeepEqual(before, &p.Status)
+}
+
+// gatesTrue reports whether every readiness gate of a pod has its condition
+// True.
+func gatesTrue(p *corev1.Pod) bool {
+	for _, g := range p.Spec.ReadinessGates {
+		i := slices.IndexFunc(p.Status.Conditions, func(c corev1.PodCondition) bool { return c.Type == g.ConditionType })
+		if i < 0 || p.Status.Conditions[i].Status != corev1.ConditionTrue {
+			return false
+		}
+	}
+	return true
 }
 
 // fail makes a pod's process exit: phase Failed, not ready.
@@ -195,17 +295,29 @@ type podWatch struct {
 	stop context.CancelFunc
 	done chan struct{}
 
-	mu        sync.Mutex
-	pods      map[string]*corev1.Pod
-	monitors  map[string]*rollouttest.Monitor
-	strategy  map[string]rollout.Strategy
-	creates   int
-	deletes   int
+	mu       sync.Mutex
+	pods     map[string]*corev1.Pod
+	monitors map[string]*rollouttest.Monitor
+	strategy map[string]rollout.Strategy
+	creates  int
+	deletes  int
+	// moved counts pods whose revision label changed under the same UID (in
+	// place).
+	moved int
+	// serving: also check, at every event, that each pool keeps n -
+	// maxUnavailable replicas serving (servingFloor); for tests where the
+	// kubelet takes no pod down.
+	serving   bool
 	replaced  map[string]bool // ReplacementFor values seen
 	events    int
 	violation error
 	// spec is the spec the strategies are derived from; set with expect.
 	spec servingv1.ModelServingSpec
+	// history caches the revision history (revisions); staleHistory: it is
+	// listed again on every event until its newest entry is not staleTarget.
+	history      []string
+	staleHistory bool
+	staleTarget  string
 }
 
 // watchPods starts watching ms's pods; call before creating ms. Stop it with
@@ -259,6 +371,30 @@ func (pw *podWatch) expect(spec servingv1.ModelServingSpec) {
 	pw.mu.Lock()
 	defer pw.mu.Unlock()
 	pw.spec = *spec.DeepCopy()
+	pw.staleHistory = true
+	pw.staleTarget = ""
+	if n := len(pw.history); n > 0 {
+		pw.staleTarget = pw.history[n-1]
+	}
+}
+
+// revisions returns the ModelServing's revision history, listed again only when
+// it may have changed: until a spec change (expect) shows a new target, or when
+// a pod runs a revision the history lacks. Listing on every event made the
+// watch fall minutes behind a 400-pod rollout.
+func (pw *podWatch) revisions(ctx context.Context, pod *corev1.Pod) ([]string, error) {
+	if len(pw.history) > 0 && !pw.staleHistory && (pod == nil || slices.Contains(pw.history, pod.Labels[servingv1.LabelRevision])) {
+		return pw.history, nil
+	}
+	h, err := revisionHistory(ctx, pw.ms)
+	if err != nil {
+		return nil, err
+	}
+	pw.history = h
+	if n := len(h); n > 0 && h[n-1] != pw.staleTarget {
+		pw.staleHistory = false
+	}
+	return h, nil
 }
 
 func (pw *podWatch) handle(ctx context.Context, ev watch.Event) {
@@ -280,6 +416,9 @@ func (pw *podWatch) handle(ctx context.Context, ev watch.Event) {
 		pw.creates++
 		pw.pods[pod.Name] = pod
 	case watch.Modified:
+		if old := pw.pods[pod.Name]; old != nil && old.UID == pod.UID && old.Labels[servingv1.LabelRevision] != pod.Labels[servingv1.LabelRevision] {
+			pw.moved++
+		}
 		pw.pods[pod.Name] = pod
 	case watch.Deleted:
 		pw.deletes++
@@ -288,7 +427,7 @@ func (pw *podWatch) handle(ctx context.Context, ev watch.Event) {
 	if pw.violation != nil || pw.spec.Replicas == nil {
 		return
 	}
-	history, err := revisionHistory(ctx, pw.ms)
+	history, err := pw.revisions(ctx, pod)
 	if err != nil || len(history) == 0 {
 		return // the ModelServing is gone, or has no revision yet
 	}
@@ -312,6 +451,84 @@ func (pw *podWatch) handle(ctx context.Context, ev watch.Event) {
 			return
 		}
 	}
+	if pw.serving {
+		if err := servingFloor(pw.spec, slices.Collect(mapsValues(pw.pods)), history); err != nil {
+			pw.violation = fmt.Errorf("event %d (%s %s): %w\npods:\n%s", pw.events, ev.Type, pod.Name, err, describePods(pw.pods))
+		}
+	}
+}
+
+// servingFloor checks that every pool keeps n - maxUnavailable replicas serving
+// (per column in Group mode): pods ready by their readiness gates whose
+// containers all report the spec's image and are ready. Unlike Monitor's floor,
+// which forgives pods the world took down, it holds the controller to the
+// budget when the world takes none down, so an in-place update that the
+// controller did not count would show.
+func servingFloor(spec servingv1.ModelServingSpec, pods []*corev1.Pod, history []string) error {
+	serving := withReady(pods, func(p *corev1.Pod) bool {
+		for _, c := range p.Spec.Containers {
+			i := slices.IndexFunc(p.Status.ContainerStatuses, func(s corev1.ContainerStatus) bool { return s.Name == c.Name })
+			if i < 0 || !p.Status.ContainerStatuses[i].Ready || p.Status.ContainerStatuses[i].Image != c.Image {
+				return false
+			}
+		}
+		return true
+	})
+	pools, err := observedPools(spec, serving, history, time.Now())
+	if err != nil {
+		return err
+	}
+	for _, p := range pools {
+		b, err := rollout.ResolveBudget(p.strategy.MaxUnavailable, p.strategy.MaxSurge, p.strategy.Replicas)
+		if err != nil {
+			return err
+		}
+		per := map[string]int{}
+		for _, c := range p.strategy.Columns {
+			per[c] = 0
+		}
+		if p.strategy.Mode != rollout.Group {
+			per = map[string]int{"": 0}
+		}
+		for _, r := range rollouttest.Counted(p.replicas) {
+			if rollouttest.Available(r) {
+				if p.strategy.Mode == rollout.Group {
+					per[r.Column]++
+				} else {
+					per[""]++
+				}
+			}
+		}
+		for _, col := range slices.Sorted(maps.Keys(per)) {
+			if floor := p.strategy.Replicas - b.MaxUnavailable; per[col] < floor {
+				if col != "" {
+					col = " column " + col
+				}
+				return fmt.Errorf("pool %q%s: %d replicas serving, below %d (n=%d, maxUnavailable=%d)", p.name, col, per[col], floor, p.strategy.Replicas, b.MaxUnavailable)
+			}
+		}
+	}
+	return nil
+}
+
+// withReady returns pods with those that ok refuses marked not ready (copies).
+func withReady(pods []*corev1.Pod, ok func(*corev1.Pod) bool) []*corev1.Pod {
+	out := make([]*corev1.Pod, len(pods))
+	for i, p := range pods {
+		out[i] = p
+		if !isReady(p) || ok(p) {
+			continue
+		}
+		cp := *p
+		cp.Status.Conditions = slices.Clone(p.Status.Conditions)
+		for j := range cp.Status.Conditions {
+			if cp.Status.Conditions[j].Type == corev1.PodReady {
+				cp.Status.Conditions[j].Status = corev1.ConditionFalse
+			}
+		}
+		out[i] = &cp
+	}
+	return out
 }
 
 func mapsValues(m map[string]*corev1.Pod) func(func(*corev1.Pod) bool) {
@@ -431,9 +648,12 @@ func observedPools(spec servingv1.ModelServingSpec, pods []*corev1.Pod, history 
 }
 
 // fromPodsWithRecovery reads pods with rollout.FromPods and sets recovery's
-// fields from the documented annotations (a gang's from any member).
+// fields from the documented annotations (a gang's from any member). A pod is
+// read as Kubernetes defines readiness: ready only when its readiness gates'
+// conditions are True too (the Ready condition catches up with a gate only when
+// the kubelet next writes it).
 func fromPodsWithRecovery(pods []*corev1.Pod, opts rollout.PodOptions) ([]rollout.Replica, error) {
-	reps, err := rollout.FromPods(pods, opts)
+	reps, err := rollout.FromPods(withReady(pods, gatesTrue), opts)
 	if err != nil {
 		return nil, err
 	}
@@ -488,6 +708,20 @@ func (pw *podWatch) finish() (creates, deletes int) {
 	return pw.creates, pw.deletes
 }
 
+// counts returns the creates, deletes and in-place revision changes seen so far.
+func (pw *podWatch) counts() (creates, deletes, moved int) {
+	pw.mu.Lock()
+	defer pw.mu.Unlock()
+	return pw.creates, pw.deletes, pw.moved
+}
+
+// checkServing turns the serving floor check (servingFloor) on or off.
+func (pw *podWatch) checkServing(on bool) {
+	pw.mu.Lock()
+	defer pw.mu.Unlock()
+	pw.serving = on
+}
+
 // converged checks the end state with rollouttest.Converged (whole rows in Group
 // mode).
 func (pw *podWatch) converged() error {
@@ -537,8 +771,9 @@ func podCount(spec servingv1.ModelServingSpec) int {
 	return n * int(*spec.Replicas)
 }
 
-// TestModelServingRollsOutInEveryMode: a fresh deploy, then a new image rolled out
-// to every pod, in each mode, with the watch checking every pod event; each pod
+// TestModelServingRollsOutInEveryMode: a fresh deploy, then a new image and
+// environment (more than images: pods are recreated) rolled out to every pod,
+// in each mode, with the watch checking every pod event; each pod
 // is created once per revision and deleted once (the minimum), and the end
 // state is converged.
 func TestModelServingRollsOutInEveryMode(t *testing.T) {
@@ -553,7 +788,7 @@ func TestModelServingRollsOutInEveryMode(t *testing.T) {
 				RolloutStrategy: servingv1.RolloutStrategy{Mode: mode, MaxUnavailable: intOrStr(intstr.FromInt(1)), MaxSurge: intOrStr(intstr.FromInt(0))}})
 			*ms = *newModelServing(t, ns, name, mode, 3, "engine:v1")
 			waitRolledOut(t, ms, pw, 60*time.Second)
-			editModelServing(t, ms, func(m *servingv1.ModelServing) { setImage("engine:v2")(m); pw.expect(m.Spec) })
+			editModelServing(t, ms, func(m *servingv1.ModelServing) { setImageAndEnv("engine:v2")(m); pw.expect(m.Spec) })
 			waitRolledOut(t, ms, pw, 90*time.Second)
 			creates, deletes := pw.finish()
 			n := podCount(ms.Spec)
@@ -719,7 +954,7 @@ func TestModelServingPartitionPausesAndResumes(t *testing.T) {
 func TestModelServingOperatorRestartedMidRollout(t *testing.T) {
 	ns := newNamespace(t)
 	ms, pw, _ := deploy(t, ns, "restart", servingv1.RollingMode, 4, 400*time.Millisecond)
-	editModelServing(t, ms, func(m *servingv1.ModelServing) { setImage("engine:v2")(m); pw.expect(m.Spec) })
+	editModelServing(t, ms, func(m *servingv1.ModelServing) { setImageAndEnv("engine:v2")(m); pw.expect(m.Spec) })
 	eventually(t, "the rollout under way", func() error {
 		cur := getMS(t, ms)
 		if cur.Status.UpdateRevision == "" || cur.Status.UpdateRevision == cur.Status.CurrentRevision && cur.Generation == cur.Status.ObservedGeneration && len(msPods(t, ms)) == 1 {

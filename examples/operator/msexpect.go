@@ -6,10 +6,12 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
+
+	servingv1 "github.com/kplan-dev/kplan/examples/api/serving/v1alpha1"
 )
 
-// expectations remembers, per ModelServing, the pods the controller created or
-// deleted that its cache has not shown yet, as Kubernetes' controllers do: a
+// expectations remembers, per ModelServing, the pods the controller created,
+// deleted or updated in place that its cache has not shown yet, as Kubernetes' controllers do: a
 // reconcile plans only once the cache has caught up with its own writes, so a
 // lagging cache never makes it create or delete twice.
 type expectations struct {
@@ -23,6 +25,9 @@ type expectations struct {
 type pendingWrites struct {
 	creates map[types.UID]bool // created pods, until the cache lists them
 	deletes map[types.UID]bool // deleted pods, until the cache drops or marks them
+	// updates maps pods updated in place to their new revision, until the cache
+	// shows the pod with that revision label (or drops it).
+	updates map[types.UID]string
 	since   time.Time
 }
 
@@ -33,10 +38,10 @@ func newExpectations(timeout time.Duration) *expectations {
 func (e *expectations) entry(owner types.UID, now time.Time) *pendingWrites {
 	p := e.pending[owner]
 	if p == nil {
-		p = &pendingWrites{creates: map[types.UID]bool{}, deletes: map[types.UID]bool{}}
+		p = &pendingWrites{creates: map[types.UID]bool{}, deletes: map[types.UID]bool{}, updates: map[types.UID]string{}}
 		e.pending[owner] = p
 	}
-	if len(p.creates) == 0 && len(p.deletes) == 0 {
+	if p.empty() {
 		p.since = now
 	}
 	return p
@@ -56,6 +61,17 @@ func (e *expectations) deleted(owner, pod types.UID, now time.Time) {
 	e.entry(owner, now).deletes[pod] = true
 }
 
+// updated records a pod the controller moved to revision rev in place.
+func (e *expectations) updated(owner, pod types.UID, rev string, now time.Time) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.entry(owner, now).updates[pod] = rev
+}
+
+func (p *pendingWrites) empty() bool {
+	return len(p.creates) == 0 && len(p.deletes) == 0 && len(p.updates) == 0
+}
+
 // satisfied reports whether the cache's pods of owner show every write the
 // controller made, forgetting those it shows; expectations older than the
 // timeout are dropped.
@@ -67,8 +83,10 @@ func (e *expectations) satisfied(owner types.UID, pods []*corev1.Pod, now time.T
 		return true
 	}
 	live := make(map[types.UID]bool, len(pods))
+	revs := make(map[types.UID]string, len(pods))
 	for _, pod := range pods {
 		live[pod.UID] = pod.DeletionTimestamp == nil
+		revs[pod.UID] = pod.Labels[servingv1.LabelRevision]
 	}
 	for uid := range p.creates {
 		if _, ok := live[uid]; ok {
@@ -80,7 +98,12 @@ func (e *expectations) satisfied(owner types.UID, pods []*corev1.Pod, now time.T
 			delete(p.deletes, uid)
 		}
 	}
-	if len(p.creates) == 0 && len(p.deletes) == 0 {
+	for uid, rev := range p.updates {
+		if got, ok := revs[uid]; !ok || !live[uid] || got == rev {
+			delete(p.updates, uid)
+		}
+	}
+	if p.empty() {
 		delete(e.pending, owner)
 		return true
 	}

@@ -2,7 +2,7 @@
 //
 //	go -C examples run ./quickstart
 //
-// It walks through six plans, each computed by one library call from plain values,
+// It walks through seven plans, each computed by one library call from plain values,
 // exactly as a controller or webhook would call it:
 //
 //  1. ranktable: the design's scenario (two pods with 8 NPUs each on servers
@@ -11,10 +11,14 @@
 //  3. rollout: a group (rows x columns) rolling update, reconcile by reconcile;
 //  4. revision: a ConfigMapSet partition plan, and its rollback;
 //  5. rdma: a joint GPU + RDMA allocation on one PCIe root;
-//  6. webhookpatch: the JSON patch a mutating webhook returns for a new pod.
+//  6. webhookpatch: the JSON patch a mutating webhook returns for a new pod;
+//  7. the example operator: a ModelServing and its pods part-way through an
+//     in-place image rollout, printed as kubectl get -o yaml prints them and
+//     planned from that YAML as kplan rollout plans it.
 //
 // Each scenario is in the file named for its package (ranktable.go, rollout.go,
-// revision.go, rdma.go, webhookpatch.go); this file only runs them in order.
+// revision.go, rdma.go, webhookpatch.go) or, for the operator, modelserving.go;
+// this file only runs them in order.
 //
 // The output is deterministic (the clock is a fixed parameter), so it is checked by a
 // golden test: examples/testdata/quickstart/output.txt.
@@ -55,6 +59,7 @@ func run(w io.Writer) error {
 		{"4. revision: a ConfigMapSet partition plan", configMapSet},
 		{"5. rdma: a joint GPU + RDMA allocation", jointAllocation},
 		{"6. webhookpatch: the patch a mutating webhook returns", webhookPatch},
+		{"7. operator: a ModelServing rollout as kplan rollout sees it", modelServingRollout},
 	}
 	for i, s := range sections {
 		if i > 0 {

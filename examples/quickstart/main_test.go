@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"sigs.k8s.io/yaml"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files")
@@ -45,6 +47,9 @@ func TestOutput(t *testing.T) {
 		"PodsRolledBack",                      // partition 100% rolls back
 		"VF 0000:18:00.2 of PF 0000:18:00.0 on pci0000:17",
 		"second invocation: 0 operations",
+		"qwen-1 waits: not available yet",               // operator: the in-place update spends the budget
+		"qwen-2 waits: maxUnavailable budget exhausted", // so the last group waits
+		"== 7. operator",
 	} {
 		if !strings.Contains(out.String(), fact) {
 			t.Errorf("output lacks %q", fact)
@@ -53,6 +58,41 @@ func TestOutput(t *testing.T) {
 	for i, line := range strings.Split(out.String(), "\n") {
 		if strings.TrimRight(line, " ") != line {
 			t.Errorf("line %d has trailing spaces: %q", i+1, line)
+		}
+	}
+}
+
+// TestOperatorYAMLIsTheCLIInput: the operator section's ModelServing and pods,
+// as printed, are the files kplan rollout's golden case
+// rollout-modelserving-inplace reads (rewritten with -update), so the CLI is
+// checked on the same input the quickstart plans.
+func TestOperatorYAMLIsTheCLIInput(t *testing.T) {
+	ms, list, err := msObjects()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []struct {
+		path string
+		obj  any
+	}{
+		{"../testdata/cli/manifests/rollout/quickstart-modelserving.yaml", ms},
+		{"../testdata/cli/manifests/rollout/quickstart-modelserving-pods.yaml", list},
+	} {
+		got, err := yaml.Marshal(f.obj)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if *update {
+			if err := os.WriteFile(f.path, got, 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		want, err := os.ReadFile(f.path)
+		if err != nil {
+			t.Fatalf("%v (run with -update to create it)", err)
+		}
+		if !bytes.Equal(got, want) {
+			t.Errorf("%s differs from the quickstart's objects (run go test -update)", f.path)
 		}
 	}
 }

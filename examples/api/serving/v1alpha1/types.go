@@ -40,6 +40,25 @@ const (
 	AnnotationSwappedAt = "serving.examples.kplan.dev/swapped-at"
 )
 
+// In-place image updates. When a pod's new revision differs from its current one
+// only in container images, the operator changes the pod's images in place
+// instead of recreating it. Every pod it creates lists PodConditionImagesReady
+// among its readiness gates, and the kubelet reports a pod ready only when every
+// gate's condition is True: the operator sets the condition False before it
+// changes the images, and True once every container reports the new image and
+// is ready, so a pod whose containers restart never counts as available.
+const (
+	// PodConditionImagesReady is the pod condition (and readiness gate) the
+	// operator owns: False while the pod's images are being replaced in place.
+	PodConditionImagesReady corev1.PodConditionType = "serving.examples.kplan.dev/images-ready"
+	// AnnotationInPlaceUpdate records the pod's last in-place update: a JSON
+	// object with the revision it moved to and the image IDs the updated
+	// containers ran before ({"revision": "...", "imageIDs": {"engine": "..."}}).
+	// A container that reports the new image, or another image ID than that, has
+	// been restarted on the new image.
+	AnnotationInPlaceUpdate = "serving.examples.kplan.dev/in-place-update"
+)
+
 // AnnotationRanktableTemplate on a ModelServing names the ranktable template its
 // pods' rank tables are to be rendered with (kthena's annotation). The example
 // operator's ranktable controller reads it from StatefulSets only, so far.

@@ -4,6 +4,7 @@ import (
 	"flag"
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 	"text/tabwriter"
 
@@ -25,7 +26,9 @@ and optionally one StatefulSet, which gives the target revision
 (status.updateRevision), the replicas and maxUnavailable, and selects its pods;
 or one ModelServing (serving.examples.kplan.dev, the examples operator's), which
 gives the mode, labels, target, budgets, partition and minReadySeconds and selects
-its pods: in Rolling and Lockstep mode one role's pods (--role), planned alone.
+its pods: in Rolling and Lockstep mode one role's pods (--role), planned alone;
+its pods are read as the operator reads them (not ready while a readiness gate,
+such as the operator's during an in-place image update, is not True).
 --target, --replicas, --max-unavailable, --max-surge, --latest-ratio, --history
 and --min-ready-seconds, when given, win over the object's fields.
 Prints the next step: replicas to update in place, create and delete, and why
@@ -344,7 +347,8 @@ func fromStatefulSet(obj *manifest.Object, o *options, s *rollout.Strategy, pods
 
 // fromModelServing takes the ModelServing's pods (one role's in Rolling and
 // Lockstep mode), mode, labels, target revision, replicas, budgets, partition
-// and minReadySeconds; flags given explicitly win.
+// and minReadySeconds from servingv1.RolloutPools, the operator's mapping;
+// flags given explicitly win.
 func fromModelServing(obj *manifest.Object, o *options, s *rollout.Strategy, opts *rollout.PodOptions, pods []*corev1.Pod, podObjs []*manifest.Object) ([]*corev1.Pod, []*manifest.Object, error) {
 	ms := &servingv1.ModelServing{}
 	if err := obj.Decode(ms); err != nil {
@@ -353,84 +357,70 @@ func fromModelServing(obj *manifest.Object, o *options, s *rollout.Strategy, opt
 	if len(ms.Spec.Roles) == 0 {
 		return nil, nil, obj.Errorf("spec.roles is empty")
 	}
+	if o.role != "" && !slices.ContainsFunc(ms.Spec.Roles, func(r servingv1.Role) bool { return r.Name == o.role }) {
+		return nil, nil, usagef("--role %q: %s has no such role", o.role, obj)
+	}
+	switch ms.Spec.RolloutStrategy.Mode {
+	case servingv1.GangMode, servingv1.GroupMode, servingv1.RollingMode, servingv1.LockstepMode, "":
+	default:
+		return nil, nil, obj.Errorf("spec.rolloutStrategy.mode %q is not Rolling, Gang, Group or Lockstep", ms.Spec.RolloutStrategy.Mode)
+	}
+	ms.Namespace = namespaceOf(obj)
+	// Pods without a namespace are in the default one, as kubectl reads them.
+	byPod := map[*corev1.Pod]*manifest.Object{}
+	for i, p := range pods {
+		byPod[p] = podObjs[i]
+	}
+	pools, err := servingv1.RolloutPools(ms, pods)
+	if err != nil {
+		return nil, nil, obj.Errorf("%v", err)
+	}
+	pool := pools[0]
+	for _, pl := range pools {
+		if o.role != "" && pl.Role == o.role {
+			pool = pl
+		}
+	}
+	keptPods := pool.Pods
+	keptObjs := make([]*manifest.Object, len(keptPods))
+	for i, p := range keptPods {
+		keptObjs[i] = byPod[p]
+		if keptObjs[i] == nil { // a copy ReadyByGates made: find its object by name
+			for j, q := range pods {
+				if q.Namespace == p.Namespace && q.Name == p.Name {
+					keptObjs[i] = podObjs[j]
+				}
+			}
+		}
+	}
 	set := map[string]bool{}
 	o.flags.Visit(func(f *flag.Flag) { set[f.Name] = true })
-	groups := 1
-	if ms.Spec.Replicas != nil {
-		groups = int(*ms.Spec.Replicas)
-	}
-	rs := ms.Spec.RolloutStrategy
-	role := ms.Spec.Roles[0]
-	if o.role != "" {
-		found := false
-		for _, r := range ms.Spec.Roles {
-			if r.Name == o.role {
-				role, found = r, true
-			}
-		}
-		if !found {
-			return nil, nil, usagef("--role %q: %s has no such role", o.role, obj)
-		}
-	}
-	members := int(max(role.Replicas, 1))
-	unit := 1
-	opts.Labels = rollout.PodLabels{Revision: servingv1.LabelRevision}
-	switch rs.Mode {
-	case servingv1.GangMode:
-		s.Mode, opts.Labels.Gang, opts.GangSize = rollout.Gang, servingv1.LabelGroupName, 0
-		for _, r := range ms.Spec.Roles {
-			opts.GangSize += int(max(r.Replicas, 1))
-		}
-	case servingv1.GroupMode:
-		s.Mode, opts.Labels.Column, s.Columns = rollout.Group, servingv1.LabelColumn, nil
-		for _, r := range ms.Spec.Roles {
-			for m := range max(r.Replicas, 1) {
-				s.Columns = append(s.Columns, fmt.Sprintf("%s-%d", r.Name, m))
-			}
-		}
-	case servingv1.RollingMode, servingv1.LockstepMode, "":
-		s.Mode, unit = rollout.Rolling, members
-	default:
-		return nil, nil, obj.Errorf("spec.rolloutStrategy.mode %q is not Rolling, Gang, Group or Lockstep", rs.Mode)
-	}
-	var keptPods []*corev1.Pod
-	var keptObjs []*manifest.Object
-	for i, p := range pods {
-		if p.Namespace != namespaceOf(obj) || p.Labels[servingv1.LabelName] != ms.Name {
-			continue
-		}
-		if s.Mode == rollout.Rolling && p.Labels[servingv1.LabelRole] != role.Name {
-			continue
-		}
-		keptPods, keptObjs = append(keptPods, p), append(keptObjs, podObjs[i])
-	}
+	st := pool.Strategy
+	s.Mode, s.Columns = st.Mode, st.Columns
+	*opts = pool.Options
 	if !set["target"] {
-		s.TargetRevision = ms.Status.UpdateRevision
+		s.TargetRevision = st.TargetRevision
 		if s.TargetRevision == "" {
 			return nil, nil, obj.Errorf("status.updateRevision is empty: give --target")
 		}
 	}
-	if !set["history"] && ms.Status.CurrentRevision != "" && ms.Status.CurrentRevision != ms.Status.UpdateRevision {
-		s.History = []string{ms.Status.CurrentRevision, ms.Status.UpdateRevision}
+	if !set["history"] && st.History != nil {
+		s.History = st.History
 	}
 	if !set["replicas"] {
-		s.Replicas = groups * unit
+		s.Replicas = st.Replicas
 	}
-	if !set["max-unavailable"] && rs.MaxUnavailable != nil {
-		s.MaxUnavailable = rs.MaxUnavailable
+	if !set["max-unavailable"] && st.MaxUnavailable != nil {
+		s.MaxUnavailable = st.MaxUnavailable
 	}
-	if !set["max-surge"] && rs.MaxSurge != nil {
-		s.MaxSurge = rs.MaxSurge
+	if !set["max-surge"] && st.MaxSurge != nil {
+		s.MaxSurge = st.MaxSurge
 	}
 	if !set["latest-ratio"] {
-		r, err := servingv1.LatestRatio(rs.Partition, groups, unit)
-		if err != nil {
-			return nil, nil, obj.Errorf("%v", err)
-		}
-		s.LatestRatio = r
+		s.LatestRatio = st.LatestRatio
 	}
-	if !set["min-ready-seconds"] {
-		opts.MinReadySeconds = rs.MinReadySeconds
+	if set["min-ready-seconds"] {
+		opts.MinReadySeconds = int32(o.minReadySeconds)
 	}
 	return keptPods, keptObjs, nil
 }

@@ -1,0 +1,170 @@
+package v1alpha1
+
+import (
+	"fmt"
+	"slices"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/kplan-dev/kplan/rollout"
+)
+
+// RolloutPool is one pool of a ModelServing's rollout as package rollout reads
+// it: the pods, the strategy to plan them with and the options to read them with
+// (rollout.FromPods, then rollout.Plan).
+//
+// +kubebuilder:object:generate=false
+type RolloutPool struct {
+	// Role is the pool's role in Rolling and Lockstep mode (each role is a pool
+	// of single pods, Lockstep planning the pools together); empty in Gang mode
+	// (one pool of serving groups) and Group mode (one pool whose columns are
+	// <role>-<member index>).
+	Role string
+	// Pods are the pool's pods, in the order given, read as readiness gates make
+	// them: a pod whose readiness gates' conditions are not all True is not ready,
+	// whatever its Ready condition says (the kubelet writes that later). Such
+	// pods are copies; the others are the pods given.
+	Pods []*corev1.Pod
+	// Strategy is the pool's strategy: the mode, status.updateRevision as the
+	// target (empty when the status has none), status.currentRevision and
+	// status.updateRevision as the history when they differ, the budgets, the
+	// partition as LatestRatio, the replica count and, in Group mode, the
+	// columns.
+	Strategy rollout.Strategy
+	// Options are the labels (LabelRevision, and LabelGroupName as the gang in
+	// Gang mode or LabelColumn as the column in Group mode), the gang size and
+	// minReadySeconds; the caller sets Now when MinReadySeconds is above 0.
+	Options rollout.PodOptions
+}
+
+// RolloutPools maps a ModelServing and its pods onto package rollout's pools the
+// way the example operator plans them: pods of ms are those in its namespace
+// whose LabelName is its name (others are left out); a role's members per group
+// count as at least 1. Rolling and Lockstep mode give one pool per role, in
+// spec.roles order; Gang and Group mode one pool. It returns an error naming the
+// field when ms has no roles, an unknown mode or a partition that is not an
+// integer or a percent.
+func RolloutPools(ms *ModelServing, pods []*corev1.Pod) ([]RolloutPool, error) {
+	if ms == nil {
+		return nil, fmt.Errorf("modelserving: nil")
+	}
+	if len(ms.Spec.Roles) == 0 {
+		return nil, fmt.Errorf("ModelServing %s/%s: spec.roles is empty", ms.Namespace, ms.Name)
+	}
+	groups := 1
+	if ms.Spec.Replicas != nil {
+		groups = int(*ms.Spec.Replicas)
+	}
+	rs := ms.Spec.RolloutStrategy
+	base := rollout.Strategy{TargetRevision: ms.Status.UpdateRevision, MaxUnavailable: rs.MaxUnavailable, MaxSurge: rs.MaxSurge}
+	if cur := ms.Status.CurrentRevision; cur != "" && cur != ms.Status.UpdateRevision {
+		base.History = []string{cur, ms.Status.UpdateRevision}
+	}
+	opts := rollout.PodOptions{Labels: rollout.PodLabels{Revision: LabelRevision}, MinReadySeconds: rs.MinReadySeconds}
+	var mine []*corev1.Pod
+	for _, p := range pods {
+		if p != nil && p.Namespace == ms.Namespace && p.Labels[LabelName] == ms.Name {
+			mine = append(mine, p)
+		}
+	}
+	mine = ReadyByGates(mine)
+	members := func(r Role) int { return int(max(r.Replicas, 1)) }
+	latest := func(unit int) (rollout.Strategy, error) {
+		st := base
+		var err error
+		if st.LatestRatio, err = LatestRatio(rs.Partition, groups, unit); err != nil {
+			return st, fmt.Errorf("ModelServing %s/%s: %w", ms.Namespace, ms.Name, err)
+		}
+		return st, nil
+	}
+	switch rs.Mode {
+	case GangMode:
+		st, err := latest(1)
+		if err != nil {
+			return nil, err
+		}
+		st.Mode, st.Replicas = rollout.Gang, groups
+		o := opts
+		o.Labels.Gang = LabelGroupName
+		for _, r := range ms.Spec.Roles {
+			o.GangSize += members(r)
+		}
+		return []RolloutPool{{Pods: mine, Strategy: st, Options: o}}, nil
+	case GroupMode:
+		st, err := latest(1)
+		if err != nil {
+			return nil, err
+		}
+		st.Mode, st.Replicas = rollout.Group, groups
+		for _, r := range ms.Spec.Roles {
+			for m := range members(r) {
+				st.Columns = append(st.Columns, fmt.Sprintf("%s-%d", r.Name, m))
+			}
+		}
+		o := opts
+		o.Labels.Column = LabelColumn
+		return []RolloutPool{{Pods: mine, Strategy: st, Options: o}}, nil
+	case RollingMode, LockstepMode, "":
+		var out []RolloutPool
+		for _, r := range ms.Spec.Roles {
+			st, err := latest(members(r))
+			if err != nil {
+				return nil, err
+			}
+			st.Mode, st.Replicas = rollout.Rolling, groups*members(r)
+			var rolePods []*corev1.Pod
+			for _, p := range mine {
+				if p.Labels[LabelRole] == r.Name {
+					rolePods = append(rolePods, p)
+				}
+			}
+			out = append(out, RolloutPool{Role: r.Name, Pods: rolePods, Strategy: st, Options: opts})
+		}
+		return out, nil
+	default:
+		return nil, fmt.Errorf("ModelServing %s/%s: spec.rolloutStrategy.mode %q is not Rolling, Gang, Group or Lockstep", ms.Namespace, ms.Name, rs.Mode)
+	}
+}
+
+// ReadyByGates returns pods as Kubernetes defines readiness: a pod is ready when
+// its containers are and every readiness gate's condition is True. A pod whose
+// Ready condition is True while a gate's is not (the kubelet has not caught up
+// with the gate yet) is returned as a copy with Ready False since the gate's
+// last transition; the others are returned as given.
+func ReadyByGates(pods []*corev1.Pod) []*corev1.Pod {
+	out := make([]*corev1.Pod, len(pods))
+	for i, p := range pods {
+		out[i] = p
+		if p == nil || len(p.Spec.ReadinessGates) == 0 {
+			continue
+		}
+		ready := slices.IndexFunc(p.Status.Conditions, func(c corev1.PodCondition) bool { return c.Type == corev1.PodReady })
+		if ready < 0 || p.Status.Conditions[ready].Status != corev1.ConditionTrue {
+			continue
+		}
+		since := p.CreationTimestamp
+		open := true
+		for _, g := range p.Spec.ReadinessGates {
+			j := slices.IndexFunc(p.Status.Conditions, func(c corev1.PodCondition) bool { return c.Type == g.ConditionType })
+			if j < 0 {
+				open = false
+				continue
+			}
+			if c := p.Status.Conditions[j]; c.Status != corev1.ConditionTrue {
+				open = false
+				if c.LastTransitionTime.After(since.Time) {
+					since = c.LastTransitionTime
+				}
+			}
+		}
+		if open {
+			continue
+		}
+		cp := *p
+		cp.Status.Conditions = slices.Clone(p.Status.Conditions)
+		cp.Status.Conditions[ready].Status = corev1.ConditionFalse
+		cp.Status.Conditions[ready].LastTransitionTime = since
+		out[i] = &cp
+	}
+	return out
+}

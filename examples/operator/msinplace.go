@@ -1,0 +1,245 @@
+package operator
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"slices"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	servingv1 "github.com/kplan-dev/kplan/examples/api/serving/v1alpha1"
+)
+
+// In-place image updates. A pod whose revision changes only in container images
+// (the two revisions' templates, as the ControllerRevisions hold them, are equal
+// but for containers' images) keeps its name and UID: the controller sets its
+// readiness gate servingv1.PodConditionImagesReady False, then patches the images,
+// the revision label and servingv1.AnnotationInPlaceUpdate; the kubelet restarts
+// the changed containers. Once every changed container reports the new image (or
+// another image ID than before) and is ready, the controller sets the gate True
+// and the kubelet reports the pod ready again. Until then the controller reads
+// the pod as not ready, whatever its Ready condition still says, so the step's
+// availability budget covers the update as it covers a recreate.
+
+// inPlaceUpdateRecord is the value of servingv1.AnnotationInPlaceUpdate.
+type inPlaceUpdateRecord struct {
+	Revision string            `json:"revision"`
+	ImageIDs map[string]string `json:"imageIDs"`
+}
+
+// imageChanges returns, when templates from and to differ only in their
+// containers' images, the new images by container name (empty when they are
+// equal); false when anything else differs.
+func imageChanges(from, to corev1.PodTemplateSpec) (map[string]string, bool) {
+	if len(from.Spec.Containers) != len(to.Spec.Containers) {
+		return nil, false
+	}
+	images := map[string]string{}
+	cp := to.DeepCopy()
+	for i := range cp.Spec.Containers {
+		c, f := &cp.Spec.Containers[i], from.Spec.Containers[i]
+		if c.Name != f.Name {
+			return nil, false
+		}
+		if c.Image != f.Image {
+			images[c.Name] = c.Image
+			c.Image = f.Image
+		}
+	}
+	if !equality.Semantic.DeepEqual(from, *cp) {
+		return nil, false
+	}
+	return images, true
+}
+
+// hasImagesGate reports whether pod lists the operator's readiness gate (pods
+// created before the gate existed cannot get it: readiness gates are immutable).
+func hasImagesGate(p *corev1.Pod) bool {
+	return slices.ContainsFunc(p.Spec.ReadinessGates, func(g corev1.PodReadinessGate) bool {
+		return g.ConditionType == servingv1.PodConditionImagesReady
+	})
+}
+
+// addImagesGate adds the operator's readiness gate to a pod spec.
+func addImagesGate(spec *corev1.PodSpec) {
+	for _, g := range spec.ReadinessGates {
+		if g.ConditionType == servingv1.PodConditionImagesReady {
+			return
+		}
+	}
+	spec.ReadinessGates = append(spec.ReadinessGates, corev1.PodReadinessGate{ConditionType: servingv1.PodConditionImagesReady})
+}
+
+// inPlaceRecord reads a pod's in-place update record; nil without a valid one.
+func inPlaceRecord(p *corev1.Pod) *inPlaceUpdateRecord {
+	v, ok := p.Annotations[servingv1.AnnotationInPlaceUpdate]
+	if !ok {
+		return nil
+	}
+	var rec inPlaceUpdateRecord
+	if json.Unmarshal([]byte(v), &rec) != nil {
+		return nil
+	}
+	return &rec
+}
+
+// imagesUpdated reports whether every container of an in-place update runs the
+// new image and is ready.
+func imagesUpdated(p *corev1.Pod, rec *inPlaceUpdateRecord) bool {
+	for _, c := range p.Spec.Containers {
+		before, changed := rec.ImageIDs[c.Name]
+		if !changed {
+			continue
+		}
+		i := slices.IndexFunc(p.Status.ContainerStatuses, func(s corev1.ContainerStatus) bool { return s.Name == c.Name })
+		if i < 0 {
+			return false
+		}
+		s := p.Status.ContainerStatuses[i]
+		if !s.Ready || (s.Image != c.Image && (s.ImageID == "" || s.ImageID == before)) {
+			return false
+		}
+	}
+	return true
+}
+
+// releaseGates sets the readiness gate True on every pod that waits for nothing:
+// a new pod (no condition yet), or one whose in-place update is done (or never
+// happened: the images write failed after the gate was set False). It returns
+// whether it wrote anything.
+func (r *ModelServingReconciler) releaseGates(ctx context.Context, pods []*corev1.Pod, now time.Time) (bool, error) {
+	wrote := false
+	for _, p := range pods {
+		if !hasImagesGate(p) || p.DeletionTimestamp != nil || p.Status.Phase == corev1.PodFailed || p.Status.Phase == corev1.PodSucceeded {
+			continue
+		}
+		if g := podCondition(p, servingv1.PodConditionImagesReady); g != nil && g.Status == corev1.ConditionTrue {
+			continue
+		}
+		if rec := inPlaceRecord(p); rec != nil && rec.Revision == p.Labels[servingv1.LabelRevision] && !imagesUpdated(p, rec) {
+			continue
+		}
+		if err := r.setGate(ctx, p, corev1.ConditionTrue, "ImagesReady", "", now); err != nil {
+			return wrote, err
+		}
+		wrote = true
+	}
+	return wrote, nil
+}
+
+// setGate sets a pod's readiness gate condition with a strategic merge patch of
+// the status (conditions merge by type, so the kubelet's are kept).
+func (r *ModelServingReconciler) setGate(ctx context.Context, p *corev1.Pod, status corev1.ConditionStatus, reason, msg string, now time.Time) error {
+	patch, err := json.Marshal(map[string]any{
+		"metadata": map[string]any{"uid": p.UID},
+		"status": map[string]any{"conditions": []map[string]any{{
+			"type": servingv1.PodConditionImagesReady, "status": status, "reason": reason, "message": msg,
+			"lastTransitionTime": now.UTC().Format(time.RFC3339),
+		}}},
+	})
+	if err != nil {
+		return err
+	}
+	if err := r.Client.Status().Patch(ctx, p, client.RawPatch(types.StrategicMergePatchType, patch)); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
+		return fmt.Errorf("setting pod %s condition %s: %w", p.Name, servingv1.PodConditionImagesReady, err)
+	}
+	return nil
+}
+
+// inPlaceUpdate is one pod to move to another revision in place.
+type inPlaceUpdate struct {
+	pod    *corev1.Pod
+	images map[string]string
+}
+
+// inPlace returns the in-place update that moves p to revision rev, or false when
+// p must be recreated: it lacks the gate, failed, or its revision's template
+// differs from rev's in more than images.
+func (e *msExecutor) inPlace(p *corev1.Pod, rev string) (inPlaceUpdate, bool) {
+	if !hasImagesGate(p) || p.DeletionTimestamp != nil || p.Status.Phase == corev1.PodFailed || p.Status.Phase == corev1.PodSucceeded {
+		return inPlaceUpdate{}, false
+	}
+	role := p.Labels[servingv1.LabelRole]
+	from, err := e.template(p.Labels[servingv1.LabelRevision], role)
+	if err != nil {
+		return inPlaceUpdate{}, false
+	}
+	to, err := e.template(rev, role)
+	if err != nil {
+		return inPlaceUpdate{}, false
+	}
+	images, ok := imageChanges(from, to)
+	if !ok {
+		return inPlaceUpdate{}, false
+	}
+	for name := range images {
+		if !slices.ContainsFunc(p.Spec.Containers, func(c corev1.Container) bool { return c.Name == name }) {
+			return inPlaceUpdate{}, false
+		}
+	}
+	return inPlaceUpdate{pod: p, images: images}, true
+}
+
+// updateInPlace moves pods to revision rev in place: first every pod's gate is
+// set False (a gang's members all stop serving before any runs the new
+// revision), then each pod's images, revision label and record are patched.
+func (e *msExecutor) updateInPlace(ctx context.Context, ups []inPlaceUpdate, rev string) error {
+	for _, u := range ups {
+		if g := podCondition(u.pod, servingv1.PodConditionImagesReady); len(u.images) == 0 || g != nil && g.Status == corev1.ConditionFalse {
+			continue // nothing restarts, or the gate is False already
+		}
+		if err := e.r.setGate(ctx, u.pod, corev1.ConditionFalse, "UpdatingImages", "moving to revision "+rev, e.now); err != nil {
+			return err
+		}
+		e.acted = true
+	}
+	for _, u := range ups {
+		p := u.pod
+		rec := inPlaceUpdateRecord{Revision: rev, ImageIDs: map[string]string{}}
+		var containers []map[string]string
+		for _, name := range slices.Sorted(maps.Keys(u.images)) {
+			containers = append(containers, map[string]string{"name": name, "image": u.images[name]})
+			rec.ImageIDs[name] = ""
+			for _, s := range p.Status.ContainerStatuses {
+				if s.Name == name {
+					rec.ImageIDs[name] = s.ImageID
+				}
+			}
+		}
+		raw, err := json.Marshal(rec)
+		if err != nil {
+			return err
+		}
+		body := map[string]any{"metadata": map[string]any{
+			"uid":         p.UID,
+			"labels":      map[string]string{servingv1.LabelRevision: rev},
+			"annotations": map[string]string{servingv1.AnnotationInPlaceUpdate: string(raw)},
+		}}
+		if len(containers) > 0 {
+			body["spec"] = map[string]any{"containers": containers}
+		}
+		patch, err := json.Marshal(body)
+		if err != nil {
+			return err
+		}
+		if err := e.r.Client.Patch(ctx, p, client.RawPatch(types.StrategicMergePatchType, patch)); err != nil {
+			if apierrors.IsNotFound(err) {
+				continue
+			}
+			return fmt.Errorf("updating pod %s in place: %w", p.Name, err)
+		}
+		e.acted = true
+		e.r.expect.updated(e.ms.UID, p.UID, rev, e.now)
+	}
+	return nil
+}
