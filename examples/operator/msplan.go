@@ -1,6 +1,7 @@
 package operator
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 	"strconv"
@@ -57,25 +58,6 @@ func gangSize(ms *servingv1.ModelServing) int {
 
 func roleMembers(r servingv1.Role) int32 { return max(r.Replicas, 1) }
 
-func groupCount(ms *servingv1.ModelServing) int {
-	if ms.Spec.Replicas == nil {
-		return 1
-	}
-	return int(*ms.Spec.Replicas)
-}
-
-// columns lists the Group-mode columns of ms: <role>-<member> for every role and
-// member, in role order.
-func columns(ms *servingv1.ModelServing) []string {
-	var out []string
-	for _, r := range ms.Spec.Roles {
-		for m := range roleMembers(r) {
-			out = append(out, columnName(r.Name, int(m)))
-		}
-	}
-	return out
-}
-
 func columnName(role string, member int) string { return role + "-" + strconv.Itoa(member) }
 
 // podName is the name of member m of role in serving group g.
@@ -87,111 +69,62 @@ func msPodName(ms, role string, g, m int) string {
 func groupName(ms string, g int) string { return ms + "-" + strconv.Itoa(g) }
 
 // planModelServing builds the rollout input from ms's pods and plans one step.
-// history lists the revision names oldest first; update is the target.
+// The pools, budgets and labels are servingv1.RolloutPools' (what kplan rollout
+// reads too); history lists the revision names oldest first, from the
+// ControllerRevisions, and update is the target.
 func planModelServing(ms *servingv1.ModelServing, pods []*corev1.Pod, history []string, update string, now time.Time) (*msPlan, error) {
-	rs := ms.Spec.RolloutStrategy
-	mode := rs.Mode
-	if mode == "" {
-		mode = servingv1.RollingMode
+	pools, err := servingv1.RolloutPools(ms, pods)
+	if err != nil {
+		return nil, err
 	}
-	groups := groupCount(ms)
-	base := rollout.Strategy{
-		TargetRevision: update,
-		MaxUnavailable: rs.MaxUnavailable,
-		MaxSurge:       rs.MaxSurge,
-		History:        history,
+	p := &msPlan{mode: cmp.Or(ms.Spec.RolloutStrategy.Mode, servingv1.RollingMode)}
+	for _, pool := range pools {
+		st := pool.Strategy
+		st.TargetRevision, st.History = update, history
+		opts := pool.Options
+		opts.Now = now
+		reps, err := fromPods(pool.Pods, opts)
+		if err != nil {
+			return nil, inRole(pool.Role, err)
+		}
+		p.pools = append(p.pools, msPool{role: pool.Role, replicas: reps, strategy: st})
 	}
-	opts := rollout.PodOptions{
-		Labels:          rollout.PodLabels{Revision: servingv1.LabelRevision},
-		MinReadySeconds: rs.MinReadySeconds,
-		Now:             now,
+	if err := planRecovery(ms, p, now); err != nil {
+		return nil, err
 	}
-	p := &msPlan{mode: mode}
-	switch mode {
-	case servingv1.RollingMode, servingv1.LockstepMode:
-		byRole := podsByRole(pods)
-		for _, role := range ms.Spec.Roles {
-			reps, err := fromPods(byRole[role.Name], opts)
-			if err != nil {
-				return nil, fmt.Errorf("role %s: %w", role.Name, err)
-			}
-			st := base
-			st.Mode = rollout.Rolling
-			st.Replicas = groups * int(roleMembers(role))
-			if st.LatestRatio, err = servingv1.LatestRatio(rs.Partition, groups, int(roleMembers(role))); err != nil {
-				return nil, err
-			}
-			p.pools = append(p.pools, msPool{role: role.Name, replicas: reps, strategy: st})
+	if p.mode == servingv1.LockstepMode {
+		roles := make([]rollout.Role, len(p.pools))
+		for i, pl := range p.pools {
+			roles[i] = rollout.Role{Name: pl.role, Replicas: pl.replicas, Strategy: pl.strategy}
 		}
-		if err := planRecovery(ms, p, now); err != nil {
-			return nil, err
-		}
-		if mode == servingv1.LockstepMode {
-			roles := make([]rollout.Role, len(p.pools))
-			for i, pl := range p.pools {
-				roles[i] = rollout.Role{Name: pl.role, Replicas: pl.replicas, Strategy: pl.strategy}
-			}
-			ls, err := rollout.PlanLockstep(roles)
-			if err != nil {
-				return nil, err
-			}
-			p.complete = ls.Complete
-			for i := range p.pools {
-				p.pools[i].step = ls.Roles[i].Step
-			}
-			return p, nil
-		}
-	case servingv1.GangMode:
-		o := opts
-		o.Labels.Gang = servingv1.LabelGroupName
-		o.GangSize = gangSize(ms)
-		reps, err := fromPods(pods, o)
+		ls, err := rollout.PlanLockstep(roles)
 		if err != nil {
 			return nil, err
 		}
-		st := base
-		st.Mode = rollout.Gang
-		st.Replicas = groups
-		if st.LatestRatio, err = servingv1.LatestRatio(rs.Partition, groups, 1); err != nil {
-			return nil, err
+		p.complete = ls.Complete
+		for i := range p.pools {
+			p.pools[i].step = ls.Roles[i].Step
 		}
-		p.pools = []msPool{{replicas: reps, strategy: st}}
-	case servingv1.GroupMode:
-		o := opts
-		o.Labels.Column = servingv1.LabelColumn
-		reps, err := fromPods(pods, o)
-		if err != nil {
-			return nil, err
-		}
-		st := base
-		st.Mode = rollout.Group
-		st.Replicas = groups
-		st.Columns = columns(ms)
-		if st.LatestRatio, err = servingv1.LatestRatio(rs.Partition, groups, 1); err != nil {
-			return nil, err
-		}
-		p.pools = []msPool{{replicas: reps, strategy: st}}
-	default:
-		return nil, fmt.Errorf("spec.rolloutStrategy.mode: %q is not Rolling, Gang, Group or Lockstep", mode)
-	}
-	if mode == servingv1.GangMode || mode == servingv1.GroupMode {
-		if err := planRecovery(ms, p, now); err != nil {
-			return nil, err
-		}
+		return p, nil
 	}
 	p.complete = true
 	for i := range p.pools {
 		step, err := rollout.Plan(p.pools[i].replicas, p.pools[i].strategy)
 		if err != nil {
-			if p.pools[i].role != "" {
-				return nil, fmt.Errorf("role %s: %w", p.pools[i].role, err)
-			}
-			return nil, err
+			return nil, inRole(p.pools[i].role, err)
 		}
 		p.pools[i].step = step
 		p.complete = p.complete && step.Complete
 	}
 	return p, nil
+}
+
+// inRole names the role of a per-role pool in err.
+func inRole(role string, err error) error {
+	if role == "" {
+		return err
+	}
+	return fmt.Errorf("role %s: %w", role, err)
 }
 
 // fromPods is rollout.FromPods plus the recovery annotations: a replica whose
@@ -276,16 +209,6 @@ func planRecovery(ms *servingv1.ModelServing, p *msPlan, now time.Time) error {
 		}
 	}
 	return nil
-}
-
-// podsByRole groups pods by their role label.
-func podsByRole(pods []*corev1.Pod) map[string][]*corev1.Pod {
-	out := map[string][]*corev1.Pod{}
-	for _, p := range pods {
-		r := p.Labels[servingv1.LabelRole]
-		out[r] = append(out[r], p)
-	}
-	return out
 }
 
 // podSlot is where a pod sits: its role, serving group and member index.
