@@ -143,7 +143,7 @@ func (r *RanktableReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 	in := ranktable.Input{
 		Owner:    ranktable.NewOwner(&ms, modelServingGVK),
 		Template: tmpl,
-		Pods:     podPointers(pods.Items),
+		Pods:     pointers(pods.Items),
 		Expected: expected(&ms, level),
 		Now:      r.Now(),
 		Timeout:  r.Timeout,
@@ -164,7 +164,7 @@ func (r *RanktableReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 		if err := reader.List(ctx, &cms, client.InNamespace(ms.Namespace)); err != nil {
 			return err
 		}
-		in.ConfigMaps = configMapPointers(cms.Items)
+		in.ConfigMaps = pointers(cms.Items)
 		start := time.Now()
 		res, err = r.planner.Plan(in)
 		generationDuration.Observe(time.Since(start).Seconds())
@@ -273,16 +273,9 @@ func expected(ms *servingv1.ModelServing, level ranktable.Level) map[ranktable.G
 	return out
 }
 
-func podPointers(items []corev1.Pod) []*corev1.Pod {
-	out := make([]*corev1.Pod, len(items))
-	for i := range items {
-		out[i] = &items[i]
-	}
-	return out
-}
-
-func configMapPointers(items []corev1.ConfigMap) []*corev1.ConfigMap {
-	out := make([]*corev1.ConfigMap, len(items))
+// pointers returns pointers to the items of a list.
+func pointers[T any](items []T) []*T {
+	out := make([]*T, len(items))
 	for i := range items {
 		out[i] = &items[i]
 	}
