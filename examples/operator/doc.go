@@ -64,12 +64,16 @@
 // (one table per role of each serving group, ConfigMap
 // <modelserving>-<group index>-<role>-ranktable) the role's replicas, at group level
 // (one table per serving group, <modelserving>-<group index>-ranktable) the sum over
-// the roles, for the spec.replicas serving groups. So a deleted pod resets its table
-// until its replacement (same name, new UID) has its annotation, and a pod a rollout
-// recreates does the same. Pods of serving groups beyond spec.replicas (surge pods
-// of a Rolling rollout, groups being scaled away) belong to no table; a group with
-// more pods than its members (a surge pod in its slots) waits until it has exactly
-// its members.
+// the roles. The serving groups are those the ModelServing's pods are in (a Gang
+// rollout's surge group has an index beyond spec.replicas) and, while fewer than
+// spec.replicas have pods, the lowest free indexes, where the controller creates
+// groups. So a deleted pod resets its table until its replacement (same name, new
+// UID) has its annotation, and a pod a rollout recreates does the same.
+//
+// A single surge pod (Rolling, Lockstep or Group mode with maxSurge above 0) is
+// created in a slot beyond spec.replicas: its serving group never has all its
+// members, so its table never completes and its wait container never ends. Roll
+// ranktable ModelServings in Gang mode, or with maxSurge 0.
 //
 // # Differences from the design
 //

@@ -3,6 +3,7 @@ package operator
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
@@ -144,7 +145,7 @@ func (r *RanktableReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 		Owner:    ranktable.NewOwner(&ms, modelServingGVK),
 		Template: tmpl,
 		Pods:     pointers(pods.Items),
-		Expected: expected(&ms, level),
+		Expected: expected(&ms, level, pods.Items),
 		Now:      r.Now(),
 		Timeout:  r.Timeout,
 	}
@@ -254,11 +255,20 @@ func (r *RanktableReconciler) record(ms *servingv1.ModelServing, pods []corev1.P
 
 // expected returns the pods each group must have, from ms's spec: every role's
 // members in each serving group at role level, all roles' members together at
-// group level.
-func expected(ms *servingv1.ModelServing, level ranktable.Level) map[ranktable.GroupKey]int {
-	groups := 1
-	if ms.Spec.Replicas != nil {
-		groups = int(*ms.Spec.Replicas)
+// group level. The groups are those ms's pods are in (a Gang rollout's surge group
+// has an index beyond spec.replicas, and the group it replaced leaves its index
+// free) and, while fewer than spec.replicas, the lowest free indexes, where the
+// ModelServing controller creates groups.
+func expected(ms *servingv1.ModelServing, level ranktable.Level, pods []corev1.Pod) map[ranktable.GroupKey]int {
+	groups := map[int]bool{}
+	for i := range pods {
+		g, err := strconv.Atoi(pods[i].Labels[servingv1.LabelGroupIndex])
+		if err == nil && g >= 0 && pods[i].DeletionTimestamp == nil && metav1.IsControlledBy(&pods[i], ms) {
+			groups[g] = true
+		}
+	}
+	for g := 0; len(groups) < groupCount(ms); g++ {
+		groups[g] = true
 	}
 	out := map[ranktable.GroupKey]int{}
 	for g := range groups {
@@ -267,7 +277,7 @@ func expected(ms *servingv1.ModelServing, level ranktable.Level) map[ranktable.G
 			if level == ranktable.LevelRole {
 				k.Role = role.Name
 			}
-			out[k] += int(role.Replicas)
+			out[k] += int(roleMembers(role))
 		}
 	}
 	return out

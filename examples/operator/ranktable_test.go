@@ -16,10 +16,12 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	servingv1 "github.com/kplan-dev/kplan/examples/api/serving/v1alpha1"
+	"github.com/kplan-dev/kplan/examples/operator"
 	"github.com/kplan-dev/kplan/ranktable"
 )
 
@@ -560,4 +562,57 @@ func (c *racingClient) Update(ctx context.Context, obj client.Object, opts ...cl
 		c.conflicts.Add(1)
 	}
 	return err
+}
+
+// TestRanktableGangSurge: a Gang rollout with a surge serving group keeps the tables
+// whole: the surge group, whose index is beyond spec.replicas, gets the table its pod
+// mounts, and once the old group is gone the ModelServing is ranktable-ready with the
+// new group alone.
+func TestRanktableGangSurge(t *testing.T) {
+	ctx := context.Background()
+	ns := newNamespace(t)
+	startMSKubelet(t, ns, 0)
+	ms := newOwner(t, ns, "surge", 1, nil, role{"worker", 1})
+	editModelServing(t, ms, func(ms *servingv1.ModelServing) {
+		ms.Spec.RolloutStrategy = servingv1.RolloutStrategy{Mode: servingv1.GangMode,
+			MaxUnavailable: intOrStr(intstr.FromInt(0)), MaxSurge: intOrStr(intstr.FromInt(1))}
+	})
+	first := podOf("surge", "worker", 0, 0)
+	annotate(t, ns, first, deviceAnnotation(first, "192.168.3.10", "10.50.0", 2))
+	condition(t, ns, "surge", "ready before the rollout", is(metav1.ConditionTrue, operator.ReasonRanktableReady))
+
+	editModelServing(t, ms, setImage("busybox:1.37"))
+	var pod corev1.Pod
+	eventually(t, "the rollout replaced the serving group", func() error {
+		var list corev1.PodList
+		if err := admin.List(ctx, &list, client.InNamespace(ns), client.MatchingLabels{servingv1.LabelName: "surge"}); err != nil {
+			return err
+		}
+		if len(list.Items) != 1 || list.Items[0].Name == first || list.Items[0].Spec.Containers[0].Image != "busybox:1.37" {
+			return fmt.Errorf("pods %v", describePodList(list.Items))
+		}
+		pod = list.Items[0]
+		return nil
+	})
+	cmName := mountedConfigMap(&pod)
+	var cm corev1.ConfigMap
+	if err := admin.Get(ctx, types.NamespacedName{Namespace: ns, Name: cmName}, &cm); err != nil {
+		t.Fatalf("the ConfigMap %q pod %s mounts: %v", cmName, pod.Name, err)
+	}
+	annotate(t, ns, pod.Name, deviceAnnotation(pod.Name, "192.168.3.11", "10.50.0", 20))
+	condition(t, ns, "surge", "ready after the rollout", is(metav1.ConditionTrue, operator.ReasonRanktableReady, "1 ranktable groups complete"))
+	waitTable(t, ns, cmName, "the new group's table", func(tab table, raw string) error {
+		if len(tab.ServerList) != 1 || tab.ServerList[0].ServerID != "192.168.3.11" {
+			return fmt.Errorf("want the new pod's server alone: %s", trim(raw))
+		}
+		return nil
+	})
+}
+
+func describePodList(pods []corev1.Pod) []string {
+	var out []string
+	for _, p := range pods {
+		out = append(out, p.Name+"@"+p.Spec.Containers[0].Image)
+	}
+	return out
 }
