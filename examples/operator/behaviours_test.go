@@ -66,13 +66,12 @@ func waitTable(t *testing.T, ns, name, what string, check func(table, string) er
 // server of 8 devices, ranked 0-7 by device id across both pods.
 func TestRanktablePodsOfOneServerMerged(t *testing.T) {
 	ns := newNamespace(t)
-	sts := newOwner(t, ns, "shared", 2, map[string]string{ranktable.LabelRole: "worker"})
-	newPod(t, sts, "shared-worker-0", nil)
-	newPod(t, sts, "shared-worker-1", nil)
-	// worker-0 holds devices 4-7, worker-1 devices 0-3: ranks follow device ids, not pods.
-	annotate(t, ns, "shared-worker-0", devicesAnnotation("shared-worker-0", "192.168.1.10", "10.0.0", 4, 4, 5, 6, 7))
-	annotate(t, ns, "shared-worker-1", devicesAnnotation("shared-worker-1", "192.168.1.10", "10.0.0", 0, 0, 1, 2, 3))
-	waitTable(t, ns, "shared-worker-ranktable", "one merged server", func(tab table, raw string) error {
+	newOwner(t, ns, "shared", 1, nil)
+	w0, w1 := podOf("shared", "worker", 0, 0), podOf("shared", "worker", 0, 1)
+	// worker 0 holds devices 4-7, worker 1 devices 0-3: ranks follow device ids, not pods.
+	annotate(t, ns, w0, devicesAnnotation(w0, "192.168.1.10", "10.0.0", 4, 4, 5, 6, 7))
+	annotate(t, ns, w1, devicesAnnotation(w1, "192.168.1.10", "10.0.0", 0, 0, 1, 2, 3))
+	waitTable(t, ns, "shared-0-worker-ranktable", "one merged server", func(tab table, raw string) error {
 		if tab.ServerCount != "1" || len(tab.ServerList) != 1 || tab.Status != ranktable.StatusCompleted {
 			return fmt.Errorf("server_count %s, %d servers, status %s, want 1 completed server: %s", tab.ServerCount, len(tab.ServerList), tab.Status, trim(raw))
 		}
@@ -93,14 +92,14 @@ func TestRanktablePodsOfOneServerMerged(t *testing.T) {
 // its group with an event naming the pod and the devices field; no table is written.
 func TestRanktableEmptyDeviceListRejected(t *testing.T) {
 	ns := newNamespace(t)
-	sts := newOwner(t, ns, "nodev", 1, map[string]string{ranktable.LabelRole: "worker"})
-	newPod(t, sts, "nodev-worker-0", nil)
-	annotate(t, ns, "nodev-worker-0", `{"pod_name": "nodev-worker-0", "server_id": "192.168.1.10", "devices": []}`)
+	newOwner(t, ns, "nodev", 1, nil, role{"worker", 1})
+	pod := podOf("nodev", "worker", 0, 0)
+	annotate(t, ns, pod, `{"pod_name": "`+pod+`", "server_id": "192.168.1.10", "devices": []}`)
 	ev := waitEvent(t, ns, string(ranktable.ReasonGenerationFailed), "nodev")
-	if !strings.Contains(ev.Note, ns+"/nodev-worker-0") || !strings.Contains(ev.Note, "devices") {
-		t.Errorf("failure event %q does not name pod %s/nodev-worker-0 and the devices field", ev.Note, ns)
+	if !strings.Contains(ev.Note, ns+"/"+pod) || !strings.Contains(ev.Note, "devices") {
+		t.Errorf("failure event %q does not name pod %s/%s and the devices field", ev.Note, ns, pod)
 	}
-	tableIs(t, ns, "nodev-worker-ranktable", "", "the table stays empty")
+	tableIs(t, ns, "nodev-0-worker-ranktable", "", "the table stays empty")
 }
 
 // TestRanktablePodsOfOtherNamespacesIgnored: two owners of the same name, labels and
@@ -109,12 +108,12 @@ func TestRanktablePodsOfOtherNamespacesIgnored(t *testing.T) {
 	nsA, nsB := newNamespace(t), newNamespace(t)
 	servers := map[string]string{nsA: "192.168.1.10", nsB: "192.168.1.20"}
 	for _, ns := range []string{nsA, nsB} {
-		sts := newOwner(t, ns, "twin", 1, map[string]string{ranktable.LabelRole: "worker"})
-		newPod(t, sts, "twin-worker-0", nil)
-		annotate(t, ns, "twin-worker-0", deviceAnnotation("twin-worker-0", servers[ns], "10.0.0", 1))
+		newOwner(t, ns, "twin", 1, nil, role{"worker", 1})
+		pod := podOf("twin", "worker", 0, 0)
+		annotate(t, ns, pod, deviceAnnotation(pod, servers[ns], "10.0.0", 1))
 	}
 	for _, ns := range []string{nsA, nsB} {
-		waitTable(t, ns, "twin-worker-ranktable", "table of namespace "+ns, func(tab table, raw string) error {
+		waitTable(t, ns, "twin-0-worker-ranktable", "table of namespace "+ns, func(tab table, raw string) error {
 			if len(tab.ServerList) != 1 || tab.ServerList[0].ServerID != servers[ns] {
 				return fmt.Errorf("namespace %s: servers %s, want only %s", ns, trim(raw), servers[ns])
 			}
@@ -138,14 +137,10 @@ func TestRanktableReplanAfterTemplateChange(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = admin.Delete(ctx, tmpl) })
-	sts := newOwner(t, ns, "edited", 1, map[string]string{ranktable.LabelRole: "worker"})
-	patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]string{ranktable.AnnotationTemplate: tmpl.Name}}})
-	if err := admin.Patch(ctx, sts, client.RawPatch(types.MergePatchType, patch)); err != nil {
-		t.Fatal(err)
-	}
-	newPod(t, sts, "edited-worker-0", nil)
-	annotate(t, ns, "edited-worker-0", deviceAnnotation("edited-worker-0", "192.168.1.10", "10.0.0", 1))
-	cmName := "edited-worker-ranktable"
+	newOwner(t, ns, "edited", 1, map[string]string{ranktable.AnnotationTemplate: tmpl.Name}, role{"worker", 1})
+	pod := podOf("edited", "worker", 0, 0)
+	annotate(t, ns, pod, deviceAnnotation(pod, "192.168.1.10", "10.0.0", 1))
+	cmName := "edited-0-worker-ranktable"
 	waitTable(t, ns, cmName, "table from the original template", func(tab table, raw string) error {
 		if strings.Contains(raw, "edited") {
 			return fmt.Errorf("unexpected marker in %s", trim(raw))

@@ -90,7 +90,7 @@ func (r *ConfigMapSetReconciler) Reconcile(ctx context.Context, req ctrl.Request
 	case !apierrors.IsNotFound(err):
 		return ctrl.Result{}, err
 	}
-	res, err := revision.Plan(revision.Input{Set: &set, Hub: hub, Pods: podPointers(pods.Items), Now: r.Now()})
+	res, err := revision.Plan(revision.Input{Set: &set, Hub: hub, Pods: pointers(pods.Items), Now: r.Now()})
 	if err != nil {
 		r.Recorder.Eventf(&set, nil, corev1.EventTypeWarning, "PlanFailed", "Reconcile", "%v", err)
 		return ctrl.Result{}, err

@@ -3,15 +3,20 @@
 //
 // # Overview
 //
-//   - RanktableReconciler: owners are StatefulSets annotated kthena.io/ranktable-template.
-//     It loads the template ConfigMaps from the templates namespace, calls
-//     ranktable.Planner.Plan with the owner's pods and ranktable ConfigMaps, creates and
+//   - RanktableReconciler: owners are ModelServings annotated kthena.io/ranktable-template
+//     (on the ModelServing, as kthena does; kthena.io/ranktable-level there overrides
+//     the template's level). It loads the template ConfigMaps from the templates
+//     namespace, calls ranktable.Planner.Plan with the owner's pods (those labelled
+//     with its name that it controls) and ranktable ConfigMaps, creates and
 //     updates the ConfigMaps (re-reading and re-planning on resourceVersion conflicts),
 //     records the plan's events, exports the design's metrics and requeues as the plan
 //     says.
 //     Each owner gets the finalizer RanktableFinalizer on create; deleting the owner
 //     (or removing its annotation) deletes its ranktable ConfigMaps and removes the
-//     finalizer. Its status carries the RanktableReady condition: True when every
+//     finalizer. Its status carries the RanktableReady condition
+//     (servingv1.ConditionRanktableReady, beside the ModelServing controller's
+//     conditions; both write the status with its resourceVersion, so neither
+//     overwrites the other): True when every
 //     group is complete, False naming the waiting pods or the failed groups (a timed
 //     out group names the pods without the annotation, a parse failure the pod and
 //     field), with KServe's events on the transitions (RanktableReady,
@@ -48,7 +53,8 @@
 //     koordinator.sh/rdma capacity and allocatable from koordinator's Device object
 //     with rdma.Capacity, under either capacity model.
 //   - PodMutator: a mutating admission webhook for pod CREATE that injects the ranktable
-//     volume, wait init container and mounts (ranktable.Inject) and each matching
+//     volume, wait init container and mounts (ranktable.Inject) into the pods of an
+//     annotated ModelServing (their controller reference names it) and each matching
 //     ConfigMapSet's emptyDir, reload sidecar and mounts (revision.Inject, plus
 //     EnvSetName, EnvPodName and EnvPodNamespace for the reload agent, package
 //     examples/reload), and answers with webhookpatch.Diff of the pod before and
@@ -59,18 +65,27 @@
 //
 // # Expected pods
 //
-// A bare StatefulSet says how many pods it wants but not how they split into groups.
-// When the pod template's labels place pods in a group (ranktable.KeyOf of the
-// template is not empty) that group expects spec.replicas pods, so a deleted pod resets
-// the table. Otherwise the pods' own labels form the groups and each group expects the
-// pods it has.
+// Each table expects the members the ModelServing's spec gives it: at role level
+// (one table per role of each serving group, ConfigMap
+// <modelserving>-<group index>-<role>-ranktable) the role's replicas, at group level
+// (one table per serving group, <modelserving>-<group index>-ranktable) the sum over
+// the roles. The serving groups are those the ModelServing's pods are in (a Gang
+// rollout's surge group has an index beyond spec.replicas) and, while fewer than
+// spec.replicas have pods, the lowest free indexes, where the controller creates
+// groups. So a deleted pod resets its table until its replacement (same name, new
+// UID) has its annotation, and a pod a rollout recreates does the same.
+//
+// A single surge pod (Rolling, Lockstep or Group mode with maxSurge above 0) is
+// created in a slot beyond spec.replicas: its serving group never has all its
+// members, so its table never completes and its wait container never ends. Roll
+// ranktable ModelServings in Gang mode, or with maxSurge 0.
 //
 // # Differences from the design
 //
-//   - The ranktable design's owner is a ModelServing with its own status; here it is
-//     a StatefulSet, whose controller rewrites the whole status (conditions
-//     included) when its replica counts change. That write triggers the ranktable
-//     reconciler, which writes RanktableReady again, so the condition is briefly
-//     missing after a scale.
-//   - The ranktable controller does not serve ModelServing owners yet.
+//   - ConfigMap names carry the serving group (the design's
+//     {ms}-{role}-ranktable collides across groups; see the ranktable package).
+//   - The operator does not create the wait container in the pods it builds: the
+//     webhook injects it, so pods created by anything else on behalf of the
+//     ModelServing get it too. A ModelServing annotated after its pods exist gets
+//     its tables, but its existing pods mount nothing until they are recreated.
 package operator

@@ -6,12 +6,11 @@ import (
 	"strings"
 	"testing"
 
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	servingv1 "github.com/kplan-dev/kplan/examples/api/serving/v1alpha1"
 	"github.com/kplan-dev/kplan/examples/operator"
 	"github.com/kplan-dev/kplan/ranktable"
 )
@@ -42,7 +41,7 @@ var hostileTemplates = []hostileTemplate{
 // the design's owner with a good template runs: every bad owner gets a Warning event
 // and a RanktableReady=False condition naming its template and the limit, the good
 // owner's table still completes and follows its pods, and pods are still created
-// through the webhook.
+// through the webhook (a bad owner's too, unless its template does not load).
 func TestRanktableHostileTemplates(t *testing.T) {
 	ctx := context.Background()
 	ns := newNamespace(t)
@@ -72,14 +71,9 @@ func TestRanktableHostileTemplates(t *testing.T) {
 			t.Fatal(err)
 		}
 		ownerName := "bad-" + h.name
-		sts := newOwner(t, ns, ownerName, 1, map[string]string{ranktable.LabelRole: "worker"})
-		patch := []byte(fmt.Sprintf(`{"metadata":{"annotations":{%q:%q}}}`, ranktable.AnnotationTemplate, tmplName))
-		if err := admin.Patch(ctx, sts, client.RawPatch(types.MergePatchType, patch)); err != nil {
-			t.Fatal(err)
-		}
+		newOwner(t, ns, ownerName, 1, map[string]string{ranktable.AnnotationTemplate: tmplName}, role{"worker", 1})
 		if h.loads {
-			pod := ownerName + "-0"
-			newPod(t, sts, pod, nil)
+			pod := podOf(ownerName, "worker", 0, 0)
 			annotate(t, ns, pod, deviceAnnotation(pod, "10.9.0.1", "10.9.1", 1))
 		}
 	}
@@ -92,59 +86,42 @@ func TestRanktableHostileTemplates(t *testing.T) {
 			if ev.Type != corev1.EventTypeWarning || !strings.Contains(ev.Note, tmplID) || !strings.Contains(ev.Note, h.want) {
 				t.Errorf("event %s %q does not name template %s and %q", ev.Type, ev.Note, tmplID, h.want)
 			}
-			eventually(t, "the owner's condition", func() error {
-				var sts appsv1.StatefulSet
-				if err := admin.Get(ctx, types.NamespacedName{Namespace: ns, Name: ownerName}, &sts); err != nil {
-					return err
+			condition(t, ns, ownerName, "the owner's condition", func(c metav1.Condition) error {
+				if c.Status != metav1.ConditionFalse || (c.Reason != string(ranktable.ReasonGenerationFailed) && c.Reason != operator.ReasonGroupsFailed) ||
+					!strings.Contains(c.Message, tmplID) || !strings.Contains(c.Message, h.want) {
+					return fmt.Errorf("condition %+v does not name template %s and %q", c, tmplID, h.want)
 				}
-				for _, c := range sts.Status.Conditions {
-					if c.Type == operator.ConditionRanktableReady {
-						if c.Status != corev1.ConditionFalse || (c.Reason != string(ranktable.ReasonGenerationFailed) && c.Reason != operator.ReasonGroupsFailed) ||
-							!strings.Contains(c.Message, tmplID) || !strings.Contains(c.Message, h.want) {
-							return fmt.Errorf("condition %+v does not name template %s and %q", c, tmplID, h.want)
-						}
-						return nil
-					}
-				}
-				return fmt.Errorf("no %s condition among %+v", operator.ConditionRanktableReady, sts.Status.Conditions)
+				return nil
 			})
 		})
 	}
 
 	t.Run("a bad owner's pods are refused at creation only when its template does not load", func(t *testing.T) {
-		var sts appsv1.StatefulSet
-		if err := admin.Get(ctx, types.NamespacedName{Namespace: ns, Name: "bad-clock"}, &sts); err != nil {
+		var ms servingv1.ModelServing
+		if err := admin.Get(ctx, types.NamespacedName{Namespace: ns, Name: "bad-clock"}, &ms); err != nil {
 			t.Fatal(err)
 		}
-		pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "bad-clock-0", Labels: sts.Spec.Template.Labels,
-			OwnerReferences: []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "StatefulSet", Name: sts.Name, UID: sts.UID, Controller: ptrTrue()}}},
-			Spec: *sts.Spec.Template.Spec.DeepCopy()}
+		pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "bad-clock-x", Labels: ms.Spec.Roles[0].Template.Labels,
+			OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(&ms, servingv1.GroupVersion.WithKind("ModelServing"))}},
+			Spec: *ms.Spec.Roles[0].Template.Spec.DeepCopy()}
 		err := admin.Create(ctx, pod)
 		if err == nil || !strings.Contains(err.Error(), `function "now" is not available`) {
 			t.Fatalf("creating a pod of an owner whose template does not load: %v, want a denial naming the function", err)
 		}
+		for _, h := range hostileTemplates {
+			name := podOf("bad-"+h.name, "worker", 0, 0)
+			err := admin.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, &corev1.Pod{})
+			if exists := err == nil; exists != h.loads {
+				t.Errorf("pod %s exists: %v (%v), want %v", name, exists, err, h.loads)
+			}
+		}
 	})
 
 	t.Run("the good owner still follows its pods", func(t *testing.T) {
-		cond := func() error {
-			var sts appsv1.StatefulSet
-			if err := admin.Get(ctx, types.NamespacedName{Namespace: ns, Name: good.Name}, &sts); err != nil {
-				return err
-			}
-			for _, c := range sts.Status.Conditions {
-				if c.Type == operator.ConditionRanktableReady && c.Status == corev1.ConditionTrue {
-					return nil
-				}
-			}
-			return fmt.Errorf("conditions %+v, want %s=True", sts.Status.Conditions, operator.ConditionRanktableReady)
-		}
-		eventually(t, "the good owner's condition", cond)
-		if err := admin.Delete(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "qwen-inference-worker-1"}}); err != nil {
-			t.Fatal(err)
-		}
+		condition(t, ns, good.Name, "the good owner's condition", is(metav1.ConditionTrue, operator.ReasonRanktableReady))
+		name := podOf(good.Name, "worker", 0, 1)
+		deletePod(t, ns, name) // the operator creates the replacement through the webhook
 		tableIs(t, ns, designCM, "", "the good owner's table reset")
-		name := "qwen-inference-worker-1"
-		newPod(t, good, name, nil) // through the webhook
 		annotate(t, ns, name, deviceAnnotation(name, "192.168.1.11", "10.30.0", 50))
 		eventually(t, "the good owner's regenerated table", func() error {
 			var cm corev1.ConfigMap
@@ -155,5 +132,3 @@ func TestRanktableHostileTemplates(t *testing.T) {
 		})
 	})
 }
-
-func ptrTrue() *bool { b := true; return &b }

@@ -2,18 +2,20 @@ package operator
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
 	"strings"
 
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	servingv1 "github.com/kplan-dev/kplan/examples/api/serving/v1alpha1"
 	"github.com/kplan-dev/kplan/ranktable"
 	"github.com/kplan-dev/kplan/webhookpatch"
 )
@@ -23,11 +25,8 @@ import (
 // before the owner goes.
 const RanktableFinalizer = "kplan.dev/ranktable"
 
-// ConditionRanktableReady is the owner's status condition: True when every group's
-// table is complete, False with the failed or waiting groups otherwise.
-const ConditionRanktableReady appsv1.StatefulSetConditionType = "RanktableReady"
-
-// Condition reasons and event reasons of the owner's lifecycle.
+// Reasons of the ModelServing's RanktableReady condition and events of its
+// ranktable lifecycle.
 const (
 	// ReasonRanktableReady: every group's table is complete (condition True; Normal
 	// event on the transition to ready).
@@ -51,29 +50,29 @@ const maxConditionMessage = 4096
 
 // ensureFinalizer adds RanktableFinalizer to a live owner (a merge patch carrying the
 // resourceVersion, so a concurrent change of the finalizers is a conflict).
-func (r *RanktableReconciler) ensureFinalizer(ctx context.Context, sts *appsv1.StatefulSet) error {
-	patch, err := webhookpatch.AddFinalizerPatch(sts, RanktableFinalizer)
+func (r *RanktableReconciler) ensureFinalizer(ctx context.Context, ms *servingv1.ModelServing) error {
+	patch, err := webhookpatch.AddFinalizerPatch(ms, RanktableFinalizer)
 	if err != nil || patch == nil {
 		return err
 	}
-	return r.Client.Patch(ctx, sts, client.RawPatch(types.MergePatchType, patch))
+	return r.Client.Patch(ctx, ms, client.RawPatch(types.MergePatchType, patch))
 }
 
 // finalize cleans up after an owner that is being deleted or no longer asks for
 // ranktables: it deletes the ranktable ConfigMaps the owner controls, forgets the
 // owner's cached plan, and removes RanktableFinalizer.
-func (r *RanktableReconciler) finalize(ctx context.Context, sts *appsv1.StatefulSet) error {
-	if !slices.Contains(sts.Finalizers, RanktableFinalizer) {
+func (r *RanktableReconciler) finalize(ctx context.Context, ms *servingv1.ModelServing) error {
+	if !slices.Contains(ms.Finalizers, RanktableFinalizer) {
 		return nil
 	}
 	var cms corev1.ConfigMapList
-	if err := r.Client.List(ctx, &cms, client.InNamespace(sts.Namespace), client.MatchingLabels{ranktable.LabelComponent: "ranktable"}); err != nil {
+	if err := r.Client.List(ctx, &cms, client.InNamespace(ms.Namespace), client.MatchingLabels{ranktable.LabelComponent: "ranktable"}); err != nil {
 		return err
 	}
 	var deleted []string
 	for i := range cms.Items {
 		cm := &cms.Items[i]
-		if !metav1.IsControlledBy(cm, sts) {
+		if !metav1.IsControlledBy(cm, ms) {
 			continue
 		}
 		// Preconditions: never delete a ConfigMap re-created since it was listed.
@@ -83,22 +82,22 @@ func (r *RanktableReconciler) finalize(ctx context.Context, sts *appsv1.Stateful
 		}
 		deleted = append(deleted, cm.Name)
 	}
-	r.planner.Forget(sts.UID)
+	r.planner.Forget(ms.UID)
 	if len(deleted) > 0 {
-		r.Recorder.Eventf(sts, nil, corev1.EventTypeNormal, ReasonCleanedUp, "Finalize", "deleted ranktable ConfigMaps %s", strings.Join(deleted, ", "))
+		r.Recorder.Eventf(ms, nil, corev1.EventTypeNormal, ReasonCleanedUp, "Finalize", "deleted ranktable ConfigMaps %s", strings.Join(deleted, ", "))
 	}
-	patch, err := webhookpatch.RemoveFinalizerPatch(sts, RanktableFinalizer)
+	patch, err := webhookpatch.RemoveFinalizerPatch(ms, RanktableFinalizer)
 	if err != nil || patch == nil {
 		return err
 	}
-	return client.IgnoreNotFound(r.Client.Patch(ctx, sts, client.RawPatch(types.MergePatchType, patch)))
+	return client.IgnoreNotFound(r.Client.Patch(ctx, ms, client.RawPatch(types.MergePatchType, patch)))
 }
 
 // readyCondition sums up the plan's groups as the owner's RanktableReady condition.
 // Failed groups come first; a group that timed out names the pods still missing the
 // annotation and the annotation, a group that failed to parse or render carries the
 // planner's error (which names the pod and field).
-func readyCondition(res ranktable.Result, tmpl *ranktable.Template) appsv1.StatefulSetCondition {
+func readyCondition(res ranktable.Result, tmpl *ranktable.Template) metav1.Condition {
 	annotation := ranktable.DefaultAnnotationName
 	if tmpl != nil && tmpl.AnnotationName != "" {
 		annotation = tmpl.AnnotationName
@@ -123,13 +122,13 @@ func readyCondition(res ranktable.Result, tmpl *ranktable.Template) appsv1.State
 			waiting = append(waiting, msg)
 		}
 	}
-	c := appsv1.StatefulSetCondition{Type: ConditionRanktableReady, Status: corev1.ConditionTrue, Reason: ReasonRanktableReady,
+	c := metav1.Condition{Type: servingv1.ConditionRanktableReady, Status: metav1.ConditionTrue, Reason: ReasonRanktableReady,
 		Message: fmt.Sprintf("%d ranktable groups complete", len(res.Groups))}
 	switch {
 	case len(failed) > 0:
-		c.Status, c.Reason, c.Message = corev1.ConditionFalse, ReasonGroupsFailed, joinBounded(failed)
+		c.Status, c.Reason, c.Message = metav1.ConditionFalse, ReasonGroupsFailed, joinBounded(failed)
 	case len(waiting) > 0:
-		c.Status, c.Reason, c.Message = corev1.ConditionFalse, ReasonGroupsWaiting, joinBounded(waiting)
+		c.Status, c.Reason, c.Message = metav1.ConditionFalse, ReasonGroupsWaiting, joinBounded(waiting)
 	}
 	return c
 }
@@ -155,45 +154,36 @@ func joinBounded(parts []string) string {
 	return b.String()
 }
 
-// setCondition writes c into the owner's status when it changed (a strategic merge
-// patch of status.conditions keyed by type, so other conditions stay), and records
-// the transitions as KServe does: a Warning event when a ready owner stops being
-// ready, a Normal one when it becomes ready, a Warning UpdateFailed event when the
-// write fails.
-//
-// The StatefulSet controller rewrites the whole status (conditions included) when
-// its replica counts change; the write that follows triggers this reconciler, which
-// writes the condition again.
-func (r *RanktableReconciler) setCondition(ctx context.Context, sts *appsv1.StatefulSet, c appsv1.StatefulSetCondition) error {
-	var old *appsv1.StatefulSetCondition
-	for i := range sts.Status.Conditions {
-		if sts.Status.Conditions[i].Type == c.Type {
-			old = &sts.Status.Conditions[i]
-		}
-	}
+// setCondition writes c into ms's status when it changed (an update carrying the
+// resourceVersion, so neither this controller nor the ModelServing controller
+// overwrites the other's newer conditions: the loser of a race gets a conflict and
+// tries again), and records the transitions as KServe does: a Warning event when a
+// ready ModelServing stops being ready, a Normal one when it becomes ready, a
+// Warning UpdateFailed event when the write fails.
+func (r *RanktableReconciler) setCondition(ctx context.Context, ms *servingv1.ModelServing, c metav1.Condition) (ctrl.Result, error) {
+	old := meta.FindStatusCondition(ms.Status.Conditions, c.Type)
 	if old != nil && old.Status == c.Status && old.Reason == c.Reason && old.Message == c.Message {
-		return nil
+		return ctrl.Result{}, nil
 	}
+	wasReady := old != nil && old.Status == metav1.ConditionTrue
 	c.LastTransitionTime = metav1.NewTime(r.Now())
-	if old != nil && old.Status == c.Status {
-		c.LastTransitionTime = old.LastTransitionTime
+	c.ObservedGeneration = ms.Generation
+	next := ms.DeepCopy()
+	meta.SetStatusCondition(&next.Status.Conditions, c)
+	if err := r.Client.Status().Update(ctx, next); err != nil {
+		if apierrors.IsConflict(err) {
+			return ctrl.Result{RequeueAfter: conflictRetry}, nil
+		}
+		r.Recorder.Eventf(ms, nil, corev1.EventTypeWarning, ReasonUpdateFailed, "UpdateStatus",
+			"failed to update status for ModelServing %q: %v", ms.Name, err)
+		return ctrl.Result{}, fmt.Errorf("ModelServing %s/%s: status: %w", ms.Namespace, ms.Name, err)
 	}
-	patch, err := json.Marshal(map[string]any{"status": map[string]any{"conditions": []appsv1.StatefulSetCondition{c}}})
-	if err != nil {
-		return err
-	}
-	if err := r.Client.Status().Patch(ctx, sts, client.RawPatch(types.StrategicMergePatchType, patch)); err != nil {
-		r.Recorder.Eventf(sts, nil, corev1.EventTypeWarning, ReasonUpdateFailed, "UpdateStatus",
-			"failed to update status for StatefulSet %q: %v", sts.Name, err)
-		return fmt.Errorf("StatefulSet %s/%s: status: %w", sts.Namespace, sts.Name, err)
-	}
-	wasReady := old != nil && old.Status == corev1.ConditionTrue
-	switch isReady := c.Status == corev1.ConditionTrue; {
+	switch isReady := c.Status == metav1.ConditionTrue; {
 	case wasReady && !isReady:
-		r.Recorder.Eventf(sts, nil, corev1.EventTypeWarning, ReasonRanktableNotReady, "UpdateStatus",
-			"StatefulSet %s is no longer ranktable-ready because of: %s", sts.Name, c.Message)
+		r.Recorder.Eventf(ms, nil, corev1.EventTypeWarning, ReasonRanktableNotReady, "UpdateStatus",
+			"ModelServing %s is no longer ranktable-ready because of: %s", ms.Name, c.Message)
 	case !wasReady && isReady:
-		r.Recorder.Eventf(sts, nil, corev1.EventTypeNormal, ReasonRanktableReady, "UpdateStatus", "StatefulSet %s is ranktable-ready", sts.Name)
+		r.Recorder.Eventf(ms, nil, corev1.EventTypeNormal, ReasonRanktableReady, "UpdateStatus", "ModelServing %s is ranktable-ready", ms.Name)
 	}
-	return nil
+	return ctrl.Result{}, nil
 }

@@ -10,38 +10,39 @@ import (
 	"testing"
 	"time"
 
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	servingv1 "github.com/kplan-dev/kplan/examples/api/serving/v1alpha1"
 	"github.com/kplan-dev/kplan/examples/operator"
 	"github.com/kplan-dev/kplan/ranktable"
 )
 
 // condition waits until the owner's RanktableReady condition satisfies check and
 // returns it.
-func condition(t *testing.T, ns, name, what string, check func(appsv1.StatefulSetCondition) error) appsv1.StatefulSetCondition {
+func condition(t *testing.T, ns, name, what string, check func(metav1.Condition) error) metav1.Condition {
 	t.Helper()
-	var found appsv1.StatefulSetCondition
+	var found metav1.Condition
 	eventually(t, what, func() error {
-		var sts appsv1.StatefulSet
-		if err := admin.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: name}, &sts); err != nil {
+		var ms servingv1.ModelServing
+		if err := admin.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: name}, &ms); err != nil {
 			return err
 		}
-		for _, c := range sts.Status.Conditions {
-			if c.Type == operator.ConditionRanktableReady {
-				found = c
-				return check(c)
-			}
+		c := meta.FindStatusCondition(ms.Status.Conditions, servingv1.ConditionRanktableReady)
+		if c == nil {
+			return fmt.Errorf("no %s condition in %+v", servingv1.ConditionRanktableReady, ms.Status.Conditions)
 		}
-		return fmt.Errorf("no %s condition in %+v", operator.ConditionRanktableReady, sts.Status.Conditions)
+		found = *c
+		return check(found)
 	})
 	return found
 }
 
-func is(status corev1.ConditionStatus, reason string, contains ...string) func(appsv1.StatefulSetCondition) error {
-	return func(c appsv1.StatefulSetCondition) error {
+func is(status metav1.ConditionStatus, reason string, contains ...string) func(metav1.Condition) error {
+	return func(c metav1.Condition) error {
 		if c.Status != status || c.Reason != reason {
 			return fmt.Errorf("condition %s/%s %q, want %s/%s", c.Status, c.Reason, c.Message, status, reason)
 		}
@@ -61,57 +62,56 @@ func is(status corev1.ConditionStatus, reason string, contains ...string) func(a
 func TestRanktableOwnerLifecycle(t *testing.T) {
 	ctx := context.Background()
 	ns := newNamespace(t)
-	sts := newOwner(t, ns, "life", 2, map[string]string{ranktable.LabelRole: "worker"})
+	ms := newOwner(t, ns, "life", 1, nil)
+	w0, w1 := podOf("life", "worker", 0, 0), podOf("life", "worker", 0, 1)
 
 	t.Run("the finalizer is added on create", func(t *testing.T) {
 		eventually(t, "finalizer", func() error {
-			if err := admin.Get(ctx, client.ObjectKeyFromObject(sts), sts); err != nil {
+			if err := admin.Get(ctx, client.ObjectKeyFromObject(ms), ms); err != nil {
 				return err
 			}
-			if !slices.Contains(sts.Finalizers, operator.RanktableFinalizer) {
-				return fmt.Errorf("finalizers %v", sts.Finalizers)
+			if !slices.Contains(ms.Finalizers, operator.RanktableFinalizer) {
+				return fmt.Errorf("finalizers %v", ms.Finalizers)
 			}
 			return nil
 		})
 	})
 
 	t.Run("waiting pods make the condition False naming pods and annotation", func(t *testing.T) {
-		newPod(t, sts, "life-worker-0", nil)
-		newPod(t, sts, "life-worker-1", nil)
-		annotate(t, ns, "life-worker-0", deviceAnnotation("life-worker-0", "192.168.1.10", "10.0.0", 1))
-		condition(t, ns, "life", "condition waiting", is(corev1.ConditionFalse, operator.ReasonGroupsWaiting,
-			ns+"/life-worker-1", ranktable.DefaultAnnotationName))
+		annotate(t, ns, w0, deviceAnnotation(w0, "192.168.1.10", "10.0.0", 1))
+		condition(t, ns, "life", "condition waiting", is(metav1.ConditionFalse, operator.ReasonGroupsWaiting,
+			ns+"/"+w1, ranktable.DefaultAnnotationName))
 	})
 
 	t.Run("a complete table makes it True with a Ready event", func(t *testing.T) {
-		annotate(t, ns, "life-worker-1", deviceAnnotation("life-worker-1", "192.168.1.11", "10.0.0", 11))
-		condition(t, ns, "life", "condition ready", is(corev1.ConditionTrue, operator.ReasonRanktableReady))
+		annotate(t, ns, w1, deviceAnnotation(w1, "192.168.1.11", "10.0.0", 11))
+		condition(t, ns, "life", "condition ready", is(metav1.ConditionTrue, operator.ReasonRanktableReady))
 		if ev := waitEvent(t, ns, operator.ReasonRanktableReady, "life"); ev.Type != corev1.EventTypeNormal {
 			t.Errorf("ready event type %s", ev.Type)
 		}
 	})
 
 	t.Run("a bad annotation makes it False naming the pod and field, with a NotReady event", func(t *testing.T) {
-		broken := strings.Replace(deviceAnnotation("life-worker-1", "192.168.1.11", "10.0.0", 11), `"10.0.0.13"`, `"not-an-ip"`, 1)
-		annotate(t, ns, "life-worker-1", broken)
-		c := condition(t, ns, "life", "condition failed", is(corev1.ConditionFalse, operator.ReasonGroupsFailed, ns+"/life-worker-1", "device_ip", "not-an-ip"))
+		broken := strings.Replace(deviceAnnotation(w1, "192.168.1.11", "10.0.0", 11), `"10.0.0.13"`, `"not-an-ip"`, 1)
+		annotate(t, ns, w1, broken)
+		c := condition(t, ns, "life", "condition failed", is(metav1.ConditionFalse, operator.ReasonGroupsFailed, ns+"/"+w1, "device_ip", "not-an-ip"))
 		t.Logf("condition message: %s", c.Message)
 		ev := waitEvent(t, ns, operator.ReasonRanktableNotReady, "life")
-		if ev.Type != corev1.EventTypeWarning || !strings.Contains(ev.Note, "life-worker-1") {
+		if ev.Type != corev1.EventTypeWarning || !strings.Contains(ev.Note, w1) {
 			t.Errorf("not-ready event %s %q, want a Warning naming the pod", ev.Type, ev.Note)
 		}
 	})
 
 	t.Run("deletion deletes the ranktable ConfigMaps and removes the finalizer", func(t *testing.T) {
 		var cm corev1.ConfigMap
-		if err := admin.Get(ctx, types.NamespacedName{Namespace: ns, Name: "life-worker-ranktable"}, &cm); err != nil {
+		if err := admin.Get(ctx, types.NamespacedName{Namespace: ns, Name: "life-0-worker-ranktable"}, &cm); err != nil {
 			t.Fatal(err)
 		}
-		if err := admin.Delete(ctx, sts); err != nil {
+		if err := admin.Delete(ctx, ms); err != nil {
 			t.Fatal(err)
 		}
 		eventually(t, "owner gone (finalizer removed)", func() error {
-			err := admin.Get(ctx, client.ObjectKeyFromObject(sts), &appsv1.StatefulSet{})
+			err := admin.Get(ctx, client.ObjectKeyFromObject(ms), &servingv1.ModelServing{})
 			if err == nil {
 				return errors.New("owner still there")
 			}
@@ -136,15 +136,15 @@ func TestRanktableTimeoutCondition(t *testing.T) {
 	restartManager(t, &managerOptions{timeout: 2 * time.Second})
 	t.Cleanup(func() { restartManager(t, nil) })
 	ns := newNamespace(t)
-	sts := newOwner(t, ns, "late", 2, map[string]string{ranktable.LabelRole: "worker"})
-	newPod(t, sts, "late-worker-0", nil)
-	newPod(t, sts, "late-worker-1", nil)
-	annotate(t, ns, "late-worker-0", deviceAnnotation("late-worker-0", "192.168.1.10", "10.0.0", 1))
-	condition(t, ns, "late", "timed-out condition", is(corev1.ConditionFalse, operator.ReasonGroupsFailed,
-		"timed out", ns+"/late-worker-1", ranktable.DefaultAnnotationName))
+	newOwner(t, ns, "late", 1, nil)
+	w0 := podOf("late", "worker", 0, 0)
+	annotate(t, ns, w0, deviceAnnotation(w0, "192.168.1.10", "10.0.0", 1))
+	condition(t, ns, "late", "timed-out condition", is(metav1.ConditionFalse, operator.ReasonGroupsFailed,
+		"timed out", ns+"/"+podOf("late", "worker", 0, 1), ranktable.DefaultAnnotationName))
 }
 
-// statusFailingClient fails the operator's status patches while fail is set.
+// statusFailingClient fails the operator's ModelServing status writes while fail is
+// set.
 type statusFailingClient struct {
 	client.Client
 	fail *atomic.Bool
@@ -159,11 +159,11 @@ type statusFailingWriter struct {
 	fail *atomic.Bool
 }
 
-func (w statusFailingWriter) Patch(ctx context.Context, obj client.Object, patch client.Patch, opts ...client.SubResourcePatchOption) error {
-	if _, ok := obj.(*appsv1.StatefulSet); ok && w.fail.Load() {
+func (w statusFailingWriter) Update(ctx context.Context, obj client.Object, opts ...client.SubResourceUpdateOption) error {
+	if _, ok := obj.(*servingv1.ModelServing); ok && w.fail.Load() {
 		return errors.New("injected status write failure")
 	}
-	return w.SubResourceWriter.Patch(ctx, obj, patch, opts...)
+	return w.SubResourceWriter.Update(ctx, obj, opts...)
 }
 
 // TestRanktableStatusUpdateFailed: a failed status write is reported with a Warning
@@ -174,11 +174,11 @@ func TestRanktableStatusUpdateFailed(t *testing.T) {
 	restartManager(t, &managerOptions{wrap: func(c client.Client) client.Client { return statusFailingClient{c, &fail} }})
 	t.Cleanup(func() { restartManager(t, nil) })
 	ns := newNamespace(t)
-	newOwner(t, ns, "flaky", 1, map[string]string{ranktable.LabelRole: "worker"})
+	newOwner(t, ns, "flaky", 1, nil)
 	ev := waitEvent(t, ns, operator.ReasonUpdateFailed, "flaky")
 	if ev.Type != corev1.EventTypeWarning || !strings.Contains(ev.Note, "injected status write failure") {
 		t.Errorf("event %s %q", ev.Type, ev.Note)
 	}
 	fail.Store(false)
-	condition(t, ns, "flaky", "condition written after the failure", is(corev1.ConditionFalse, operator.ReasonGroupsWaiting))
+	condition(t, ns, "flaky", "condition written after the failure", is(metav1.ConditionFalse, operator.ReasonGroupsWaiting))
 }

@@ -217,7 +217,9 @@ func (r *ModelServingReconciler) execute(ctx context.Context, ms *servingv1.Mode
 		templates: map[string]map[string]corev1.PodTemplateSpec{}}
 	for _, p := range pods {
 		e.byPod[p.Name] = p
-		if s, ok := slotOf(p); ok {
+		// A terminating pod's slot is free: creating in it waits (the name is
+		// taken) until the pod is gone, so a replacement keeps its group and member.
+		if s, ok := slotOf(p); ok && p.DeletionTimestamp == nil {
 			e.used[s] = true
 		}
 	}

@@ -58,6 +58,14 @@ func gangSize(ms *servingv1.ModelServing) int {
 
 func roleMembers(r servingv1.Role) int32 { return max(r.Replicas, 1) }
 
+// groupCount is how many serving groups ms asks for (spec.replicas, 1 when unset).
+func groupCount(ms *servingv1.ModelServing) int {
+	if ms.Spec.Replicas == nil {
+		return 1
+	}
+	return int(*ms.Spec.Replicas)
+}
+
 func columnName(role string, member int) string { return role + "-" + strconv.Itoa(member) }
 
 // podName is the name of member m of role in serving group g.

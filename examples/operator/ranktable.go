@@ -3,10 +3,10 @@ package operator
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -15,17 +15,21 @@ import (
 	"k8s.io/client-go/tools/events"
 	"k8s.io/client-go/util/retry"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
+	servingv1 "github.com/kplan-dev/kplan/examples/api/serving/v1alpha1"
 	"github.com/kplan-dev/kplan/ranktable"
 )
 
-// RanktableReconciler keeps the ranktable ConfigMaps of StatefulSets annotated
-// kthena.io/ranktable-template.
+// RanktableReconciler keeps the ranktable ConfigMaps of ModelServings annotated
+// kthena.io/ranktable-template: one per role of each serving group, or one per
+// serving group at group level.
 type RanktableReconciler struct {
 	// Client reads from the manager's cache and writes to the API server.
 	Client client.Client
@@ -44,36 +48,38 @@ type RanktableReconciler struct {
 	templates ranktable.TemplateCache
 }
 
-var statefulSetGVK = appsv1.SchemeGroupVersion.WithKind("StatefulSet")
+var modelServingGVK = servingv1.GroupVersion.WithKind("ModelServing")
 
 // reconcileWorkers is how many owners are reconciled at once. A template that uses up
 // its budget takes about a second; the Planner plans different owners in parallel, so
 // one such owner occupies one worker and delays no other owner.
 const reconcileWorkers = 4
 
-// SetupWithManager registers the reconciler: StatefulSets, their ConfigMaps and pods,
-// and the template ConfigMaps.
+// SetupWithManager registers the reconciler: ModelServings, their ConfigMaps and
+// pods, and the template ConfigMaps.
 func (r *RanktableReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	r.planner = ranktable.NewPlanner()
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("ranktable").
 		WithOptions(controller.Options{MaxConcurrentReconciles: reconcileWorkers}).
-		For(&appsv1.StatefulSet{}).
+		// Not the ModelServing controller's status writes: only a new spec, deletion
+		// (both change the generation) or new annotations change the tables.
+		For(&servingv1.ModelServing{}, builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}))).
 		Owns(&corev1.ConfigMap{}).
-		Watches(&corev1.Pod{}, handler.EnqueueRequestForOwner(mgr.GetScheme(), mgr.GetRESTMapper(), &appsv1.StatefulSet{}, handler.OnlyControllerOwner())).
+		Watches(&corev1.Pod{}, handler.EnqueueRequestForOwner(mgr.GetScheme(), mgr.GetRESTMapper(), &servingv1.ModelServing{}, handler.OnlyControllerOwner())).
 		Watches(&corev1.ConfigMap{}, handler.EnqueueRequestsFromMapFunc(r.ownersOfTemplate)).
 		Complete(r)
 }
 
 // ownersOfTemplate maps a ConfigMap in the templates namespace to every annotated
-// StatefulSet (a template or the parser it names changed).
+// ModelServing (a template or the parser it names changed).
 func (r *RanktableReconciler) ownersOfTemplate(ctx context.Context, o client.Object) []reconcile.Request {
 	if o.GetNamespace() != r.TemplateNamespace {
 		return nil
 	}
-	var list appsv1.StatefulSetList
+	var list servingv1.ModelServingList
 	if err := r.Client.List(ctx, &list); err != nil {
-		log.FromContext(ctx).Error(err, "listing StatefulSets for a template change")
+		log.FromContext(ctx).Error(err, "listing ModelServings for a template change")
 		return nil
 	}
 	var reqs []reconcile.Request
@@ -102,48 +108,46 @@ func loadTemplate(ctx context.Context, c client.Reader, cache *ranktable.Templat
 	return cache.Load(&rt, parser, ranktable.LoadOptions{})
 }
 
-// Reconcile plans and writes one owner's ranktable ConfigMaps.
+// Reconcile plans and writes one ModelServing's ranktable ConfigMaps.
 func (r *RanktableReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
-	var sts appsv1.StatefulSet
-	if err := r.Client.Get(ctx, req.NamespacedName, &sts); err != nil {
+	var ms servingv1.ModelServing
+	if err := r.Client.Get(ctx, req.NamespacedName, &ms); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
-	tmplName, ok := sts.Annotations[ranktable.AnnotationTemplate]
-	if !ok || sts.DeletionTimestamp != nil {
-		return ctrl.Result{}, r.finalize(ctx, &sts)
+	tmplName, ok := ms.Annotations[ranktable.AnnotationTemplate]
+	if !ok || ms.DeletionTimestamp != nil {
+		return ctrl.Result{}, r.finalize(ctx, &ms)
 	}
-	if err := r.ensureFinalizer(ctx, &sts); err != nil {
+	if err := r.ensureFinalizer(ctx, &ms); err != nil {
 		return ctrl.Result{}, err
 	}
 	tmpl, err := loadTemplate(ctx, r.Client, &r.templates, r.TemplateNamespace, tmplName)
+	var level ranktable.Level
+	if err == nil {
+		level, err = ranktable.ResolveLevel(&ms, tmpl)
+	}
 	if err != nil {
 		generationErrors.Inc()
-		r.Recorder.Eventf(&sts, nil, corev1.EventTypeWarning, string(ranktable.ReasonGenerationFailed), "LoadTemplate", "%v", err)
-		c := appsv1.StatefulSetCondition{Type: ConditionRanktableReady, Status: corev1.ConditionFalse,
+		r.Recorder.Eventf(&ms, nil, corev1.EventTypeWarning, string(ranktable.ReasonGenerationFailed), "LoadTemplate", "%v", err)
+		c := metav1.Condition{Type: servingv1.ConditionRanktableReady, Status: metav1.ConditionFalse,
 			Reason: string(ranktable.ReasonGenerationFailed), Message: joinBounded([]string{err.Error()})}
-		if cerr := r.setCondition(ctx, &sts, c); cerr != nil {
+		if _, cerr := r.setCondition(ctx, &ms, c); cerr != nil {
 			return ctrl.Result{}, cerr
 		}
 		return ctrl.Result{}, err
 	}
-	sel, err := metav1.LabelSelectorAsSelector(sts.Spec.Selector)
-	if err != nil {
-		return ctrl.Result{}, reconcile.TerminalError(fmt.Errorf("StatefulSet %s: spec.selector: %w", req, err))
-	}
+	// The pods this operator created for ms (Plan keeps those ms controls).
 	var pods corev1.PodList
-	if err := r.Client.List(ctx, &pods, client.InNamespace(sts.Namespace), client.MatchingLabelsSelector{Selector: sel}); err != nil {
+	if err := r.Client.List(ctx, &pods, client.InNamespace(ms.Namespace), client.MatchingLabels{servingv1.LabelName: ms.Name}); err != nil {
 		return ctrl.Result{}, err
 	}
 	in := ranktable.Input{
-		Owner:    ranktable.NewOwner(&sts, statefulSetGVK),
+		Owner:    ranktable.NewOwner(&ms, modelServingGVK),
 		Template: tmpl,
-		Pods:     podPointers(pods.Items),
+		Pods:     pointers(pods.Items),
+		Expected: expected(&ms, level, pods.Items),
 		Now:      r.Now(),
 		Timeout:  r.Timeout,
-	}
-	in.Expected, err = expected(&sts, tmpl)
-	if err != nil {
-		return ctrl.Result{}, reconcile.TerminalError(err)
 	}
 
 	var res ranktable.Result
@@ -158,10 +162,10 @@ func (r *RanktableReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 		var cms corev1.ConfigMapList
 		// Every ConfigMap of the namespace: Plan picks its own by name, and must see a
 		// same-named ConfigMap someone else owns to report it instead of colliding.
-		if err := reader.List(ctx, &cms, client.InNamespace(sts.Namespace)); err != nil {
+		if err := reader.List(ctx, &cms, client.InNamespace(ms.Namespace)); err != nil {
 			return err
 		}
-		in.ConfigMaps = configMapPointers(cms.Items)
+		in.ConfigMaps = pointers(cms.Items)
 		start := time.Now()
 		res, err = r.planner.Plan(in)
 		generationDuration.Observe(time.Since(start).Seconds())
@@ -177,11 +181,12 @@ func (r *RanktableReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 		}
 		return ctrl.Result{}, err
 	}
-	r.record(&sts, pods.Items, written, res)
-	if err := r.setCondition(ctx, &sts, readyCondition(res, tmpl)); err != nil {
-		return ctrl.Result{}, err
+	r.record(&ms, pods.Items, written, res)
+	result, err := r.setCondition(ctx, &ms, readyCondition(res, tmpl))
+	if result.IsZero() {
+		result.RequeueAfter = res.RequeueAfter
 	}
-	return ctrl.Result{RequeueAfter: res.RequeueAfter}, nil
+	return result, err
 }
 
 // retriable reports whether a write failed because the cache was behind: a
@@ -215,7 +220,7 @@ func (r *RanktableReconciler) apply(ctx context.Context, desired []ranktable.Des
 
 // record emits the plan's events on the objects they name and counts failed groups.
 // Events about ConfigMaps are emitted only for ConfigMaps this reconcile wrote.
-func (r *RanktableReconciler) record(sts *appsv1.StatefulSet, pods []corev1.Pod, written []ranktable.DesiredConfigMap, res ranktable.Result) {
+func (r *RanktableReconciler) record(ms *servingv1.ModelServing, pods []corev1.Pod, written []ranktable.DesiredConfigMap, res ranktable.Result) {
 	for _, g := range res.Groups {
 		if g.Phase == ranktable.PhaseFailed {
 			generationErrors.Inc()
@@ -230,7 +235,7 @@ func (r *RanktableReconciler) record(sts *appsv1.StatefulSet, pods []corev1.Pod,
 		podsByKey[pods[i].Namespace+"/"+pods[i].Name] = &pods[i]
 	}
 	for _, ev := range res.Events {
-		var regarding runtime.Object = sts
+		var regarding runtime.Object = ms
 		key := ev.Object.Namespace + "/" + ev.Object.Name
 		switch ev.Object.Kind {
 		case "ConfigMap":
@@ -244,39 +249,43 @@ func (r *RanktableReconciler) record(sts *appsv1.StatefulSet, pods []corev1.Pod,
 				regarding = p
 			}
 		}
-		r.Recorder.Eventf(regarding, sts, ev.Type, string(ev.Reason), "Reconcile", "%s", ev.Message)
+		r.Recorder.Eventf(regarding, ms, ev.Type, string(ev.Reason), "Reconcile", "%s", ev.Message)
 	}
 }
 
-// expected returns the pods each group must have: spec.replicas for the group the pod
-// template names, or nil (each group expects the pods it has) when the template's
-// labels do not place pods in a group.
-func expected(sts *appsv1.StatefulSet, tmpl *ranktable.Template) (map[ranktable.GroupKey]int, error) {
-	level, err := ranktable.ResolveLevel(sts, tmpl)
-	if err != nil {
-		return nil, fmt.Errorf("StatefulSet: %w", err)
+// expected returns the pods each group must have, from ms's spec: every role's
+// members in each serving group at role level, all roles' members together at
+// group level. The groups are those ms's pods are in (a Gang rollout's surge group
+// has an index beyond spec.replicas, and the group it replaced leaves its index
+// free) and, while fewer than spec.replicas, the lowest free indexes, where the
+// ModelServing controller creates groups.
+func expected(ms *servingv1.ModelServing, level ranktable.Level, pods []corev1.Pod) map[ranktable.GroupKey]int {
+	groups := map[int]bool{}
+	for i := range pods {
+		g, err := strconv.Atoi(pods[i].Labels[servingv1.LabelGroupIndex])
+		if err == nil && g >= 0 && pods[i].DeletionTimestamp == nil && metav1.IsControlledBy(&pods[i], ms) {
+			groups[g] = true
+		}
 	}
-	key := ranktable.KeyOf(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Labels: sts.Spec.Template.Labels}}, level, ranktable.Grouping{})
-	if key == (ranktable.GroupKey{}) {
-		return nil, nil
+	for g := 0; len(groups) < groupCount(ms); g++ {
+		groups[g] = true
 	}
-	replicas := 1
-	if sts.Spec.Replicas != nil {
-		replicas = int(*sts.Spec.Replicas)
-	}
-	return map[ranktable.GroupKey]int{key: replicas}, nil
-}
-
-func podPointers(items []corev1.Pod) []*corev1.Pod {
-	out := make([]*corev1.Pod, len(items))
-	for i := range items {
-		out[i] = &items[i]
+	out := map[ranktable.GroupKey]int{}
+	for g := range groups {
+		for _, role := range ms.Spec.Roles {
+			k := ranktable.GroupKey{Group: groupName(ms.Name, g)}
+			if level == ranktable.LevelRole {
+				k.Role = role.Name
+			}
+			out[k] += int(roleMembers(role))
+		}
 	}
 	return out
 }
 
-func configMapPointers(items []corev1.ConfigMap) []*corev1.ConfigMap {
-	out := make([]*corev1.ConfigMap, len(items))
+// pointers returns pointers to the items of a list.
+func pointers[T any](items []T) []*T {
+	out := make([]*T, len(items))
 	for i := range items {
 		out[i] = &items[i]
 	}

@@ -4,71 +4,87 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"os"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
+	servingv1 "github.com/kplan-dev/kplan/examples/api/serving/v1alpha1"
+	"github.com/kplan-dev/kplan/examples/operator"
 	"github.com/kplan-dev/kplan/ranktable"
 )
 
-// newOwner creates a StatefulSet annotated with the MindIE role template. Its pods
-// are selected by app=name; templateLabels are added to the pod template.
-func newOwner(t *testing.T, ns, name string, replicas int32, templateLabels map[string]string) *appsv1.StatefulSet {
-	t.Helper()
-	lbls := map[string]string{"app": name}
-	for k, v := range templateLabels {
-		lbls[k] = v
-	}
-	sts := &appsv1.StatefulSet{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name,
-			Annotations: map[string]string{ranktable.AnnotationTemplate: ranktable.LibraryMindIERole}},
-		Spec: appsv1.StatefulSetSpec{
-			Replicas: &replicas,
-			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": name}},
-			Template: corev1.PodTemplateSpec{
-				ObjectMeta: metav1.ObjectMeta{Labels: lbls},
-				Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "inference", Image: "busybox:1.36"}}},
-			},
-		},
-	}
-	if err := admin.Create(context.Background(), sts); err != nil {
-		t.Fatal(err)
-	}
-	return sts
+// role is a role of a test ModelServing: its name and its members per serving group.
+type role struct {
+	name    string
+	members int32
 }
 
-// newPod creates a pod of owner as the StatefulSet controller would (there is none on
-// a bare API server), through the webhook.
-func newPod(t *testing.T, owner *appsv1.StatefulSet, name string, extraLabels map[string]string) *corev1.Pod {
+// newOwner creates a ModelServing of groups serving groups annotated with the
+// MindIE role template (annotations add to or override that), with roles (default:
+// worker with 2 members). Its pods carry app=name; the operator creates them.
+func newOwner(t *testing.T, ns, name string, groups int32, annotations map[string]string, roles ...role) *servingv1.ModelServing {
 	t.Helper()
-	lbls := map[string]string{}
-	for k, v := range owner.Spec.Template.Labels {
-		lbls[k] = v
+	ann := map[string]string{servingv1.AnnotationRanktableTemplate: ranktable.LibraryMindIERole}
+	maps.Copy(ann, annotations)
+	if len(roles) == 0 {
+		roles = []role{{"worker", 2}}
 	}
-	for k, v := range extraLabels {
-		lbls[k] = v
+	ms := &servingv1.ModelServing{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Annotations: ann},
+		Spec:       servingv1.ModelServingSpec{Replicas: &groups},
 	}
-	yes := true
-	pod := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Namespace: owner.Namespace, Name: name, Labels: lbls,
-			OwnerReferences: []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "StatefulSet", Name: owner.Name, UID: owner.UID, Controller: &yes, BlockOwnerDeletion: &yes}}},
-		Spec: *owner.Spec.Template.Spec.DeepCopy(),
+	for _, r := range roles {
+		ms.Spec.Roles = append(ms.Spec.Roles, servingv1.Role{Name: r.name, Replicas: r.members, Template: corev1.PodTemplateSpec{
+			ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": name}},
+			Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "inference", Image: "busybox:1.36"}}},
+		}})
 	}
-	if err := admin.Create(context.Background(), pod); err != nil {
-		t.Fatalf("creating pod %s: %v", name, err)
+	if err := admin.Create(context.Background(), ms); err != nil {
+		t.Fatal(err)
 	}
-	return pod
+	return ms
+}
+
+// podOf is the name the operator gives member m of role r in serving group g.
+func podOf(ms, r string, g, m int) string { return fmt.Sprintf("%s-%s-%d-%d", ms, r, g, m) }
+
+// waitPod waits until the operator has created the named pod with a UID other
+// than notUID ("" for any) and returns it.
+func waitPod(t *testing.T, ns, name string, notUID types.UID) *corev1.Pod {
+	t.Helper()
+	var pod corev1.Pod
+	eventually(t, "pod "+name, func() error {
+		if err := admin.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: name}, &pod); err != nil {
+			return err
+		}
+		if pod.UID == notUID || pod.DeletionTimestamp != nil {
+			return fmt.Errorf("pod %s not recreated yet", name)
+		}
+		return nil
+	})
+	return &pod
+}
+
+// deletePod deletes a pod and waits until the operator has created its successor.
+func deletePod(t *testing.T, ns, name string) {
+	t.Helper()
+	old := waitPod(t, ns, name, "")
+	if err := admin.Delete(context.Background(), old); err != nil {
+		t.Fatal(err)
+	}
+	waitPod(t, ns, name, old.UID)
 }
 
 // deviceAnnotation is the design's ascend.com/ranktable annotation: 8 devices with IPs
@@ -82,9 +98,11 @@ func deviceAnnotation(pod, server, prefix string, first int) string {
 	return string(b)
 }
 
-// annotate writes a pod's device annotation, as the device plugin would.
+// annotate writes a pod's device annotation, as the device plugin would, once the
+// operator has created the pod.
 func annotate(t *testing.T, ns, pod, value string) {
 	t.Helper()
+	waitPod(t, ns, pod, "")
 	patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]string{ranktable.DefaultAnnotationName: value}}})
 	p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: pod}}
 	if err := admin.Patch(context.Background(), p, client.RawPatch(types.MergePatchType, patch)); err != nil {
@@ -126,37 +144,37 @@ func designTable(t *testing.T) string {
 	return string(b)
 }
 
-// designScenario creates the design's owner "qwen-inference" (2 replicas, role
-// worker) and its two pods, and annotates the first n of them.
-func designScenario(t *testing.T, ns string, annotated int) *appsv1.StatefulSet {
+// designScenario creates the design's owner "qwen-inference" (one serving group,
+// role worker with two members) and annotates the first n of its two pods.
+func designScenario(t *testing.T, ns string, annotated int) *servingv1.ModelServing {
 	t.Helper()
-	sts := newOwner(t, ns, "qwen-inference", 2, map[string]string{ranktable.LabelRole: "worker"})
-	for i := 0; i < 2; i++ {
-		name := fmt.Sprintf("qwen-inference-worker-%d", i)
-		newPod(t, sts, name, nil)
-		if i < annotated {
-			annotate(t, ns, name, deviceAnnotation(name, fmt.Sprintf("192.168.1.%d", 10+i), "10.20.0", 2+8*i))
-		}
+	ms := newOwner(t, ns, "qwen-inference", 1, nil)
+	for i := 0; i < annotated; i++ {
+		name := podOf(ms.Name, "worker", 0, i)
+		annotate(t, ns, name, deviceAnnotation(name, fmt.Sprintf("192.168.1.%d", 10+i), "10.20.0", 2+8*i))
 	}
-	return sts
+	return ms
 }
 
-const designCM = "qwen-inference-worker-ranktable"
+// designCM is the ranktable ConfigMap of the design's owner: role worker of serving
+// group qwen-inference-0.
+const designCM = "qwen-inference-0-worker-ranktable"
 
-// TestRanktableDesignScenario is the design's scenario end to end: owner and
-// templates give an empty ConfigMap, pods created through the webhook carry the
-// injection, annotations complete the table, a deleted pod resets it and a recreated
-// pod with new device IPs regenerates it.
+// TestRanktableDesignScenario is the design's scenario end to end: the ModelServing
+// and templates give an empty ConfigMap, the pods the operator creates carry the
+// injection, annotations complete the table, a deleted pod resets it and its
+// replacement with new device IPs regenerates it.
 func TestRanktableDesignScenario(t *testing.T) {
 	ctx := context.Background()
 	ns := newNamespace(t)
 	createdBefore := counterValue(t, "ranktable_configmap_updates_total", "create")
-	sts := newOwner(t, ns, "qwen-inference", 2, map[string]string{ranktable.LabelRole: "worker"})
+	ms := newOwner(t, ns, "qwen-inference", 1, nil)
+	worker0, worker1 := podOf(ms.Name, "worker", 0, 0), podOf(ms.Name, "worker", 0, 1)
 
-	t.Run("the owner alone gets an empty ConfigMap it controls", func(t *testing.T) {
+	t.Run("the ModelServing gets an empty ConfigMap it controls", func(t *testing.T) {
 		cm := tableIs(t, ns, designCM, "", "empty ConfigMap for the owner")
-		if !metav1.IsControlledBy(cm, sts) {
-			t.Errorf("ConfigMap owners %+v, want controller %s", cm.OwnerReferences, sts.Name)
+		if !metav1.IsControlledBy(cm, ms) {
+			t.Errorf("ConfigMap owners %+v, want controller %s", cm.OwnerReferences, ms.Name)
 		}
 		waitEvent(t, ns, string(ranktable.ReasonConfigMapCreated), designCM)
 		if got := counterValue(t, "ranktable_configmap_updates_total", "create"); got <= createdBefore {
@@ -164,14 +182,8 @@ func TestRanktableDesignScenario(t *testing.T) {
 		}
 	})
 
-	t.Run("pods created through the webhook carry the injection", func(t *testing.T) {
-		for i := 0; i < 2; i++ {
-			newPod(t, sts, fmt.Sprintf("qwen-inference-worker-%d", i), nil)
-		}
-		var pod corev1.Pod
-		if err := admin.Get(ctx, types.NamespacedName{Namespace: ns, Name: "qwen-inference-worker-0"}, &pod); err != nil {
-			t.Fatal(err)
-		}
+	t.Run("the pods the operator creates carry the injection", func(t *testing.T) {
+		pod := waitPod(t, ns, worker0, "")
 		var vol *corev1.Volume
 		for i := range pod.Spec.Volumes {
 			if pod.Spec.Volumes[i].Name == ranktable.VolumeName {
@@ -192,13 +204,13 @@ func TestRanktableDesignScenario(t *testing.T) {
 		if len(main.Env) != 1 || main.Env[0].Name != "RANKTABLEFILE" || main.Env[0].Value != wantEnv {
 			t.Errorf("inference env %+v, want RANKTABLEFILE=%s", main.Env, wantEnv)
 		}
+		waitPod(t, ns, worker1, "")
 		tableIs(t, ns, designCM, "", "table still empty without annotations")
-		waitEvent(t, ns, string(ranktable.ReasonAnnotationMissing), "qwen-inference-worker-0")
+		waitEvent(t, ns, string(ranktable.ReasonAnnotationMissing), worker0)
 	})
 
 	t.Run("annotations complete the design's exact table", func(t *testing.T) {
-		for i := 0; i < 2; i++ {
-			name := fmt.Sprintf("qwen-inference-worker-%d", i)
+		for i, name := range []string{worker0, worker1} {
 			annotate(t, ns, name, deviceAnnotation(name, fmt.Sprintf("192.168.1.%d", 10+i), "10.20.0", 2+8*i))
 		}
 		tableIs(t, ns, designCM, designTable(t), "the design's table")
@@ -208,17 +220,13 @@ func TestRanktableDesignScenario(t *testing.T) {
 		}
 	})
 
-	t.Run("a deleted pod resets the table", func(t *testing.T) {
-		if err := admin.Delete(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "qwen-inference-worker-1"}}); err != nil {
-			t.Fatal(err)
-		}
+	t.Run("a deleted pod resets the table until its replacement is annotated", func(t *testing.T) {
+		deletePod(t, ns, worker1)
 		tableIs(t, ns, designCM, "", "table reset after the pod went away")
 	})
 
-	t.Run("a recreated pod with new device IPs regenerates the table", func(t *testing.T) {
-		name := "qwen-inference-worker-1"
-		newPod(t, sts, name, nil)
-		annotate(t, ns, name, deviceAnnotation(name, "192.168.1.11", "10.30.0", 50))
+	t.Run("the replacement with new device IPs regenerates the table", func(t *testing.T) {
+		annotate(t, ns, worker1, deviceAnnotation(worker1, "192.168.1.11", "10.30.0", 50))
 		var cm corev1.ConfigMap
 		eventually(t, "regenerated table", func() error {
 			if err := admin.Get(ctx, types.NamespacedName{Namespace: ns, Name: designCM}, &cm); err != nil {
@@ -283,41 +291,43 @@ func waitEvent(t *testing.T, ns, reason, regarding string) *eventsv1.Event {
 	return found
 }
 
-// TestRanktableBrokenGroup: of two groups of one owner, the one whose pod has a bad
-// device IP fails with an event naming that pod; the other completes.
+// TestRanktableBrokenGroup: of two serving groups of one owner, the one whose pod has
+// a bad device IP fails with an event naming that pod; the other completes.
 func TestRanktableBrokenGroup(t *testing.T) {
 	ctx := context.Background()
 	ns := newNamespace(t)
 	errorsBefore := counterValue(t, "ranktable_generation_errors_total", "")
-	// No group label in the template: the pods' own labels form the groups, and each
-	// group expects the pods it has.
-	sts := newOwner(t, ns, "mixed", 3, nil)
-	for _, p := range []struct{ name, group string }{{"mixed-a-0", "mixed-a"}, {"mixed-a-1", "mixed-a"}, {"mixed-b-0", "mixed-b"}} {
-		newPod(t, sts, p.name, map[string]string{ranktable.LabelGroupName: p.group, ranktable.LabelRole: "worker"})
+	ms := newOwner(t, ns, "mixed", 2, nil)
+	for g := range 2 {
+		for m := range 2 {
+			name := podOf(ms.Name, "worker", g, m)
+			ann := deviceAnnotation(name, fmt.Sprintf("10.0.%d.%d", g, m), fmt.Sprintf("10.1.%d", g), 1+10*m)
+			if g == 1 && m == 0 {
+				ann = strings.Replace(ann, `"10.1.1.4"`, `"-1"`, 1)
+			}
+			annotate(t, ns, name, ann)
+		}
 	}
-	annotate(t, ns, "mixed-a-0", deviceAnnotation("mixed-a-0", "10.0.0.1", "10.1.0", 1))
-	annotate(t, ns, "mixed-a-1", deviceAnnotation("mixed-a-1", "10.0.0.2", "10.1.0", 11))
-	broken := strings.Replace(deviceAnnotation("mixed-b-0", "10.0.0.3", "10.1.0", 21), `"10.1.0.24"`, `"-1"`, 1)
-	annotate(t, ns, "mixed-b-0", broken)
+	bad := podOf(ms.Name, "worker", 1, 0)
 
 	var a corev1.ConfigMap
-	eventually(t, "group a completes", func() error {
-		if err := admin.Get(ctx, types.NamespacedName{Namespace: ns, Name: "mixed-a-worker-ranktable"}, &a); err != nil {
+	eventually(t, "group 0 completes", func() error {
+		if err := admin.Get(ctx, types.NamespacedName{Namespace: ns, Name: "mixed-0-worker-ranktable"}, &a); err != nil {
 			return err
 		}
 		if !strings.Contains(a.Data[ranktable.DefaultFilename], `"status": "completed"`) {
-			return fmt.Errorf("group a table: %q", trim(a.Data[ranktable.DefaultFilename]))
+			return fmt.Errorf("group 0 table: %q", trim(a.Data[ranktable.DefaultFilename]))
 		}
 		return nil
 	})
 	ev := waitEvent(t, ns, string(ranktable.ReasonGenerationFailed), "mixed")
-	if !strings.Contains(ev.Note, ns+"/mixed-b-0") || !strings.Contains(ev.Note, "-1") {
-		t.Errorf("failure event %q does not name pod %s/mixed-b-0 and its bad IP", ev.Note, ns)
+	if !strings.Contains(ev.Note, ns+"/"+bad) || !strings.Contains(ev.Note, "-1") {
+		t.Errorf("failure event %q does not name pod %s/%s and its bad IP", ev.Note, ns, bad)
 	}
 	if ev.Type != corev1.EventTypeWarning {
 		t.Errorf("failure event type %s, want Warning", ev.Type)
 	}
-	tableIs(t, ns, "mixed-b-worker-ranktable", "", "group b stays empty")
+	tableIs(t, ns, "mixed-1-worker-ranktable", "", "group 1 stays empty")
 	if got := counterValue(t, "ranktable_generation_errors_total", ""); got <= errorsBefore {
 		t.Errorf("ranktable_generation_errors_total = %v, want more than %v", got, errorsBefore)
 	}
@@ -351,7 +361,7 @@ func TestRanktableConflictRetry(t *testing.T) {
 	designScenario(t, ns, 0)
 	tableIs(t, ns, designCM, "", "the empty ConfigMap")
 	for i := 0; i < 2; i++ {
-		name := fmt.Sprintf("qwen-inference-worker-%d", i)
+		name := podOf("qwen-inference", "worker", 0, i)
 		annotate(t, ns, name, deviceAnnotation(name, fmt.Sprintf("192.168.1.%d", 10+i), "10.20.0", 2+8*i))
 	}
 	cm := tableIs(t, ns, designCM, designTable(t), "the table after a conflict")
@@ -372,7 +382,7 @@ func TestRanktableOperatorRestart(t *testing.T) {
 	if err := stopManager(); err != nil {
 		t.Fatal(err)
 	}
-	name := "qwen-inference-worker-1"
+	name := podOf("qwen-inference", "worker", 0, 1)
 	annotate(t, ns, name, deviceAnnotation(name, "192.168.1.11", "10.20.0", 10))
 	if err := startManager(nil); err != nil {
 		t.Fatal(err)
@@ -401,16 +411,17 @@ func TestRanktableRequeueTimeout(t *testing.T) {
 	tableIs(t, ns, designCM, "", "no partial table after the timeout")
 }
 
-// TestRanktableLongNames: the longest owner name a StatefulSet may have (63
-// characters) with the longest role label gives a long ConfigMap name, and the
-// API server accepts the name and the library's labels and annotations.
+// TestRanktableLongNames: the longest names a ModelServing's pods can be created with
+// (52 characters, so that the revision label <name>-<hash> is a label value; a role
+// of 20) give a long ConfigMap name, and the API server accepts the name and the
+// library's labels and annotations.
 func TestRanktableLongNames(t *testing.T) {
 	ns := newNamespace(t)
-	name, role := strings.Repeat("o", 63), strings.Repeat("r", 63)
-	sts := newOwner(t, ns, name, 1, map[string]string{ranktable.LabelRole: role})
-	want := ranktable.ConfigMapName(name, ranktable.GroupKey{Role: role})
-	newPod(t, sts, "p-0", nil)
-	annotate(t, ns, "p-0", deviceAnnotation("p-0", "10.0.0.1", "10.2.0", 1))
+	name, r := strings.Repeat("o", 52), strings.Repeat("r", 20)
+	newOwner(t, ns, name, 1, nil, role{r, 1})
+	want := ranktable.ConfigMapName(name, ranktable.GroupKey{Group: name + "-0", Role: r})
+	pod := podOf(name, r, 0, 0)
+	annotate(t, ns, pod, deviceAnnotation(pod, "10.0.0.1", "10.2.0", 1))
 	var cm corev1.ConfigMap
 	eventually(t, "ConfigMap of the long-named owner", func() error {
 		if err := admin.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: want}, &cm); err != nil {
@@ -424,6 +435,60 @@ func TestRanktableLongNames(t *testing.T) {
 	if cm.Annotations[ranktable.AnnotationContentHash] == "" || cm.Annotations[ranktable.AnnotationPodsHash] == "" {
 		t.Errorf("annotations %v lack the library's hashes", cm.Annotations)
 	}
+}
+
+// TestRanktableLevels: at role level each role of a serving group gets its table; the
+// level annotation on the ModelServing makes one table of the whole group, which
+// every pod of the group mounts.
+func TestRanktableLevels(t *testing.T) {
+	ns := newNamespace(t)
+	roles := []role{{"prefill", 1}, {"decode", 1}}
+	annotateAll := func(ms string) {
+		for i, r := range roles {
+			pod := podOf(ms, r.name, 0, 0)
+			annotate(t, ns, pod, deviceAnnotation(pod, fmt.Sprintf("192.168.2.%d", 10+i), "10.40.0", 2+8*i))
+		}
+	}
+	servers := func(n int) func(table, string) error {
+		return func(tab table, raw string) error {
+			if tab.Status != ranktable.StatusCompleted || len(tab.ServerList) != n {
+				return fmt.Errorf("want a completed table of %d servers: %s", n, trim(raw))
+			}
+			return nil
+		}
+	}
+
+	t.Run("role level: a table per role", func(t *testing.T) {
+		newOwner(t, ns, "split", 1, nil, roles...)
+		annotateAll("split")
+		for _, r := range roles {
+			waitTable(t, ns, "split-0-"+r.name+"-ranktable", "table of role "+r.name, servers(1))
+			if got := mountedConfigMap(waitPod(t, ns, podOf("split", r.name, 0, 0), "")); got != "split-0-"+r.name+"-ranktable" {
+				t.Errorf("pod of role %s mounts ConfigMap %q", r.name, got)
+			}
+		}
+	})
+
+	t.Run("group level: one table of both roles", func(t *testing.T) {
+		newOwner(t, ns, "whole", 1, map[string]string{servingv1.AnnotationRanktableLevel: string(ranktable.LevelGroup)}, roles...)
+		annotateAll("whole")
+		waitTable(t, ns, "whole-0-ranktable", "table of the serving group", servers(2))
+		for _, r := range roles {
+			if got := mountedConfigMap(waitPod(t, ns, podOf("whole", r.name, 0, 0), "")); got != "whole-0-ranktable" {
+				t.Errorf("pod of role %s mounts ConfigMap %q, want whole-0-ranktable", r.name, got)
+			}
+		}
+	})
+}
+
+// mountedConfigMap is the ConfigMap of the pod's ranktable volume.
+func mountedConfigMap(pod *corev1.Pod) string {
+	for _, v := range pod.Spec.Volumes {
+		if v.Name == ranktable.VolumeName && v.ConfigMap != nil {
+			return v.ConfigMap.Name
+		}
+	}
+	return ""
 }
 
 // counterValue reads a counter from controller-runtime's metrics registry (as the
@@ -497,4 +562,57 @@ func (c *racingClient) Update(ctx context.Context, obj client.Object, opts ...cl
 		c.conflicts.Add(1)
 	}
 	return err
+}
+
+// TestRanktableGangSurge: a Gang rollout with a surge serving group keeps the tables
+// whole: the surge group, whose index is beyond spec.replicas, gets the table its pod
+// mounts, and once the old group is gone the ModelServing is ranktable-ready with the
+// new group alone.
+func TestRanktableGangSurge(t *testing.T) {
+	ctx := context.Background()
+	ns := newNamespace(t)
+	startMSKubelet(t, ns, 0)
+	ms := newOwner(t, ns, "surge", 1, nil, role{"worker", 1})
+	editModelServing(t, ms, func(ms *servingv1.ModelServing) {
+		ms.Spec.RolloutStrategy = servingv1.RolloutStrategy{Mode: servingv1.GangMode,
+			MaxUnavailable: intOrStr(intstr.FromInt(0)), MaxSurge: intOrStr(intstr.FromInt(1))}
+	})
+	first := podOf("surge", "worker", 0, 0)
+	annotate(t, ns, first, deviceAnnotation(first, "192.168.3.10", "10.50.0", 2))
+	condition(t, ns, "surge", "ready before the rollout", is(metav1.ConditionTrue, operator.ReasonRanktableReady))
+
+	editModelServing(t, ms, setImage("busybox:1.37"))
+	var pod corev1.Pod
+	eventually(t, "the rollout replaced the serving group", func() error {
+		var list corev1.PodList
+		if err := admin.List(ctx, &list, client.InNamespace(ns), client.MatchingLabels{servingv1.LabelName: "surge"}); err != nil {
+			return err
+		}
+		if len(list.Items) != 1 || list.Items[0].Name == first || list.Items[0].Spec.Containers[0].Image != "busybox:1.37" {
+			return fmt.Errorf("pods %v", describePodList(list.Items))
+		}
+		pod = list.Items[0]
+		return nil
+	})
+	cmName := mountedConfigMap(&pod)
+	var cm corev1.ConfigMap
+	if err := admin.Get(ctx, types.NamespacedName{Namespace: ns, Name: cmName}, &cm); err != nil {
+		t.Fatalf("the ConfigMap %q pod %s mounts: %v", cmName, pod.Name, err)
+	}
+	annotate(t, ns, pod.Name, deviceAnnotation(pod.Name, "192.168.3.11", "10.50.0", 20))
+	condition(t, ns, "surge", "ready after the rollout", is(metav1.ConditionTrue, operator.ReasonRanktableReady, "1 ranktable groups complete"))
+	waitTable(t, ns, cmName, "the new group's table", func(tab table, raw string) error {
+		if len(tab.ServerList) != 1 || tab.ServerList[0].ServerID != "192.168.3.11" {
+			return fmt.Errorf("want the new pod's server alone: %s", trim(raw))
+		}
+		return nil
+	})
+}
+
+func describePodList(pods []corev1.Pod) []string {
+	var out []string
+	for _, p := range pods {
+		out = append(out, p.Name+"@"+p.Spec.Containers[0].Image)
+	}
+	return out
 }

@@ -10,7 +10,6 @@ import (
 	"time"
 
 	admissionv1 "k8s.io/api/admission/v1"
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -18,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
+	servingv1 "github.com/kplan-dev/kplan/examples/api/serving/v1alpha1"
 	"github.com/kplan-dev/kplan/ranktable"
 	"github.com/kplan-dev/kplan/revision"
 	"github.com/kplan-dev/kplan/webhookpatch"
@@ -32,7 +32,7 @@ const WebhookPath = "/mutate-v1-pod"
 // webhookpatch.Diff of the pod before and after. A conflict with the user's own
 // objects rejects the pod; nothing is skipped silently.
 type PodMutator struct {
-	// Client reads StatefulSets, template ConfigMaps, ConfigMapSets and pods (cached).
+	// Client reads ModelServings, template ConfigMaps, ConfigMapSets and pods (cached).
 	Client            client.Reader
 	TemplateNamespace string
 	// WaitImage is the ranktable wait container's image ("" for the library default).
@@ -93,17 +93,17 @@ func (m *PodMutator) Mutate(ctx context.Context, pod *corev1.Pod) (*corev1.Pod, 
 }
 
 // injectRanktable injects the ranktable mount when the pod's controller is a
-// StatefulSet annotated with a ranktable template.
+// ModelServing annotated with a ranktable template.
 func (m *PodMutator) injectRanktable(ctx context.Context, pod *corev1.Pod) error {
 	ref := metav1.GetControllerOf(pod)
-	if ref == nil || ref.Kind != "StatefulSet" || ref.APIVersion != appsv1.SchemeGroupVersion.String() {
+	if ref == nil || ref.Kind != modelServingGVK.Kind || ref.APIVersion != servingv1.GroupVersion.String() {
 		return nil
 	}
-	var sts appsv1.StatefulSet
-	if err := m.Client.Get(ctx, types.NamespacedName{Namespace: pod.Namespace, Name: ref.Name}, &sts); err != nil {
-		return fmt.Errorf("owner StatefulSet %s/%s: %w", pod.Namespace, ref.Name, err)
+	var ms servingv1.ModelServing
+	if err := m.Client.Get(ctx, types.NamespacedName{Namespace: pod.Namespace, Name: ref.Name}, &ms); err != nil {
+		return fmt.Errorf("owner ModelServing %s/%s: %w", pod.Namespace, ref.Name, err)
 	}
-	name, ok := sts.Annotations[ranktable.AnnotationTemplate]
+	name, ok := ms.Annotations[ranktable.AnnotationTemplate]
 	if !ok {
 		return nil
 	}
@@ -111,13 +111,12 @@ func (m *PodMutator) injectRanktable(ctx context.Context, pod *corev1.Pod) error
 	if err != nil {
 		return err
 	}
-	level, err := ranktable.ResolveLevel(&sts, tmpl)
+	level, err := ranktable.ResolveLevel(&ms, tmpl)
 	if err != nil {
-		return fmt.Errorf("StatefulSet: %w", err)
+		return err
 	}
-	key := ranktable.KeyOf(pod, level, ranktable.Grouping{})
 	_, err = ranktable.Inject(pod, ranktable.InjectOptions{
-		ConfigMapName: ranktable.ConfigMapName(sts.Name, key),
+		ConfigMapName: ranktable.ConfigMapName(ms.Name, ranktable.KeyOf(pod, level, ranktable.Grouping{})),
 		Template:      tmpl,
 		Image:         m.WaitImage,
 		WaitTimeout:   m.WaitTimeout,

@@ -3,6 +3,7 @@ package operator_test
 import (
 	"context"
 	"encoding/json"
+	"maps"
 	"strings"
 	"testing"
 	"time"
@@ -15,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
+	servingv1 "github.com/kplan-dev/kplan/examples/api/serving/v1alpha1"
 	"github.com/kplan-dev/kplan/examples/internal/testenv"
 	"github.com/kplan-dev/kplan/examples/operator"
 	"github.com/kplan-dev/kplan/ranktable"
@@ -22,8 +24,9 @@ import (
 	"github.com/kplan-dev/kplan/webhookpatch"
 )
 
-// injectedPod creates a ranktable owner and a ConfigMapSet matching its pods, creates
-// one pod through the webhook and returns it as the API server stored it.
+// injectedPod creates a ConfigMapSet and a ranktable owner whose pods it matches,
+// waits for the operator to create a pod through the webhook and returns it as the
+// API server stored it.
 func injectedPod(t *testing.T, ns string) *corev1.Pod {
 	t.Helper()
 	set := &revision.ConfigMapSet{
@@ -37,16 +40,12 @@ func injectedPod(t *testing.T, ns string) *corev1.Pod {
 	if err := admin.Create(context.Background(), set); err != nil {
 		t.Fatal(err)
 	}
-	sts := newOwner(t, ns, "qwen-inference", 2, map[string]string{ranktable.LabelRole: "worker"})
-	newPod(t, sts, "qwen-inference-worker-0", nil)
-	var pod corev1.Pod
-	if err := admin.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: "qwen-inference-worker-0"}, &pod); err != nil {
-		t.Fatal(err)
-	}
+	newOwner(t, ns, "qwen-inference", 1, nil)
+	pod := waitPod(t, ns, podOf("qwen-inference", "worker", 0, 0), "")
 	if pod.Annotations[webhookpatch.RecordAnnotation] == "" {
 		t.Fatalf("pod was not injected: annotations %v", pod.Annotations)
 	}
-	return &pod
+	return pod
 }
 
 // mutator is a second instance of the operator's webhook handler, reading the API
@@ -94,7 +93,7 @@ func TestWebhookTwice(t *testing.T) {
 		m := mutator()
 		m.KubeVersion = "v1.28.9"
 		base := &corev1.Pod{
-			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "qwen-inference-worker-1", Labels: pod.Labels, OwnerReferences: pod.OwnerReferences},
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "qwen-inference-worker-0-9", Labels: pod.Labels, OwnerReferences: pod.OwnerReferences},
 			Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "inference", Image: "mindie:1"}}},
 		}
 		once, err := m.Mutate(context.Background(), base)
@@ -125,8 +124,12 @@ func TestWebhookTwice(t *testing.T) {
 	})
 
 	t.Run("a pod created from the injected pod comes back identical", func(t *testing.T) {
+		// Another name label keeps the ModelServing's controllers off the clone (they
+		// select their pods by it); the webhook goes by the controller reference.
+		labels := maps.Clone(pod.Labels)
+		labels[servingv1.LabelName] = "clone"
 		clone := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{
-			Namespace: ns, Name: "qwen-inference-worker-1", Labels: pod.Labels, Annotations: pod.Annotations, OwnerReferences: pod.OwnerReferences,
+			Namespace: ns, Name: "qwen-inference-clone", Labels: labels, Annotations: pod.Annotations, OwnerReferences: pod.OwnerReferences,
 		}, Spec: *pod.Spec.DeepCopy()}
 		if err := admin.Create(context.Background(), clone); err != nil {
 			t.Fatal(err)
@@ -146,11 +149,11 @@ func TestWebhookTwice(t *testing.T) {
 // changed.
 func TestWebhookRejectsConflict(t *testing.T) {
 	ns := newNamespace(t)
-	sts := newOwner(t, ns, "qwen-inference", 1, map[string]string{ranktable.LabelRole: "worker"})
-	yes := true
+	ms := newOwner(t, ns, "qwen-inference", 0, nil) // no serving groups: the operator creates no pod
 	pod := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "qwen-inference-worker-0", Labels: sts.Spec.Template.Labels,
-			OwnerReferences: []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "StatefulSet", Name: sts.Name, UID: sts.UID, Controller: &yes}}},
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "qwen-inference-worker-0-0",
+			Labels:          map[string]string{ranktable.LabelGroupName: "qwen-inference-0", ranktable.LabelRole: "worker"},
+			OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(ms, servingv1.GroupVersion.WithKind("ModelServing"))}},
 		Spec: corev1.PodSpec{
 			Containers: []corev1.Container{{Name: "inference", Image: "busybox:1.36"}},
 			Volumes:    []corev1.Volume{{Name: ranktable.VolumeName, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}},

@@ -59,10 +59,18 @@ const (
 	AnnotationInPlaceUpdate = "serving.examples.kplan.dev/in-place-update"
 )
 
-// AnnotationRanktableTemplate on a ModelServing names the ranktable template its
-// pods' rank tables are to be rendered with (kthena's annotation). The example
-// operator's ranktable controller reads it from StatefulSets only, so far.
+// AnnotationRanktableTemplate on a ModelServing names the ConfigMap of the
+// ranktable template its pods' rank tables are rendered with (kthena's
+// annotation, on the ModelServing as kthena puts it, not on the pod templates).
+// The operator then keeps one ranktable ConfigMap per role of each serving group
+// (or per serving group, at group level), mounts it into the pods it creates and
+// reports on the RanktableReady condition.
 const AnnotationRanktableTemplate = "kthena.io/ranktable-template"
+
+// AnnotationRanktableLevel on a ModelServing overrides the template's level:
+// "role" (a table per role of each serving group) or "group" (a table per
+// serving group, all its roles together). kthena's annotation.
+const AnnotationRanktableLevel = "kthena.io/ranktable-level"
 
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
@@ -291,7 +299,8 @@ type ModelServingStatus struct {
 	// +optional
 	Groups []GroupStatus `json:"groups,omitempty"`
 
-	// Conditions are Available, Progressing, RollingUpdate and Failed.
+	// Conditions are Available, Progressing, RollingUpdate and Failed, and
+	// RanktableReady when the ModelServing names a ranktable template.
 	// +listType=map
 	// +listMapKey=type
 	// +optional
@@ -352,6 +361,10 @@ const (
 	ConditionRollingUpdate = "RollingUpdate"
 	// ConditionFailed is True when pods failed or the rollout cannot be planned.
 	ConditionFailed = "Failed"
+	// ConditionRanktableReady is True when every rank table of a ModelServing that
+	// names a ranktable template is complete, False (with the groups that wait or
+	// failed) otherwise.
+	ConditionRanktableReady = "RanktableReady"
 )
 
 // Condition reasons, from the rollout plan.
