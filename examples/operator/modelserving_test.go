@@ -996,6 +996,7 @@ func TestModelServingValidation(t *testing.T) {
 		{"a role name that is not a DNS label", func(m *servingv1.ModelServing) { m.Spec.Roles[0].Name = "Prefill" }, "should match"},
 		{"no roles", func(m *servingv1.ModelServing) { m.Spec.Roles = nil }, "roles"},
 		{"negative replicas", func(m *servingv1.ModelServing) { m.Spec.Replicas = ptr(int32(-1)) }, "replicas"},
+		{"a name too long for the revision label", func(m *servingv1.ModelServing) { m.Name = strings.Repeat("n", 53) }, "at most 52 characters"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			m := valid("bad")

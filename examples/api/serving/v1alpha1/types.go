@@ -81,6 +81,7 @@ const AnnotationRanktableLevel = "kthena.io/ranktable-level"
 // +kubebuilder:printcolumn:name="Updated",type=integer,JSONPath=`.status.updatedReplicas`
 // +kubebuilder:printcolumn:name="Mode",type=string,JSONPath=`.spec.rolloutStrategy.mode`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+// +kubebuilder:validation:XValidation:rule="size(self.metadata.name) <= 52",message="metadata.name must be at most 52 characters: the pods' revision label is the name, a dash and a 10-character hash (63 at most)"
 
 // ModelServing is an inference service of spec.replicas serving groups. Each
 // group runs every role (for example prefill and decode) with the role's number
