@@ -159,3 +159,23 @@ func TestEventsReferToTheirObjects(t *testing.T) {
 		t.Errorf("objects of %s events (-want +got):\n%s", ReasonGenerationFailed, diff)
 	}
 }
+
+// metaValue is a metav1.Object that is not a pointer: NewOwner and ResolveLevel must
+// not treat it as a nil pointer (reflect's IsNil panics on a struct).
+type metaValue struct{ *metav1.ObjectMeta }
+
+func TestOwnerOfANonPointerObject(t *testing.T) {
+	obj := metaValue{&metav1.ObjectMeta{Name: "qwen", Namespace: "default",
+		Annotations: map[string]string{AnnotationLevel: strings.Repeat("x", 100_000)}}}
+	if got := NewOwner(obj, appsv1.SchemeGroupVersion.WithKind("StatefulSet")); got.Name != "qwen" {
+		t.Errorf("NewOwner of a non-pointer object: %+v", got.ObjectMeta)
+	}
+	tm := mustLibrary(t, LibraryMindIERole, LoadOptions{})
+	_, err := ResolveLevel(obj, tm)
+	if err == nil {
+		t.Fatal("a level of 100,000 x's was accepted")
+	}
+	if len(err.Error()) > 300 {
+		t.Errorf("the error repeats the whole annotation (%d bytes)", len(err.Error()))
+	}
+}

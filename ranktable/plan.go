@@ -57,13 +57,23 @@ type Owner struct {
 // of its annotations (all Plan reads). obj is not changed. Objects read through a typed
 // client usually have no apiVersion and kind set, hence gvk.
 func NewOwner(obj metav1.Object, gvk schema.GroupVersionKind) Owner {
-	if obj == nil || reflect.ValueOf(obj).IsNil() {
+	if isNilObject(obj) {
 		return Owner{GVK: gvk}
 	}
 	return Owner{GVK: gvk, ObjectMeta: metav1.ObjectMeta{
 		Name: obj.GetName(), Namespace: obj.GetNamespace(), UID: obj.GetUID(),
 		Annotations: maps.Clone(obj.GetAnnotations()),
 	}}
+}
+
+// isNilObject reports whether obj is nil or a nil pointer in an interface; an
+// object of a non-pointer type is never nil.
+func isNilObject(obj metav1.Object) bool {
+	if obj == nil {
+		return true
+	}
+	v := reflect.ValueOf(obj)
+	return v.Kind() == reflect.Pointer && v.IsNil()
 }
 
 // ResolveLevel returns the level Plan groups owner's pods at: the owner's
@@ -75,7 +85,7 @@ func ResolveLevel(owner metav1.Object, t *Template) (Level, error) {
 	if t == nil {
 		return "", fmt.Errorf("template is nil")
 	}
-	if owner == nil || reflect.ValueOf(owner).IsNil() {
+	if isNilObject(owner) {
 		return "", fmt.Errorf("owner is nil")
 	}
 	v, ok := owner.GetAnnotations()[AnnotationLevel]

@@ -80,7 +80,7 @@ func ParseLevel(s string) (Level, error) {
 	case LevelRole, LevelGroup:
 		return Level(s), nil
 	}
-	return "", fmt.Errorf("%q is not a ranktable level (want role or group)", s)
+	return "", fmt.Errorf("%q is not a ranktable level (want role or group)", truncate(s, 80))
 }
 
 // Template is a loaded, validated pair of ranktable template and pod parser. It is

@@ -78,7 +78,17 @@ func Capacity(inv *Inventory, model CapacityModel) (corev1.ResourceList, error) 
 			}
 		}
 	default:
-		return nil, fmt.Errorf("rdma: capacity model %q is not Count or Percent", model)
+		return nil, fmt.Errorf("rdma: %w", model.validate())
 	}
 	return corev1.ResourceList{ResourceRDMA: *resource.NewQuantity(n, resource.DecimalSI)}, nil
+}
+
+// validate reports an error for a model that is none of "", CountModel and
+// PercentModel.
+func (m CapacityModel) validate() error {
+	switch m {
+	case "", CountModel, PercentModel:
+		return nil
+	}
+	return fmt.Errorf("capacity model %q is not Count or Percent", string(m))
 }

@@ -154,7 +154,8 @@ func (a Allocated) Encode() (string, error) {
 
 // Entries turns an Allocation into annotation entries: one per PF in BDF order, with
 // the PF BDF in both id and busID and VFs with minor -1. A whole PF counts 1 (100 in
-// PercentModel) of koordinator.sh/rdma, a PF's VFs one each.
+// PercentModel) of koordinator.sh/rdma, a PF's VFs one each. model must be "",
+// CountModel or PercentModel ([EncodeAllocated] checks it).
 func Entries(a Allocation, model CapacityModel) []DeviceAllocation {
 	out := make([]DeviceAllocation, 0, len(a.NICs))
 	for _, n := range a.NICs {
@@ -197,8 +198,11 @@ func gpuEntries(a Allocation) []DeviceAllocation {
 // (Request.WithGPUs), with its shares (gpu-core 50, gpu-memory), so it is kept
 // untouched, and it is an error if it names other GPUs than a. Only when existing has
 // no gpu list and a has GPUs (a joint request that chose them) is the list written:
-// whole GPUs, gpu-core and gpu-memory-ratio 100 each.
+// whole GPUs, gpu-core and gpu-memory-ratio 100 each. An unknown model is an error.
 func EncodeAllocated(existing string, a Allocation, model CapacityModel) (string, error) {
+	if err := model.validate(); err != nil {
+		return "", err
+	}
 	cur, err := DecodeAllocated(existing)
 	if err != nil {
 		return "", err

@@ -199,3 +199,12 @@ func TestDecodeAllocatedRejectsNullAndMinorlessEntries(t *testing.T) {
 		t.Fatalf("a PF by minor 0: %+v, %v", a, err)
 	}
 }
+
+// TestEncodeAllocatedRefusesAnUnknownModel: a misspelt model must not write a whole
+// PF as 1 where Percent means 100.
+func TestEncodeAllocatedRefusesAnUnknownModel(t *testing.T) {
+	_, err := EncodeAllocated("", Allocation{}, CapacityModel("percent"))
+	if err == nil || !strings.Contains(err.Error(), `"percent" is not Count or Percent`) {
+		t.Fatalf("EncodeAllocated with model \"percent\": %v", err)
+	}
+}

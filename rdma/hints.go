@@ -190,7 +190,7 @@ func RequestFromPod(pod *corev1.Pod, model CapacityModel) (Request, error) {
 			return fail(fmt.Errorf("resource %s: %d is neither at most 100 nor a multiple of 100", ResourceRDMA, n))
 		}
 	default:
-		return fail(fmt.Errorf("capacity model %q is not Count or Percent", model))
+		return fail(model.validate())
 	}
 	req.Selector, req.VFSelector = h.Selector, h.VFSelector
 	req.Scope, req.Exclusive = h.RequiredTopologyScope, h.ExclusivePolicy

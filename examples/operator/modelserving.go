@@ -277,16 +277,7 @@ func (e *msExecutor) recover(ctx context.Context, mode servingv1.RolloutMode, pl
 	}
 	for _, rep := range rs.Replace {
 		ann := map[string]string{servingv1.AnnotationReplacementFor: rep.For}
-		var err error
-		switch mode {
-		case servingv1.GangMode:
-			err = e.createGroup(ctx, rep.Revision, ann)
-		case servingv1.GroupMode:
-			err = e.createInColumn(ctx, rep.Column, rep.Revision, ann)
-		default:
-			err = e.createInRole(ctx, pl.role, rep.Revision, ann)
-		}
-		if err != nil {
+		if err := e.createUnit(ctx, mode, pl.role, rep.Column, rep.Revision, ann); err != nil {
 			return err
 		}
 	}
@@ -363,21 +354,25 @@ func (e *msExecutor) pool(ctx context.Context, mode servingv1.RolloutMode, pl ms
 	}
 	for _, c := range pl.step.Create {
 		for range c.Count {
-			var err error
-			switch mode {
-			case servingv1.GangMode:
-				err = e.createGroup(ctx, c.Revision, nil)
-			case servingv1.GroupMode:
-				err = e.createInColumn(ctx, c.Column, c.Revision, nil)
-			default:
-				err = e.createInRole(ctx, pl.role, c.Revision, nil)
-			}
-			if err != nil {
+			if err := e.createUnit(ctx, mode, pl.role, c.Column, c.Revision, nil); err != nil {
 				return err
 			}
 		}
 	}
 	return nil
+}
+
+// createUnit creates one replica of the mode's unit on revision: a whole serving
+// group (Gang), a pod in column (Group) or a pod of role (Rolling, Lockstep).
+func (e *msExecutor) createUnit(ctx context.Context, mode servingv1.RolloutMode, role, column, revision string, ann map[string]string) error {
+	switch mode {
+	case servingv1.GangMode:
+		return e.createGroup(ctx, revision, ann)
+	case servingv1.GroupMode:
+		return e.createInColumn(ctx, column, revision, ann)
+	default:
+		return e.createInRole(ctx, role, revision, ann)
+	}
 }
 
 // groupPods returns the pods of the serving group named name.

@@ -175,7 +175,11 @@ func ReadServed(dir string) (map[string]string, error) {
 		if err != nil && !errors.Is(err, os.ErrNotExist) {
 			return nil, err
 		}
-		if now, lerr := os.Readlink(link); err == nil && lerr == nil && now == ts {
+		now, lerr := os.Readlink(link)
+		if lerr == nil && now == ts {
+			if err != nil { // ..data still names a directory that is not there
+				return nil, fmt.Errorf("%s names %s: %w", link, ts, err)
+			}
 			return out, nil
 		}
 	}

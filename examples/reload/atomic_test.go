@@ -169,3 +169,16 @@ func TestWriteAtomicConcurrentReaderNeverSeesAMix(t *testing.T) {
 	}
 	t.Logf("%d consistent reads across 300 switches", reads.Load())
 }
+
+// TestReadServedNamesAMissingDirectory: a ..data that names a directory that is not
+// there is reported as such, not as a revision that kept changing.
+func TestReadServedNamesAMissingDirectory(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.Symlink("..gone", filepath.Join(dir, reload.DataLink)); err != nil {
+		t.Fatal(err)
+	}
+	_, err := reload.ReadServed(dir)
+	if !errors.Is(err, os.ErrNotExist) || !strings.Contains(err.Error(), "names ..gone") {
+		t.Fatalf("ReadServed with a dangling ..data: %v", err)
+	}
+}

@@ -116,8 +116,8 @@ func TestPlacementMatchesAllocate(t *testing.T) {
 	}
 }
 
-// holdings lists every device (VF or whole PF, by BDF, and GPU) each bound pod holds
-// per node, failing the test when one is held by two pods.
+// checkNoDeviceTwice lists every device (VF or whole PF, by BDF, and GPU) each bound
+// pod holds per node (rdmaKeys), failing the test when one is held by two pods.
 func checkNoDeviceTwice(t *testing.T, pods []corev1.Pod) (bound int) {
 	t.Helper()
 	holder := map[string]string{}
@@ -127,28 +127,7 @@ func checkNoDeviceTwice(t *testing.T, pods []corev1.Pod) (bound int) {
 			continue
 		}
 		bound++
-		dec, err := rdma.DecodeAllocated(p.Annotations[rdma.AnnotationDeviceAllocated])
-		if err != nil {
-			t.Fatalf("pod %s: %v", p.Name, err)
-		}
-		var keys []string
-		for _, e := range dec.RDMA {
-			pf, _ := rdma.EntryPF(e)
-			if e.Extension == nil || len(e.Extension.VirtualFunctions) == 0 {
-				keys = append(keys, "pf "+pf.String())
-				continue
-			}
-			for _, vf := range e.Extension.VirtualFunctions {
-				keys = append(keys, "vf "+vf.BusID)
-			}
-		}
-		gpus, err := dec.GPUMinors()
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, g := range gpus {
-			keys = append(keys, fmt.Sprintf("gpu %d", g))
-		}
+		keys := rdmaKeys(t, p)
 		for _, k := range keys {
 			k = p.Spec.NodeName + " " + k
 			if other, ok := holder[k]; ok {

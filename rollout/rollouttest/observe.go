@@ -1,7 +1,9 @@
 package rollouttest
 
 import (
+	"cmp"
 	"fmt"
+	"maps"
 	"slices"
 
 	"github.com/kplan-dev/kplan/rollout"
@@ -76,7 +78,7 @@ func CheckTransition(before, after []rollout.Replica, strategy rollout.Strategy)
 		at(pre, pool(r))
 	}
 	n := strategy.Replicas
-	for _, k := range sortedKeys(post) {
+	for _, k := range slices.Sorted(maps.Keys(post)) {
 		bs, as := pre[k], post[k]
 		if floor := min(bs.avail, n-b.MaxUnavailable); as.avail+as.worldDown < floor {
 			return fmt.Errorf("pool %q: available %d -> %d (%d taken down by the world), below floor %d (n=%d, maxUnavailable=%d)",
@@ -117,7 +119,7 @@ func CheckTransition(before, after []rollout.Replica, strategy rollout.Strategy)
 	for i := range after {
 		r := &after[i]
 		pods := podRevisions(r)
-		for _, name := range sortedKeys(pods) {
+		for _, name := range slices.Sorted(maps.Keys(pods)) {
 			rev := pods[name]
 			if was, ok := oldPods[name]; ok && was == rev {
 				continue
@@ -166,16 +168,9 @@ func podRevisions(r *rollout.Replica) map[string]string {
 		if m.Missing || m.State.Terminating {
 			continue
 		}
-		out[m.Name] = cmpOr(m.Revision, r.Revision)
+		out[m.Name] = cmp.Or(m.Revision, r.Revision)
 	}
 	return out
-}
-
-func cmpOr(a, b string) string {
-	if a != "" {
-		return a
-	}
-	return b
 }
 
 func memberRevisions(r *rollout.Replica) string {
@@ -184,7 +179,7 @@ func memberRevisions(r *rollout.Replica) string {
 		if i > 0 {
 			s += ", "
 		}
-		s += m.Name + "=" + cmpOr(m.Revision, r.Revision)
+		s += m.Name + "=" + cmp.Or(m.Revision, r.Revision)
 	}
 	return s
 }
@@ -217,15 +212,6 @@ func createRevisions(counted []*rollout.Replica, strategy rollout.Strategy) ([]s
 		out = append(out, stable)
 	}
 	return out, nil
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	slices.Sort(out)
-	return out
 }
 
 // Monitor checks every observed state of a rollout with [CheckTransition]

@@ -1,6 +1,7 @@
 package v1alpha1
 
 import (
+	"github.com/kplan-dev/kplan/ranktable"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -65,12 +66,12 @@ const (
 // The operator then keeps one ranktable ConfigMap per role of each serving group
 // (or per serving group, at group level), mounts it into the pods it creates and
 // reports on the RanktableReady condition.
-const AnnotationRanktableTemplate = "kthena.io/ranktable-template"
+const AnnotationRanktableTemplate = ranktable.AnnotationTemplate
 
 // AnnotationRanktableLevel on a ModelServing overrides the template's level:
 // "role" (a table per role of each serving group) or "group" (a table per
 // serving group, all its roles together). kthena's annotation.
-const AnnotationRanktableLevel = "kthena.io/ranktable-level"
+const AnnotationRanktableLevel = ranktable.AnnotationLevel
 
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
