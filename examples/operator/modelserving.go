@@ -725,15 +725,19 @@ func (r *ModelServingReconciler) status(ms *servingv1.ModelServing, h *history, 
 	avail, short := true, []string{}
 	for _, pl := range plan.pools {
 		var n int
-		for i := range pl.replicas {
-			if s := pl.replicas[i].Effective(); s.Available && s.Ready && s.Healthy && !s.Failed && !s.Lost && !s.Terminating {
-				n++
+		if plan.mode == servingv1.GroupMode {
+			// A row serves only when all its columns run one revision.
+			for _, r := range pl.step.Rows {
+				n += r.AvailableRows
+			}
+		} else {
+			for i := range pl.replicas {
+				if s := pl.replicas[i].Effective(); s.Available && s.Ready && s.Healthy && !s.Failed && !s.Lost && !s.Terminating {
+					n++
+				}
 			}
 		}
 		floor := pl.strategy.Replicas - pl.step.Budget.MaxUnavailable
-		if plan.mode == servingv1.GroupMode {
-			n = groupAvailable(pl)
-		}
 		if n < floor {
 			avail = false
 			short = append(short, fmt.Sprintf("%s%d available, %d needed", rolePrefix(pl.role), n, floor))
@@ -776,26 +780,6 @@ func (r *ModelServingReconciler) status(ms *servingv1.ModelServing, h *history, 
 		set(servingv1.ConditionRollingUpdate, metav1.ConditionFalse, servingv1.ReasonRolloutComplete, "")
 	}
 	return st
-}
-
-// groupAvailable is a Group-mode pool's fewest available pods in any column.
-func groupAvailable(pl msPool) int {
-	per := map[string]int{}
-	for _, c := range pl.strategy.Columns {
-		per[c] = 0
-	}
-	for i := range pl.replicas {
-		if s := pl.replicas[i].State; s.Available && s.Ready && s.Healthy && !s.Failed && !s.Lost && !s.Terminating {
-			per[pl.replicas[i].Column]++
-		}
-	}
-	least := -1
-	for _, n := range per {
-		if least < 0 || n < least {
-			least = n
-		}
-	}
-	return max(least, 0)
 }
 
 func rolePrefix(role string) string {
