@@ -23,6 +23,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	servingv1 "github.com/kplan-dev/kplan/examples/api/serving/v1alpha1"
 )
@@ -89,7 +90,7 @@ func (r *ModelServingReconciler) Reconcile(ctx context.Context, req ctrl.Request
 		// The pod events still on their way trigger the next reconcile.
 		return ctrl.Result{RequeueAfter: time.Second}, nil
 	}
-	released, err := r.releaseGates(ctx, pods, now)
+	released, err := r.releaseGates(ctx, cmp.Or(ms.Spec.RolloutStrategy.Mode, servingv1.RollingMode), pods, now)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
@@ -103,12 +104,10 @@ func (r *ModelServingReconciler) Reconcile(ctx context.Context, req ctrl.Request
 		return ctrl.Result{}, err
 	}
 	plan, planErr := planModelServing(ms, view, h.names(), h.update.Name, now)
-	acted := released
+	res := &execResult{acted: released}
 	var execErr error
 	if planErr == nil {
-		var wrote bool
-		wrote, execErr = r.execute(ctx, ms, h, pods, plan, now)
-		acted = acted || wrote
+		execErr = r.execute(ctx, ms, h, pods, plan, now, res)
 	}
 	live := map[string]bool{}
 	for _, p := range pods {
@@ -121,7 +120,7 @@ func (r *ModelServingReconciler) Reconcile(ctx context.Context, req ctrl.Request
 	if err := truncateHistory(ctx, r.Client, h, live, limit); err != nil {
 		return ctrl.Result{}, err
 	}
-	status := r.status(ms, h, view, plan, planErr, acted, now)
+	status := r.status(ms, h, view, plan, planErr, res, now)
 	if !equality.Semantic.DeepEqual(ms.Status, status) {
 		old := ms.Status
 		ms.Status = status
@@ -143,7 +142,34 @@ func (r *ModelServingReconciler) Reconcile(ctx context.Context, req ctrl.Request
 		}
 		return ctrl.Result{}, execErr
 	}
-	return ctrl.Result{RequeueAfter: availableIn(view, ms.Spec.RolloutStrategy.MinReadySeconds, now)}, nil
+	next := availableIn(view, ms.Spec.RolloutStrategy.MinReadySeconds, now)
+	switch {
+	case len(res.taken) > 0:
+		// Another owner's pod holds the name: nothing of ours changes when it
+		// goes, so look again later.
+		next = minPositive(next, nameTakenRetry)
+	case res.exists:
+		// Our own pod still holds the name (terminating, or the cache lags):
+		// its deletion or creation event triggers a reconcile; this one is a
+		// safety net.
+		next = minPositive(next, existsRetry)
+	}
+	return ctrl.Result{RequeueAfter: next}, nil
+}
+
+// How soon a reconcile runs again when a create found its name taken: by
+// another owner's pod, or by one of ours still terminating.
+const (
+	nameTakenRetry = 10 * time.Second
+	existsRetry    = 2 * time.Second
+)
+
+// minPositive is the smaller of two durations, ignoring zeros.
+func minPositive(a, b time.Duration) time.Duration {
+	if a <= 0 || (b > 0 && b < a) {
+		return b
+	}
+	return a
 }
 
 // ownedPods lists the pods ms controls, sorted by name.
@@ -194,6 +220,18 @@ func podCondition(p *corev1.Pod, t corev1.PodConditionType) *corev1.PodCondition
 	return nil
 }
 
+// execResult is what carrying out a plan did and met.
+type execResult struct {
+	// acted: something was written.
+	acted bool
+	// exists: a create found its name taken by a pod of this ModelServing
+	// (still terminating, or not in the cache yet).
+	exists bool
+	// taken describes each create that found its name taken by a pod this
+	// ModelServing does not control.
+	taken []string
+}
+
 // msExecutor carries out one plan for one ModelServing.
 type msExecutor struct {
 	r     *ModelServingReconciler
@@ -206,15 +244,15 @@ type msExecutor struct {
 	now  time.Time
 	// templates caches decoded revisions.
 	templates map[string]map[string]corev1.PodTemplateSpec
-	acted     bool
+	*execResult
 }
 
 // execute carries out every pool's step: deletes, updates (in place or by
-// recreating), then creates. It
-// stops at the first failed write and returns whether it wrote anything.
-func (r *ModelServingReconciler) execute(ctx context.Context, ms *servingv1.ModelServing, h *history, pods []*corev1.Pod, plan *msPlan, now time.Time) (bool, error) {
+// recreating), then creates, recording in res what it wrote and met. It
+// stops at the first failed write.
+func (r *ModelServingReconciler) execute(ctx context.Context, ms *servingv1.ModelServing, h *history, pods []*corev1.Pod, plan *msPlan, now time.Time, res *execResult) error {
 	e := &msExecutor{r: r, ms: ms, h: h, byPod: map[string]*corev1.Pod{}, used: map[podSlot]bool{}, now: now,
-		templates: map[string]map[string]corev1.PodTemplateSpec{}}
+		templates: map[string]map[string]corev1.PodTemplateSpec{}, execResult: res}
 	for _, p := range pods {
 		e.byPod[p.Name] = p
 		// A terminating pod's slot is free: creating in it waits (the name is
@@ -231,10 +269,48 @@ func (r *ModelServingReconciler) execute(ctx context.Context, ms *servingv1.Mode
 			err = e.pool(ctx, plan.mode, pl)
 		}
 		if err != nil {
-			return e.acted, err
+			return err
+		}
+		if err := e.repair(ctx, pl); err != nil {
+			return err
 		}
 	}
-	return e.acted, nil
+	return nil
+}
+
+// repair creates the missing members of the serving groups the step lists in
+// Repair (Gang mode), at each group's revision: a group that lost a pod (deleted
+// by hand, evicted, or recreated by a rollout while its old pod terminated) is
+// made whole. It runs beside recovery too: rollout never lists a group that
+// recovery is replacing.
+func (e *msExecutor) repair(ctx context.Context, pl msPool) error {
+	for _, rp := range pl.step.Repair {
+		g, err := e.groupIndex(rp.Replica)
+		if err != nil {
+			return err
+		}
+		log.FromContext(ctx).Info("repairing serving group", "group", rp.Replica, "revision", rp.Revision, "missing", rp.Members)
+		if err := e.fillGroup(ctx, g, rp.Revision, nil); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// groupIndex is the index of the serving group named name: its pods' label, or
+// the name's suffix when it has no pods left.
+func (e *msExecutor) groupIndex(name string) (int, error) {
+	for _, p := range e.groupPods(name) {
+		if s, ok := slotOf(p); ok {
+			return s.group, nil
+		}
+	}
+	idx, _ := strings.CutPrefix(name, e.ms.Name+"-")
+	n, err := strconv.Atoi(idx)
+	if err != nil || n < 0 {
+		return 0, fmt.Errorf("serving group %s: no index", name)
+	}
+	return n, nil
 }
 
 // replicaPods returns the pods of a replica: the pod of that name, or a serving
@@ -392,19 +468,9 @@ func (e *msExecutor) groupPods(name string) []*corev1.Pod {
 // created again otherwise; missing members are created.
 func (e *msExecutor) recreateGroup(ctx context.Context, name, rev string) error {
 	members := e.groupPods(name)
-	g := -1
-	for _, p := range members {
-		if s, ok := slotOf(p); ok {
-			g = s.group
-		}
-	}
-	if g < 0 {
-		idx, _ := strings.CutPrefix(name, e.ms.Name+"-")
-		n, err := strconv.Atoi(idx)
-		if err != nil || n < 0 {
-			return fmt.Errorf("serving group %s: no index", name)
-		}
-		g = n
+	g, err := e.groupIndex(name)
+	if err != nil {
+		return err
 	}
 	var inPlace []inPlaceUpdate
 	var recreate []*corev1.Pod
@@ -505,6 +571,7 @@ func (e *msExecutor) deletePod(ctx context.Context, p *corev1.Pod) error {
 	if err != nil {
 		return fmt.Errorf("deleting pod %s: %w", p.Name, err)
 	}
+	log.FromContext(ctx).Info("deleted pod", "pod", p.Name, "revision", p.Labels[servingv1.LabelRevision])
 	e.acted = true
 	e.r.expect.deleted(e.ms.UID, uid, e.now)
 	delete(e.byPod, p.Name)
@@ -556,12 +623,36 @@ func (e *msExecutor) createPod(ctx context.Context, s podSlot, rev, replacementF
 	e.used[s] = true
 	if err := e.r.Client.Create(ctx, pod); err != nil {
 		if apierrors.IsAlreadyExists(err) {
-			return nil
+			return e.nameTaken(ctx, pod.Name)
 		}
 		return fmt.Errorf("creating pod %s: %w", pod.Name, err)
 	}
+	log.FromContext(ctx).Info("created pod", "pod", pod.Name, "revision", rev, "group", s.group, "role", s.role, "member", s.member)
 	e.acted = true
 	e.r.expect.created(e.ms.UID, pod.UID, e.now)
+	return nil
+}
+
+// nameTaken records a create that found its name taken: by a pod of ours (still
+// terminating, or the cache lags), retried later, or by a pod another owner
+// controls (or none), reported in the status.
+func (e *msExecutor) nameTaken(ctx context.Context, name string) error {
+	var other corev1.Pod
+	err := e.r.Client.Get(ctx, client.ObjectKey{Namespace: e.ms.Namespace, Name: name}, &other)
+	if apierrors.IsNotFound(err) || (err == nil && metav1.IsControlledBy(&other, e.ms)) {
+		e.exists = true
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("reading pod %s, whose name is taken: %w", name, err)
+	}
+	owner := "no controller"
+	if ref := metav1.GetControllerOf(&other); ref != nil {
+		owner = ref.Kind + " " + ref.Name
+	}
+	msg := fmt.Sprintf("pod %s exists and is controlled by %s", name, owner)
+	log.FromContext(ctx).Info("pod name taken by another owner", "pod", name, "owner", owner)
+	e.taken = append(e.taken, msg)
 	return nil
 }
 
@@ -592,7 +683,7 @@ func newPod(ms *servingv1.ModelServing, tmpl corev1.PodTemplateSpec, s podSlot, 
 }
 
 // status computes ms's status from its pods and this reconcile's plan.
-func (r *ModelServingReconciler) status(ms *servingv1.ModelServing, h *history, pods []*corev1.Pod, plan *msPlan, planErr error, acted bool, now time.Time) servingv1.ModelServingStatus {
+func (r *ModelServingReconciler) status(ms *servingv1.ModelServing, h *history, pods []*corev1.Pod, plan *msPlan, planErr error, res *execResult, now time.Time) servingv1.ModelServingStatus {
 	minReady := time.Duration(ms.Spec.RolloutStrategy.MinReadySeconds) * time.Second
 	st := servingv1.ModelServingStatus{
 		ObservedGeneration: ms.Generation,
@@ -716,9 +807,13 @@ func (r *ModelServingReconciler) status(ms *servingv1.ModelServing, h *history, 
 		set(servingv1.ConditionProgressing, metav1.ConditionFalse, servingv1.ReasonPlanFailed, planErr.Error())
 		return st
 	}
-	if len(failed) > 0 {
+	switch {
+	case len(res.taken) > 0:
+		set(servingv1.ConditionFailed, metav1.ConditionTrue, servingv1.ReasonPodNameTaken,
+			listNames(res.taken, 5)+": rename a role or the ModelServing, or delete the other pod")
+	case len(failed) > 0:
 		set(servingv1.ConditionFailed, metav1.ConditionTrue, servingv1.ReasonPodFailed, "failed pods: "+listNames(failed, 5))
-	} else {
+	default:
 		set(servingv1.ConditionFailed, metav1.ConditionFalse, servingv1.ReasonNoFailures, "")
 	}
 	// Available: every pool keeps its floor (n - maxUnavailable available).
@@ -763,7 +858,7 @@ func (r *ModelServingReconciler) status(ms *servingv1.ModelServing, h *history, 
 		} else {
 			set(servingv1.ConditionRollingUpdate, metav1.ConditionFalse, servingv1.ReasonRolloutComplete, "")
 		}
-	case acted:
+	case res.acted:
 		set(servingv1.ConditionProgressing, metav1.ConditionTrue, servingv1.ReasonUpdating, "")
 		if old > 0 {
 			set(servingv1.ConditionRollingUpdate, metav1.ConditionTrue, servingv1.ReasonUpdating,
@@ -776,8 +871,9 @@ func (r *ModelServingReconciler) status(ms *servingv1.ModelServing, h *history, 
 			set(servingv1.ConditionRollingUpdate, metav1.ConditionTrue, reason, msg)
 		}
 	}
-	if old == 0 && !plan.complete && meta.FindStatusCondition(st.Conditions, servingv1.ConditionRollingUpdate) == nil {
-		set(servingv1.ConditionRollingUpdate, metav1.ConditionFalse, servingv1.ReasonRolloutComplete, "")
+	if old == 0 && !plan.complete {
+		// Every pod runs the update revision; what is left is waiting for them.
+		set(servingv1.ConditionRollingUpdate, metav1.ConditionFalse, servingv1.ReasonAllPodsUpdated, "")
 	}
 	return st
 }

@@ -307,8 +307,18 @@ type podWatch struct {
 	// serving: also check, at every event, that each pool keeps n -
 	// maxUnavailable replicas serving (servingFloor); for tests where the
 	// kubelet takes no pod down.
-	serving   bool
+	serving bool
+	// gates: also check, at every event, checkGates (on in the crash tests;
+	// the tests that fail pods by hand may leave a gate open on a failed pod).
+	gates     bool
 	replaced  map[string]bool // ReplacementFor values seen
+	// world holds the pods the test took down (deleted or failed): the states
+	// in which they go down start the monitors afresh, so that the world's
+	// own deletions and failures are set aside as rollouttest.CheckTransition
+	// sets aside a pod becoming unready. rebased counts the states checked by
+	// the monitors replaced.
+	world   map[string]bool
+	rebased int
 	events    int
 	violation error
 	// spec is the spec the strategies are derived from; set with expect.
@@ -336,7 +346,7 @@ func watchPods(t *testing.T, ns, name string) *podWatch {
 	}
 	pw := &podWatch{t: t, ms: &servingv1.ModelServing{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}},
 		stop: cancel, done: make(chan struct{}), pods: map[string]*corev1.Pod{},
-		monitors: map[string]*rollouttest.Monitor{}, strategy: map[string]rollout.Strategy{}, replaced: map[string]bool{}}
+		monitors: map[string]*rollouttest.Monitor{}, strategy: map[string]rollout.Strategy{}, replaced: map[string]bool{}, world: map[string]bool{}}
 	go func() {
 		defer close(pw.done)
 		defer w.Stop()
@@ -436,6 +446,16 @@ func (pw *podWatch) handle(ctx context.Context, ev watch.Event) {
 		pw.violation = fmt.Errorf("event %d (%s %s): %w", pw.events, ev.Type, pod.Name, err)
 		return
 	}
+	if pw.world[pod.Name] && (ev.Type == watch.Deleted || pod.DeletionTimestamp != nil || pod.Status.Phase == corev1.PodFailed) {
+		for name, m := range pw.monitors {
+			pw.rebased += m.Observations
+			delete(pw.monitors, name)
+			delete(pw.strategy, name)
+		}
+		if ev.Type == watch.Deleted {
+			delete(pw.world, pod.Name)
+		}
+	}
 	for _, p := range pools {
 		m := pw.monitors[p.name]
 		if m == nil {
@@ -451,11 +471,71 @@ func (pw *podWatch) handle(ctx context.Context, ev watch.Event) {
 			return
 		}
 	}
+	if pw.gates {
+		if err := checkGates(pw.spec.RolloutStrategy.Mode, slices.Collect(mapsValues(pw.pods))); err != nil {
+			pw.violation = fmt.Errorf("event %d (%s %s): %w\npods:\n%s", pw.events, ev.Type, pod.Name, err, describePods(pw.pods))
+			return
+		}
+	}
 	if pw.serving {
 		if err := servingFloor(pw.spec, slices.Collect(mapsValues(pw.pods)), history); err != nil {
 			pw.violation = fmt.Errorf("event %d (%s %s): %w\npods:\n%s", pw.events, ev.Type, pod.Name, err, describePods(pw.pods))
 		}
 	}
+}
+
+// checkGates checks the operator's readiness gate against what pods run: a pod
+// whose gate is True runs, in every ready container, the image its spec names
+// (an in-place update closes the gate before it changes an image, and opens it
+// once the kubelet runs the new one); in Gang mode, a serving group whose
+// members (those not terminating) all have their gates True runs one revision.
+func checkGates(mode servingv1.RolloutMode, pods []*corev1.Pod) error {
+	type group struct {
+		open, members int
+		revs          map[string]bool
+	}
+	groups := map[string]*group{}
+	for _, p := range pods {
+		if p.DeletionTimestamp != nil {
+			continue
+		}
+		g := groups[p.Labels[servingv1.LabelGroupName]]
+		if g == nil {
+			g = &group{revs: map[string]bool{}}
+			groups[p.Labels[servingv1.LabelGroupName]] = g
+		}
+		g.members++
+		g.revs[p.Labels[servingv1.LabelRevision]] = true
+		if c := podConditionOf(p, servingv1.PodConditionImagesReady); c == nil || c.Status != corev1.ConditionTrue {
+			continue
+		}
+		g.open++
+		for _, c := range p.Spec.Containers {
+			for _, s := range p.Status.ContainerStatuses {
+				if s.Name == c.Name && s.Ready && s.Image != c.Image {
+					return fmt.Errorf("pod %s: gate open while container %s runs %s, its spec %s", p.Name, c.Name, s.Image, c.Image)
+				}
+			}
+		}
+	}
+	if mode != servingv1.GangMode {
+		return nil
+	}
+	for _, name := range slices.Sorted(maps.Keys(groups)) {
+		if g := groups[name]; g.open == g.members && len(g.revs) > 1 {
+			return fmt.Errorf("serving group %s: every gate open while its members run revisions %v", name, slices.Sorted(maps.Keys(g.revs)))
+		}
+	}
+	return nil
+}
+
+func podConditionOf(p *corev1.Pod, t corev1.PodConditionType) *corev1.PodCondition {
+	for i := range p.Status.Conditions {
+		if p.Status.Conditions[i].Type == t {
+			return &p.Status.Conditions[i]
+		}
+	}
+	return nil
 }
 
 // servingFloor checks that every pool keeps n - maxUnavailable replicas serving
@@ -690,14 +770,23 @@ func fromPodsWithRecovery(pods []*corev1.Pod, opts rollout.PodOptions) ([]rollou
 // and deletes it saw.
 func (pw *podWatch) finish() (creates, deletes int) {
 	pw.t.Helper()
+	return pw.finishNamed("")
+}
+
+// finishNamed is finish, naming the run in a failure.
+func (pw *podWatch) finishNamed(run string) (creates, deletes int) {
+	pw.t.Helper()
 	pw.stop()
 	<-pw.done
 	pw.mu.Lock()
 	defer pw.mu.Unlock()
-	if pw.violation != nil {
-		pw.t.Fatalf("invariant broken: %v", pw.violation)
+	if run != "" {
+		run += ": "
 	}
-	checked := 0
+	if pw.violation != nil {
+		pw.t.Fatalf("%sinvariant broken: %v", run, pw.violation)
+	}
+	checked := pw.rebased
 	for _, m := range pw.monitors {
 		checked += m.Observations
 	}
@@ -713,6 +802,21 @@ func (pw *podWatch) counts() (creates, deletes, moved int) {
 	pw.mu.Lock()
 	defer pw.mu.Unlock()
 	return pw.creates, pw.deletes, pw.moved
+}
+
+// worldFault tells the watch that the test takes pod name down (deletes or
+// fails it) next.
+func (pw *podWatch) worldFault(name string) {
+	pw.mu.Lock()
+	defer pw.mu.Unlock()
+	pw.world[name] = true
+}
+
+// checkGates turns the gate check (checkGates) on or off.
+func (pw *podWatch) checkGates(on bool) {
+	pw.mu.Lock()
+	defer pw.mu.Unlock()
+	pw.gates = on
 }
 
 // checkServing turns the serving floor check (servingFloor) on or off.
@@ -759,7 +863,10 @@ func waitRolledOut(t *testing.T, ms *servingv1.ModelServing, pw *podWatch, timeo
 		return pw.converged()
 	})
 	if err != nil {
-		t.Fatalf("rollout of %s did not complete: %v", ms.Name, err)
+		pw.mu.Lock()
+		pods := describePods(pw.pods)
+		pw.mu.Unlock()
+		t.Fatalf("rollout of %s/%s did not complete: %v\npods:\n%s", ms.Namespace, ms.Name, err, pods)
 	}
 }
 

@@ -13,6 +13,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	servingv1 "github.com/kplan-dev/kplan/examples/api/serving/v1alpha1"
 )
@@ -112,9 +113,17 @@ func imagesUpdated(p *corev1.Pod, rec *inPlaceUpdateRecord) bool {
 
 // releaseGates sets the readiness gate True on every pod that waits for nothing:
 // a new pod (no condition yet), or one whose in-place update is done (or never
-// happened: the images write failed after the gate was set False). It returns
-// whether it wrote anything.
-func (r *ModelServingReconciler) releaseGates(ctx context.Context, pods []*corev1.Pod, now time.Time) (bool, error) {
+// happened: the images write failed after the gate was set False). In Gang mode
+// a serving group's gates open together, and only once every member that is not
+// terminating runs one revision and has finished its in-place update: a gang
+// never serves while its members run different images, whatever write the
+// previous process died after (gates set False, some members patched, the
+// rest not). It returns whether it wrote anything.
+func (r *ModelServingReconciler) releaseGates(ctx context.Context, mode servingv1.RolloutMode, pods []*corev1.Pod, now time.Time) (bool, error) {
+	var held map[string]bool // Gang mode: serving groups whose gates stay as they are
+	if mode == servingv1.GangMode {
+		held = heldGroups(pods)
+	}
 	wrote := false
 	for _, p := range pods {
 		if !hasImagesGate(p) || p.DeletionTimestamp != nil || p.Status.Phase == corev1.PodFailed || p.Status.Phase == corev1.PodSucceeded {
@@ -123,15 +132,46 @@ func (r *ModelServingReconciler) releaseGates(ctx context.Context, pods []*corev
 		if g := podCondition(p, servingv1.PodConditionImagesReady); g != nil && g.Status == corev1.ConditionTrue {
 			continue
 		}
-		if rec := inPlaceRecord(p); rec != nil && rec.Revision == p.Labels[servingv1.LabelRevision] && !imagesUpdated(p, rec) {
+		if updating(p) || held[p.Labels[servingv1.LabelGroupName]] {
 			continue
 		}
 		if err := r.setGate(ctx, p, corev1.ConditionTrue, "ImagesReady", "", now); err != nil {
 			return wrote, err
 		}
+		log.FromContext(ctx).Info("opened readiness gate", "pod", p.Name, "revision", p.Labels[servingv1.LabelRevision])
 		wrote = true
 	}
 	return wrote, nil
+}
+
+// updating reports whether a pod's in-place update to its current revision is
+// still under way (its changed containers do not run the new images yet).
+func updating(p *corev1.Pod) bool {
+	rec := inPlaceRecord(p)
+	return rec != nil && rec.Revision == p.Labels[servingv1.LabelRevision] && !imagesUpdated(p, rec)
+}
+
+// heldGroups returns the serving groups whose gates must not open: some members
+// (not terminating) run different revisions, or one is still being updated in
+// place.
+func heldGroups(pods []*corev1.Pod) map[string]bool {
+	rev := map[string]string{}
+	held := map[string]bool{}
+	for _, p := range pods {
+		if p.DeletionTimestamp != nil {
+			continue
+		}
+		g := p.Labels[servingv1.LabelGroupName]
+		r := p.Labels[servingv1.LabelRevision]
+		if prev, ok := rev[g]; ok && prev != r {
+			held[g] = true
+		}
+		rev[g] = r
+		if updating(p) {
+			held[g] = true
+		}
+	}
+	return held
 }
 
 // setGate sets a pod's readiness gate condition with a strategic merge patch of
@@ -238,6 +278,7 @@ func (e *msExecutor) updateInPlace(ctx context.Context, ups []inPlaceUpdate, rev
 			}
 			return fmt.Errorf("updating pod %s in place: %w", p.Name, err)
 		}
+		log.FromContext(ctx).Info("updated pod in place", "pod", p.Name, "from", p.Labels[servingv1.LabelRevision], "to", rev, "images", u.images)
 		e.acted = true
 		e.r.expect.updated(e.ms.UID, p.UID, rev, e.now)
 	}

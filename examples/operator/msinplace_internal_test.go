@@ -8,6 +8,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	servingv1 "github.com/kplan-dev/kplan/examples/api/serving/v1alpha1"
 )
@@ -116,5 +118,96 @@ func TestExpectationsWaitForInPlaceUpdates(t *testing.T) {
 	e.updated(owner, "p", "r4", now)
 	if !e.satisfied(owner, []*corev1.Pod{pod("r3")}, now.Add(2*time.Minute)) {
 		t.Error("an expectation outlived its timeout")
+	}
+}
+
+// gangMember is member m of serving group g at revision rev with its readiness
+// gate set to gate ("" for no condition yet); record marks an in-place update to
+// rev whose containers have not restarted yet.
+func gangMember(g, m int, rev string, gate corev1.ConditionStatus, record bool) *corev1.Pod {
+	p := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: msPodName("llm", "decode", g, m), UID: types.UID(msPodName("llm", "decode", g, m)),
+			Labels: map[string]string{servingv1.LabelGroupName: groupName("llm", g), servingv1.LabelRevision: rev}},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "engine", Image: "e:" + rev}},
+			ReadinessGates: []corev1.PodReadinessGate{{ConditionType: servingv1.PodConditionImagesReady}}},
+		Status: corev1.PodStatus{Phase: corev1.PodRunning, ContainerStatuses: []corev1.ContainerStatus{{Name: "engine", Image: "e:v1", ImageID: "id-v1", Ready: true}}},
+	}
+	if gate != "" {
+		p.Status.Conditions = []corev1.PodCondition{{Type: servingv1.PodConditionImagesReady, Status: gate}}
+	}
+	if record {
+		p.Annotations = map[string]string{servingv1.AnnotationInPlaceUpdate: `{"revision":"` + rev + `","imageIDs":{"engine":"id-v1"}}`}
+	}
+	return p
+}
+
+// TestReleaseGatesNeverOpensAMixedGang: the states a process can die in while
+// updating a serving group in place (gates closed, some members patched, the
+// rest not), and which gates the next process opens. In Gang mode a group's
+// gates open only when its members run one revision and none still restarts;
+// in the other modes each pod is its own replica.
+func TestReleaseGatesNeverOpensAMixedGang(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		mode servingv1.RolloutMode
+		pods []*corev1.Pod
+		want []string // pods whose gate is opened
+	}{
+		{"gang: died after closing every gate, before any patch", servingv1.GangMode,
+			[]*corev1.Pod{gangMember(0, 0, "v1", corev1.ConditionFalse, false), gangMember(0, 1, "v1", corev1.ConditionFalse, false)},
+			[]string{"llm-decode-0-0", "llm-decode-0-1"}},
+		{"gang: died after patching the first member", servingv1.GangMode,
+			[]*corev1.Pod{gangMember(0, 0, "v2", corev1.ConditionFalse, true), gangMember(0, 1, "v1", corev1.ConditionFalse, false)},
+			nil},
+		{"gang: the patched member restarted, the other not patched", servingv1.GangMode,
+			[]*corev1.Pod{func() *corev1.Pod {
+				p := gangMember(0, 0, "v2", corev1.ConditionFalse, true)
+				p.Status.ContainerStatuses[0] = corev1.ContainerStatus{Name: "engine", Image: "e:v2", ImageID: "id-v2", Ready: true}
+				return p
+			}(), gangMember(0, 1, "v1", corev1.ConditionFalse, false)},
+			nil},
+		{"gang: every member patched, one still restarting", servingv1.GangMode,
+			[]*corev1.Pod{func() *corev1.Pod {
+				p := gangMember(0, 0, "v2", corev1.ConditionFalse, true)
+				p.Status.ContainerStatuses[0] = corev1.ContainerStatus{Name: "engine", Image: "e:v2", ImageID: "id-v2", Ready: true}
+				return p
+			}(), gangMember(0, 1, "v2", corev1.ConditionFalse, true)},
+			nil},
+		{"gang: another group is unaffected", servingv1.GangMode,
+			[]*corev1.Pod{gangMember(0, 0, "v2", corev1.ConditionFalse, true), gangMember(0, 1, "v1", corev1.ConditionFalse, false),
+				gangMember(1, 0, "v1", "", false), gangMember(1, 1, "v1", "", false)},
+			[]string{"llm-decode-1-0", "llm-decode-1-1"}},
+		{"rolling: the unpatched pod serves its old images again", servingv1.RollingMode,
+			[]*corev1.Pod{gangMember(0, 0, "v2", corev1.ConditionFalse, true), gangMember(0, 1, "v1", corev1.ConditionFalse, false)},
+			[]string{"llm-decode-0-1"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var objs []client.Object
+			var observed []*corev1.Pod // the reconciler's copies: writes update them
+			for _, p := range tc.pods {
+				objs = append(objs, p.DeepCopy())
+				observed = append(observed, p.DeepCopy())
+			}
+			c := fake.NewClientBuilder().WithObjects(objs...).WithStatusSubresource(&corev1.Pod{}).Build()
+			r := &ModelServingReconciler{Client: c}
+			if _, err := r.releaseGates(t.Context(), tc.mode, observed, time.Unix(1000, 0)); err != nil {
+				t.Fatal(err)
+			}
+			var opened []string
+			for _, p := range tc.pods {
+				var got corev1.Pod
+				if err := c.Get(t.Context(), client.ObjectKeyFromObject(p), &got); err != nil {
+					t.Fatal(err)
+				}
+				before := podCondition(p, servingv1.PodConditionImagesReady)
+				after := podCondition(&got, servingv1.PodConditionImagesReady)
+				if after != nil && after.Status == corev1.ConditionTrue && (before == nil || before.Status != corev1.ConditionTrue) {
+					opened = append(opened, p.Name)
+				}
+			}
+			if diff := cmp.Diff(tc.want, opened); diff != "" {
+				t.Errorf("gates opened (-want +got):\n%s", diff)
+			}
+		})
 	}
 }

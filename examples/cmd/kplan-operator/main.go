@@ -26,6 +26,9 @@ func main() {
 	probeAddr := flag.String("health-probe-bind-address", ":8081", "address the health probes bind to")
 	webhookPort := flag.Int("webhook-port", 9443, "port the webhook server listens on")
 	certDir := flag.String("webhook-cert-dir", "/tmp/k8s-webhook-server/serving-certs", "directory holding tls.crt and tls.key for the webhook server")
+	var le leaderElection
+	flag.BoolVar(&le.enabled, "leader-elect", true, "hold a Lease while reconciling, so that only one operator acts at a time (during an upgrade, or with several replicas)")
+	flag.StringVar(&le.namespace, "leader-election-namespace", "", "namespace of the leader election Lease (default: the operator's own namespace when it runs in a cluster)")
 	flag.StringVar(&opts.TemplateNamespace, "template-namespace", ranktable.DefaultTemplateNamespace, "namespace of the ranktable template ConfigMaps")
 	flag.DurationVar(&opts.RanktableTimeout, "ranktable-timeout", 0, "how long a ranktable group may wait for pod annotations (0: forever)")
 	flag.StringVar(&opts.WaitImage, "wait-image", ranktable.DefaultWaitImage, "image of the ranktable wait init container")
@@ -49,13 +52,22 @@ func main() {
 		os.Exit(2)
 	}
 
-	if err := run(opts, *metricsAddr, *probeAddr, *webhookPort, *certDir); err != nil {
+	if err := run(opts, le, *metricsAddr, *probeAddr, *webhookPort, *certDir); err != nil {
 		fmt.Fprintln(os.Stderr, "kplan-operator:", err)
 		os.Exit(1)
 	}
 }
 
-func run(opts operator.Options, metricsAddr, probeAddr string, webhookPort int, certDir string) error {
+// leaderElection is the operator's leader election configuration.
+type leaderElection struct {
+	enabled   bool
+	namespace string
+}
+
+// leaderElectionID names the Lease the operator's replicas compete for.
+const leaderElectionID = "kplan-operator.kplan.dev"
+
+func run(opts operator.Options, le leaderElection, metricsAddr, probeAddr string, webhookPort int, certDir string) error {
 	scheme, err := operator.NewScheme()
 	if err != nil {
 		return err
@@ -69,6 +81,13 @@ func run(opts operator.Options, metricsAddr, probeAddr string, webhookPort int, 
 		Metrics:                metricsserver.Options{BindAddress: metricsAddr},
 		HealthProbeBindAddress: probeAddr,
 		WebhookServer:          webhook.NewServer(webhook.Options{Port: webhookPort, CertDir: certDir}),
+		// The webhook serves on every replica; the controllers run only on the
+		// one holding the Lease. A replica that stops hands the Lease over at
+		// once; one that dies loses it after the lease duration.
+		LeaderElection:                le.enabled,
+		LeaderElectionID:              leaderElectionID,
+		LeaderElectionNamespace:       le.namespace,
+		LeaderElectionReleaseOnCancel: true,
 	})
 	if err != nil {
 		return err

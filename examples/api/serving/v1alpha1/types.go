@@ -390,6 +390,15 @@ const (
 	ReasonPodFailed = "PodFailed"
 	// ReasonPlanFailed: the rollout could not be planned (the message says why).
 	ReasonPlanFailed = "PlanFailed"
+	// ReasonPodNameTaken: a pod the operator has to create has the name of a pod
+	// it does not control (another ModelServing's: <name>-<role>-<group>-<member>
+	// is ambiguous when names contain dashes, or one created by hand); the
+	// message names the pod and its controller. Rename the role or the
+	// ModelServing, or delete the other pod.
+	ReasonPodNameTaken = "PodNameTaken"
+	// ReasonAllPodsUpdated: the RollingUpdate condition's reason once no pod runs
+	// an older revision, while the new pods are not all available yet.
+	ReasonAllPodsUpdated = "AllPodsUpdated"
 	// ReasonMinimumReplicasAvailable and ReasonMinimumReplicasUnavailable are the
 	// Available condition's reasons.
 	ReasonMinimumReplicasAvailable   = "MinimumReplicasAvailable"
