@@ -80,7 +80,14 @@
 //
 // Rolling mode plans one pool with t = L. Gang mode is rolling mode over gangs: a
 // gang's state is its worst member's ([Replica.Effective]), and an [Update] lists
-// every member. Group mode (kube-sharding group rolling) plans each column j as a
+// every member. A member whose pod is missing or terminating makes its gang
+// unavailable; a gang whose present members are all terminating is being
+// deleted and is ignored, like a terminating pod. Every gang Plan counts that
+// has missing members and that the step neither updates nor deletes gets a
+// [Repair] creating them at the gang's own revision, whatever its revision, the
+// budget and L: the gang is unavailable, so this costs no budget, and it adds
+// no replica, so it takes no surge. Terminating members are repaired once they
+// are gone. Group mode (kube-sharding group rolling) plans each column j as a
 // pool. For version i, AvailableRatio_ij = available_ij / n and
 // TargetRatio_i = min_j AvailableRatio_ij. The latest version's window advances
 // by one step, StepRatio = u / n (s / n when u is 0):
@@ -151,7 +158,9 @@
 //     both change once. Plan never takes availability below the floor, and never
 //     lowers it at all when it already is below.
 //   - Surge: replicas after the step <= max(replicas before, n + s), per column.
-//   - Gangs: an update moves every member of a gang.
+//   - Gangs: an update moves every member of a gang, and creates its missing
+//     ones; every other gang Plan counts (recovery's aside) that lacks members
+//     and is not deleted is repaired at its own revision.
 //   - Group mode: the latest version's count never regresses while moving forward
 //     and never exceeds max(L, what it already was).
 //   - Progress: with no failures and replicas becoming available one reconcile

@@ -406,6 +406,56 @@ func ExampleFromPods() {
 	// qwen-1 at 2-b: [qwen-1-0 qwen-1-missing-1] ready=false
 }
 
+// Serving groups that lost a pod are made whole at their own revision: qwen-0
+// runs the target, and qwen-2 stays at 1-a because LatestRatio asks for 2 of 3
+// groups at 2-b, so neither is updated; each gets a Repair naming the pod it
+// lacks (FromPods' placeholder), whatever the budget. The caller creates those
+// pods in their groups.
+func ExamplePlan_repair() {
+	pod := func(name, group, rev string) *corev1.Pod {
+		return &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: name, Labels: map[string]string{
+				"modelserving.volcano.sh/group-name": group,
+				"modelserving.volcano.sh/revision":   rev,
+			}},
+			Status: corev1.PodStatus{Phase: corev1.PodRunning, Conditions: []corev1.PodCondition{
+				{Type: corev1.PodReady, Status: corev1.ConditionTrue},
+			}},
+		}
+	}
+	replicas, err := rollout.FromPods([]*corev1.Pod{
+		pod("qwen-0-0", "qwen-0", "2-b"),
+		pod("qwen-1-0", "qwen-1", "2-b"), pod("qwen-1-1", "qwen-1", "2-b"),
+		pod("qwen-2-0", "qwen-2", "1-a"),
+	}, rollout.PodOptions{Labels: rollout.PodLabels{
+		Revision: "modelserving.volcano.sh/revision",
+		Gang:     "modelserving.volcano.sh/group-name",
+	}, GangSize: 2})
+	if err != nil {
+		panic(err)
+	}
+	one, zero, two := intstr.FromInt32(1), intstr.FromInt32(0), intstr.FromInt32(2)
+	step, err := rollout.Plan(replicas, rollout.Strategy{
+		Mode:           rollout.Gang,
+		TargetRevision: "2-b",
+		Replicas:       3,
+		LatestRatio:    &two,
+		MaxUnavailable: &one,
+		MaxSurge:       &zero,
+	})
+	if err != nil {
+		panic(err)
+	}
+	for _, r := range step.Repair {
+		fmt.Printf("repair %s at %s: create %s\n", r.Replica, r.Revision, strings.Join(r.Members, ", "))
+	}
+	fmt.Println("updates:", len(step.Update), "waiting:", len(step.Waiting), "complete:", step.Complete)
+	// Output:
+	// repair qwen-2 at 1-a: create qwen-2-missing-1
+	// repair qwen-0 at 2-b: create qwen-0-missing-1
+	// updates: 0 waiting: 0 complete: false
+}
+
 // The rounding rules on 3 replicas.
 func ExampleResolveBudget() {
 	twenty := intstr.FromString("20%")

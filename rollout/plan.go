@@ -21,6 +21,8 @@ type unit struct {
 	health       uint8 // healthRank of the effective state
 	avail        bool
 	partial      bool
+	missing      bool // a gang with missing members
+	repaired     bool // its missing members are in Step.Repair
 	recovering   bool
 	stale        bool // serves data other than Strategy.TargetDataRevision
 	done         bool // acted on in this step
@@ -196,12 +198,12 @@ func (p *planner) collect(replicas []Replica) error {
 	newestOld := int32(-1)
 	for i := range replicas {
 		r := &replicas[i]
-		eff, partial, unnamed := inspect(r)
+		eff, partial, missing, unnamed := inspect(r)
 		if unnamed >= 0 {
 			return unnamedMember(r, unnamed)
 		}
-		if !live(r) {
-			continue
+		if eff.Terminating || !r.SwappedAt.IsZero() {
+			continue // not live
 		}
 		if j, ok := index[r.ReplacementFor]; ok && r.ReplacementFor != "" && live(&replicas[j]) {
 			continue // its failed replica still exists: left to recovery
@@ -215,7 +217,7 @@ func (p *planner) collect(replicas []Replica) error {
 		u := unit{ri: int32(i), rev: rev, recovering: replaced[i] || r.ReplacementFor != "",
 			priority: r.Priority, cost: r.DeletionCost,
 			stale:   p.s.TargetDataRevision != "" && r.DataRevision != p.s.TargetDataRevision,
-			partial: partial, avail: counts(eff), health: uint8(healthRank(eff))}
+			partial: partial, missing: missing, avail: counts(eff), health: uint8(healthRank(eff))}
 		col := ""
 		if p.s.Mode == Group {
 			col = r.Column
@@ -261,9 +263,11 @@ func unnamedMember(r *Replica, j int) error {
 	return fmt.Errorf("replica %s: members[%d].name: must not be empty", r.Name, j)
 }
 
-// live reports whether a replica takes part in planning at all.
+// live reports whether a replica takes part in planning at all: it is not
+// terminating (a gang: not every present member is, see [Replica.Effective])
+// and not swapped out.
 func live(r *Replica) bool {
-	return !r.State.Terminating && r.SwappedAt.IsZero()
+	return r.SwappedAt.IsZero() && !terminating(r)
 }
 
 // stableRevision is the revision replicas held back by LatestRatio run: the newest

@@ -51,7 +51,8 @@ type PodOptions struct {
 	// Now is the time availability is judged at.
 	Now time.Time
 	// GangSize is how many members a gang should have; missing members are added
-	// with Missing set. 0 means gangs have as many members as they have pods. It
+	// with Missing set, named <gang>-missing-<i> ([Repair] lists them by these
+	// names). 0 means gangs have as many members as they have pods. It
 	// must not be negative, and the gangs found times GangSize must not exceed
 	// [MaxReplicas] (every missing pod becomes a member).
 	GangSize int
@@ -72,9 +73,15 @@ type PodOptions struct {
 // opts.Labels.DataRevision set, DataRevision is that label (a gang's: the value
 // all its pods carry, empty when they differ).
 //
-// A gang's revision is the one most of its members run (the newest by
-// [CompareRevisions] on ties); its members are in natural name order. Replicas are
-// returned in natural name order. pods are not modified.
+// A gang's revision is the one most of its members that are not terminating
+// run (of all its members when every one is terminating; the newest by
+// [CompareRevisions] on ties): a gang being recreated at a new revision, whose
+// old pods are still going away, runs the new one. Its members are in natural
+// name order; with opts.GangSize, members it lacks follow as placeholders named
+// <gang>-missing-<i> (i counting on from the pods present) with Missing set,
+// and these are the names a [Repair] or an [Update] lists for them: create the
+// pods the gang lacks, whatever their real names. Replicas are returned in
+// natural name order. pods are not modified.
 func FromPods(pods []*corev1.Pod, opts PodOptions) ([]Replica, error) {
 	if opts.Labels == (PodLabels{}) {
 		opts.Labels = DefaultLabels
@@ -165,11 +172,20 @@ func FromPods(pods []*corev1.Pod, opts PodOptions) ([]Replica, error) {
 	return out, nil
 }
 
+// majorityRevision is the revision most members that are not terminating run
+// (of all members when every one is), the newest on ties.
 func majorityRevision(ms []Member) string {
 	count := map[string]int{}
 	best := ""
 	for _, m := range ms {
-		count[m.Revision]++
+		if !m.State.Terminating {
+			count[m.Revision]++
+		}
+	}
+	if len(count) == 0 {
+		for _, m := range ms {
+			count[m.Revision]++
+		}
 	}
 	for rev, c := range count {
 		if best == "" || c > count[best] || (c == count[best] && CompareRevisions(rev, best, nil) > 0) {

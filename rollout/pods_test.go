@@ -113,6 +113,37 @@ func TestFromPodsGangs(t *testing.T) {
 			t.Fatalf("got %+v, %v", rs, err)
 		}
 	})
+	t.Run("a gang being recreated runs the revision of its pods that are not terminating", func(t *testing.T) {
+		// Two old pods are still going away; the one recreated runs 2-b. Counting
+		// the old pods would make the gang a half-updated 1-a gang, which Plan
+		// would finish at 1-a.
+		going := func(p *corev1.Pod) *corev1.Pod { podfixture.Deleting(since)(p); return p }
+		rs, err := rollout.FromPods([]*corev1.Pod{going(pod("g-0", "g", "1-a")), going(pod("g-1", "g", "1-a")), pod("g-2", "g", "2-b")}, opts)
+		if err != nil || rs[0].Revision != "2-b" {
+			t.Fatalf("got %+v, %v", rs, err)
+		}
+		if s := rs[0].Effective(); s.Available || s.Terminating {
+			t.Fatalf("a gang with terminating members: %+v, want neither available nor terminating", s)
+		}
+		rs, err = rollout.FromPods([]*corev1.Pod{going(pod("g-0", "g", "1-a")), going(pod("g-1", "g", "1-a")), going(pod("g-2", "g", "2-b"))}, opts)
+		if err != nil || rs[0].Revision != "1-a" || !rs[0].Effective().Terminating {
+			t.Fatalf("a gang whose pods are all terminating: got %+v, %v; want 1-a and terminating", rs, err)
+		}
+	})
+	t.Run("Plan repairs the missing placeholders by name", func(t *testing.T) {
+		rs, err := rollout.FromPods([]*corev1.Pod{pod("g-0", "g", "2-b"), pod("g-1", "g", "2-b")}, opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		step, err := rollout.Plan(rs, rollout.Strategy{Mode: rollout.Gang, TargetRevision: "2-b", Replicas: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := []rollout.Repair{{Replica: "g", Revision: "2-b", Members: []string{"g-missing-2"}}}
+		if !equality.Semantic.DeepEqual(step.Repair, want) {
+			t.Fatalf("repair %+v, want %+v", step.Repair, want)
+		}
+	})
 }
 
 func TestFromPodsRejectsBadInput(t *testing.T) {

@@ -19,6 +19,7 @@ func (p *planner) run() {
 		complete = p.planPool(k, t) && complete
 	}
 	complete = p.planData() && complete
+	p.repair()
 	p.explain()
 	p.step.Complete = complete && p.step.Empty() && latest == p.latest && p.wholeRows()
 }
@@ -263,6 +264,26 @@ func (p *planner) update(u *unit, to, column string) {
 	p.step.Update = append(p.step.Update, up)
 }
 
+// repair lists, pool by pool in candidate order, every gang with missing
+// members that this step neither updates nor deletes (an Update creates them
+// itself) and that recovery is not replacing. Repairing costs no budget: the
+// gang is unavailable until it is whole, and no replica is added.
+func (p *planner) repair() {
+	for k := range p.pools {
+		pl := &p.pools[k]
+		for i := range pl.units {
+			u := &pl.units[i]
+			if !u.missing || u.done || u.recovering {
+				continue
+			}
+			r := p.replica(u)
+			u.repaired = true
+			p.step.Repair = append(p.step.Repair, Repair{Replica: r.Name, Revision: r.Revision, Column: pl.column,
+				Members: missingMembers(r)})
+		}
+	}
+}
+
 // waits is what a pool still lacks after its actions.
 type waits struct {
 	forward bool // the pool moves toward the target (else back to stable)
@@ -308,7 +329,7 @@ func (p *planner) reason(u *unit, w *waits) Reason {
 		return ReasonWindow
 	case u.stale:
 		return ReasonBudget // its data change waits for the budget
-	case !u.avail:
+	case !u.avail && !u.repaired:
 		return ReasonNotAvailable
 	}
 	return ""

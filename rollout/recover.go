@@ -108,7 +108,9 @@ const (
 // FailureReason reports whether r must be replaced at now under policy, and why:
 // it is Failed or Lost (a gang: any member is), it has not been ready and healthy
 // for StartTimeout, or (a gang) one member has been missing or not ready for
-// GangMemberTimeout. Terminating and swapped-out replicas are never failed.
+// GangMemberTimeout. Terminating replicas (a gang: every present member
+// terminating, see [Replica.Effective]) and swapped-out replicas are never
+// failed.
 func FailureReason(r *Replica, policy RecoverPolicy, now time.Time) (Reason, bool) {
 	if !live(r) {
 		return "", false
@@ -213,7 +215,7 @@ func PlanRecover(replicas []Replica, policy RecoverPolicy, now time.Time) (Recov
 	}
 	for _, r := range order {
 		switch {
-		case r.State.Terminating:
+		case terminating(r):
 			continue
 		case policy.Strategy == NoRecover && (r.ReplacementFor != "" || !r.SwappedAt.IsZero()):
 			// NoRecover freezes recovery started under another strategy.

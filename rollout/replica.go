@@ -11,8 +11,12 @@ type State struct {
 	Available bool
 	// Healthy is false when the replica's health check fails.
 	Healthy bool
-	// Terminating is true once the replica is being deleted. Terminating replicas are
-	// ignored by [Plan] and [PlanRecover].
+	// Terminating is true once the replica (or member) is being deleted: its pod
+	// has a deletion timestamp and is still there. Terminating replicas are
+	// ignored by [Plan] and [PlanRecover]. A terminating gang member is not
+	// ready, not available and not healthy for its gang, and a gang whose
+	// present members are all terminating is itself terminating
+	// ([Replica.Effective]).
 	Terminating bool
 	// Failed is true when the replica cannot serve without being replaced: its
 	// process exited, it was taken offline, or it cannot get resources.
@@ -39,7 +43,9 @@ type Member struct {
 	Name string
 	// Revision is the member's own revision; empty means the gang's revision.
 	Revision string
-	// Missing is true when the member's pod does not exist.
+	// Missing is true when the member's pod does not exist. [Plan] asks the
+	// caller to create missing members ([Repair], or [Update].Members when the
+	// gang is updated).
 	Missing bool
 	// State is the member's observed state.
 	State State
@@ -78,47 +84,71 @@ type Replica struct {
 }
 
 // Effective returns the state [Plan] uses: the replica's own state for a single
-// pod, and for a gang the worst member's (a missing member is not ready, not
-// available and not healthy; the gang is ready only when every member is). A gang
-// whose members disagree on the revision is not available either.
+// pod, and for a gang the worst member's:
+//
+//   - a missing member, and a terminating one (its pod is going away), is not
+//     ready, not available and not healthy, so the gang is not either; the
+//     gang's UnreadySince is the earliest of its members that do not serve;
+//   - the gang is ready, available and healthy only when every member is, and
+//     failed or lost when any member is (a terminating member included: a pod
+//     stuck terminating on a lost node still fails its gang);
+//   - the gang is terminating when its own State says so, or when it has
+//     members present and every one of them is terminating (the gang is being
+//     deleted); a gang with some members terminating and others present is
+//     not terminating, only unavailable;
+//   - a gang whose present members disagree on the revision (partial) is not
+//     available; a terminating member does not make its gang partial, since it
+//     is recreated at the gang's revision once gone.
 func (r Replica) Effective() State { return effective(&r) }
 
 // effective is [Replica.Effective] without copying the replica.
 func effective(r *Replica) State {
-	s, _, _ := inspect(r)
+	s, _, _, _ := inspect(r)
 	return s
 }
 
 // inspect walks a replica's members once: its effective state, whether the gang
-// is partial (some member runs another revision than the gang's), and the index of the first member without a
-// name (-1 when none).
-func inspect(r *Replica) (s State, partial bool, unnamed int) {
+// is partial (some member that is not terminating runs another revision than
+// the gang's), whether some member is missing, and the index of the first
+// member without a name (-1 when none).
+func inspect(r *Replica) (s State, partial, missing bool, unnamed int) {
 	unnamed = -1
 	if len(r.Members) == 0 {
-		return r.State, false, -1
+		return r.State, false, false, -1
 	}
 	s = State{Ready: true, Available: true, Healthy: true,
 		Terminating: r.State.Terminating, Failed: r.State.Failed, Lost: r.State.Lost}
+	present, terminating := 0, 0
 	for i := range r.Members {
 		m := &r.Members[i]
 		if m.Name == "" && unnamed < 0 {
 			unnamed = i
 		}
-		if m.Revision != "" && m.Revision != r.Revision {
+		if m.Revision != "" && m.Revision != r.Revision && !(m.State.Terminating && !m.Missing) {
 			partial = true
 			s.Available = false
 		}
 		if m.Missing {
+			missing = true
 			s.Ready, s.Available, s.Healthy = false, false, false
 			s.UnreadySince = earliest(s.UnreadySince, m.State.UnreadySince)
 			continue
 		}
+		present++
 		ms := &m.State
+		s.Failed = s.Failed || ms.Failed
+		s.Lost = s.Lost || ms.Lost
+		if ms.Terminating {
+			// Going away: counts like a missing member (its pod is recreated once
+			// it is gone), but a failure it reports still counts.
+			terminating++
+			s.Ready, s.Available, s.Healthy = false, false, false
+			s.UnreadySince = earliest(s.UnreadySince, ms.UnreadySince)
+			continue
+		}
 		s.Ready = s.Ready && ms.Ready
 		s.Available = s.Available && ms.Available
 		s.Healthy = s.Healthy && ms.Healthy
-		s.Failed = s.Failed || ms.Failed
-		s.Lost = s.Lost || ms.Lost
 		if ms.ReadySince.After(s.ReadySince) {
 			s.ReadySince = ms.ReadySince
 		}
@@ -126,7 +156,43 @@ func inspect(r *Replica) (s State, partial bool, unnamed int) {
 			s.UnreadySince = earliest(s.UnreadySince, ms.UnreadySince)
 		}
 	}
-	return s, partial, unnamed
+	if present > 0 && terminating == present {
+		s.Terminating = true
+	}
+	return s, partial, missing, unnamed
+}
+
+// terminating reports whether a replica is being deleted: its own state says
+// so, or (a gang) it has members present and all of them are terminating. It is
+// [Replica.Effective]'s Terminating without the rest of the walk.
+func terminating(r *Replica) bool {
+	if r.State.Terminating {
+		return true
+	}
+	present := false
+	for i := range r.Members {
+		m := &r.Members[i]
+		if m.Missing {
+			continue
+		}
+		if !m.State.Terminating {
+			return false
+		}
+		present = true
+	}
+	return present
+}
+
+// missingMembers returns the names of a replica's missing members, in member
+// order; nil when none.
+func missingMembers(r *Replica) []string {
+	var out []string
+	for i := range r.Members {
+		if r.Members[i].Missing {
+			out = append(out, r.Members[i].Name)
+		}
+	}
+	return out
 }
 
 // earliest returns the earlier of two times, ignoring zero times.

@@ -69,6 +69,9 @@ func TestPlanStateMachine(t *testing.T) {
 						for _, d := range step.Delete {
 							explained[d] = true
 						}
+						for _, r := range step.Repair {
+							explained[r.Replica] = true
+						}
 						for _, r := range rollouttest.Counted(sim.Replicas) {
 							wrongRevision := r.Revision != sim.Strategy.TargetRevision && latestWanted(sim.Strategy) == sim.Strategy.Replicas
 							if (wrongRevision || !rollouttest.Available(r)) && !explained[r.Name] {

@@ -8,7 +8,11 @@ type Update struct {
 	From, To string
 	// Column is the replica's column (group mode).
 	Column string
-	// Members lists every member of a gang replica: all of them move together.
+	// Members lists every member of a gang replica, in member order: all of them
+	// move together. It includes missing members (Member.Missing): the caller
+	// creates them at To, so a gang that is updated gets no [Repair]. A member
+	// that is terminating is not updated in place; once its pod is gone it is
+	// missing, and a later step's Repair creates it at To.
 	Members []string
 	// DataFrom is the data revision the replica serves now and DataTo the one it
 	// should serve after this update; both are set only when the strategy sets
@@ -28,6 +32,31 @@ type Create struct {
 	Column string
 	// Count is how many to create; always at least 1.
 	Count int
+}
+
+// Repair asks the caller to create the missing members of a gang replica
+// (Member.Missing set), at the gang's revision, so that the gang is whole
+// again. A gang missing a member is not available, so repairing it costs no
+// availability, and it adds no replica, so it takes no surge: [Plan] repairs
+// every gang it counts that has missing members and that it neither updates
+// (the Update creates them, see [Update].Members) nor deletes, whatever the
+// gang's revision, the budget and LatestRatio. Gangs that recovery is
+// replacing, and replacements, are left to [PlanRecover]. Members that are
+// terminating are not listed: their pods still exist; once they are gone (and
+// observed missing) a later step repairs them.
+type Repair struct {
+	// Replica is the gang's name.
+	Replica string
+	// Revision is the revision to create the members at: the gang's
+	// (Replica.Revision).
+	Revision string
+	// Column is the gang's column (group mode); empty otherwise.
+	Column string
+	// Members names the members to create (Member.Name), in member order. With
+	// replicas built by [FromPods] and PodOptions.GangSize, the missing members
+	// are placeholders named <gang>-missing-<i>: the caller maps them to the pods
+	// its gang lacks.
+	Members []string
 }
 
 // Wait explains why a replica that still has to change was left alone.
@@ -68,12 +97,18 @@ type Step struct {
 	Create []Create
 	// Delete lists replicas to delete (scale down, or old replicas after surge).
 	Delete []string
-	// Waiting explains every replica that still has to change but was left alone.
+	// Repair lists gangs whose missing members the caller creates (see [Repair]).
+	Repair []Repair
+	// Waiting explains every replica that still has to change but was left
+	// alone. A gang in Repair is not listed as ReasonNotAvailable (the Repair
+	// is what it waits for); a gang with terminating members and none missing
+	// waits with ReasonNotAvailable until they are gone and observed missing.
 	Waiting []Wait
 	// Complete is true when nothing is left to do: the desired count exists, the
 	// requested share runs TargetRevision, every replica serves
-	// TargetDataRevision (when set), every replica is available, and (group
-	// mode) every row is whole: in each row all columns run one revision.
+	// TargetDataRevision (when set), every replica is available (so no gang has
+	// a missing or terminating member), and (group mode) every row is whole: in
+	// each row all columns run one revision.
 	Complete bool
 	// Budget is the strategy's budget resolved against Replicas (per column in
 	// group mode).
@@ -102,7 +137,8 @@ type RevisionRows struct {
 	AvailableRows int
 }
 
-// Empty reports whether the step asks for no action.
+// Empty reports whether the step asks for no action: no Update, Create,
+// Delete or Repair.
 func (s *Step) Empty() bool {
-	return len(s.Update) == 0 && len(s.Create) == 0 && len(s.Delete) == 0
+	return len(s.Update) == 0 && len(s.Create) == 0 && len(s.Delete) == 0 && len(s.Repair) == 0
 }

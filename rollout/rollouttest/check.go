@@ -15,10 +15,12 @@ func Available(r *rollout.Replica) bool {
 	return s.Available && s.Ready && s.Healthy && !s.Failed && !s.Lost
 }
 
-// Counted returns the replicas [rollout.Plan] counts: not terminating, not
-// swapped out, and not a replacement whose failed replica is still counted.
+// Counted returns the replicas [rollout.Plan] counts: not terminating (a
+// gang: not every present member terminating, see
+// [rollout.Replica.Effective]), not swapped out, and not a replacement whose
+// failed replica is still counted.
 func Counted(replicas []rollout.Replica) []*rollout.Replica {
-	live := func(r *rollout.Replica) bool { return !r.State.Terminating && r.SwappedAt.IsZero() }
+	live := func(r *rollout.Replica) bool { return r.SwappedAt.IsZero() && !r.Effective().Terminating }
 	byName := make(map[string]*rollout.Replica, len(replicas))
 	for i := range replicas {
 		byName[replicas[i].Name] = &replicas[i]
@@ -75,6 +77,13 @@ type poolStat struct {
 //     strategy's TargetDataRevision; both are empty when that is;
 //   - replicas after the actions <= max(replicas before, n + maxSurge), per column;
 //   - an Update of a gang lists every member;
+//   - a Repair names a counted gang that the step neither updates nor deletes,
+//     at most once, at the gang's own revision and column (group mode), and
+//     lists exactly its missing members in member order; every counted gang
+//     with missing members that the step neither updates nor deletes, and that
+//     recovery is not replacing, is repaired (a planner that leaves a gang short
+//     of a pod is caught). A Repair changes no count: the gang was unavailable
+//     and stays so until its new members are;
 //   - group mode, moving forward: no target replica is updated away or deleted, and
 //     the target count never exceeds max(its count before, the requested count).
 //
@@ -195,6 +204,9 @@ func Check(before []rollout.Replica, strategy rollout.Strategy, step rollout.Ste
 			ps.latest--
 		}
 	}
+	if err := checkRepairs(before, counted, step, touch, col); err != nil {
+		return err
+	}
 	for _, c := range step.Create {
 		if c.Count <= 0 {
 			return fmt.Errorf("create of %d replicas at %q", c.Count, c.Revision)
@@ -226,4 +238,66 @@ func Check(before []rollout.Replica, strategy rollout.Strategy, step rollout.Ste
 		}
 	}
 	return nil
+}
+
+// checkRepairs checks step.Repair (see [Check]); touch marks a replica acted on
+// and rejects a second action.
+func checkRepairs(before []rollout.Replica, counted []*rollout.Replica, step rollout.Step,
+	touch func(name, what string) (*rollout.Replica, error), col func(string) string) error {
+	for _, rp := range step.Repair {
+		r, err := touch(rp.Replica, "repair")
+		if err != nil {
+			return err
+		}
+		if len(r.Members) == 0 {
+			return fmt.Errorf("repair of %s: not a gang", r.Name)
+		}
+		if rp.Revision != r.Revision {
+			return fmt.Errorf("repair of gang %s: at %q, but the gang runs %q", r.Name, rp.Revision, r.Revision)
+		}
+		if rp.Column != col(r.Column) {
+			return fmt.Errorf("repair of gang %s: column %q, but the gang is in %q", r.Name, rp.Column, col(r.Column))
+		}
+		if want := missingMembers(r); !slices.Equal(rp.Members, want) {
+			return fmt.Errorf("repair of gang %s: creates members %v, but its missing members are %v", r.Name, rp.Members, want)
+		}
+	}
+	acted := map[string]bool{}
+	for _, u := range step.Update {
+		acted[u.Replica] = true
+	}
+	for _, d := range step.Delete {
+		acted[d] = true
+	}
+	for _, rp := range step.Repair {
+		acted[rp.Replica] = true
+	}
+	// Recovery owns a replacement and the replica a live replacement stands for.
+	replaced := map[string]bool{}
+	for i := range before {
+		r := &before[i]
+		if r.ReplacementFor != "" && r.SwappedAt.IsZero() && !r.Effective().Terminating {
+			replaced[r.ReplacementFor] = true
+		}
+	}
+	for _, r := range counted {
+		if acted[r.Name] || replaced[r.Name] || r.ReplacementFor != "" {
+			continue
+		}
+		if m := missingMembers(r); len(m) > 0 {
+			return fmt.Errorf("gang %s lacks members %v, but the step neither updates, deletes nor repairs it", r.Name, m)
+		}
+	}
+	return nil
+}
+
+// missingMembers names a gang's missing members, in member order.
+func missingMembers(r *rollout.Replica) []string {
+	var out []string
+	for _, m := range r.Members {
+		if m.Missing {
+			out = append(out, m.Name)
+		}
+	}
+	return out
 }

@@ -51,6 +51,12 @@ func TestCheckCatchesViolations(t *testing.T) {
 	groupReplicas := append(append(fleet("a", 2, "1-a", "a", 0), fleet("a2", 2, "2-b", "a", 0)...),
 		fleet("b", 4, "1-a", "b", 0)...)
 	up := func(name, from, to string) rollout.Update { return rollout.Update{Replica: name, From: from, To: to} }
+	// Three gangs of two at the target; g-0 lacks its second pod.
+	short := fleet("g", 3, "2-b", "", 2)
+	short[0].Members[1] = rollout.Member{Name: "g-0-1", Missing: true}
+	repair := func(members ...string) rollout.Step {
+		return rollout.Step{Repair: []rollout.Repair{{Replica: "g-0", Revision: "2-b", Members: members}}}
+	}
 	tests := []struct {
 		name     string
 		replicas []rollout.Replica
@@ -79,6 +85,19 @@ func TestCheckCatchesViolations(t *testing.T) {
 		{"a gang update that leaves a member behind is rejected", fleet("g", 3, "1-a", "", 2), gang,
 			rollout.Step{Update: []rollout.Update{{Replica: "g-0", From: "1-a", To: "2-b", Members: []string{"g-0-0"}}}},
 			"not all of"},
+		{"a planner that forgets to repair a gang missing a member is caught", short, gang,
+			rollout.Step{}, "neither updates, deletes nor repairs it"},
+		{"a repair of a member that is present is rejected", short, gang,
+			repair("g-0-0", "g-0-1"), "its missing members are [g-0-1]"},
+		{"a repair at another revision than the gang's is rejected", short, gang,
+			rollout.Step{Repair: []rollout.Repair{{Replica: "g-0", Revision: "1-a", Members: []string{"g-0-1"}}}}, "the gang runs"},
+		{"a repair of a replica that does not exist is rejected", short, gang,
+			rollout.Step{Repair: []rollout.Repair{{Replica: "g-9", Revision: "2-b"}}}, "not a counted replica"},
+		{"a repair of a single pod is rejected", fleet("r", 10, "2-b", "", 0), rolling,
+			rollout.Step{Repair: []rollout.Repair{{Replica: "r-0", Revision: "2-b"}}}, "not a gang"},
+		{"repairing a gang that is also updated is rejected", short, gang,
+			rollout.Step{Update: []rollout.Update{{Replica: "g-0", From: "2-b", To: "2-b", Members: []string{"g-0-0", "g-0-1"}}},
+				Repair: repair("g-0-1").Repair}, "acted on twice"},
 		// column a runs 2 target replicas; moving one back lowers it while moving forward.
 		{"group mode: the latest count never regresses while moving forward", groupReplicas, group,
 			rollout.Step{Update: []rollout.Update{up("a2-0", "2-b", "1-a")}}, "regress"},

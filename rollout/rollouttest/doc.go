@@ -8,9 +8,10 @@
 //     [Scenario] prints itself readably ([Scenario.String]) and becomes pods
 //     ([Scenario.Pods]) that [rollout.FromPods] reads back, to seed a cluster.
 //   - [Check] verifies one step against the invariants (availability floor, surge
-//     ceiling, whole gangs, group-mode monotone latest count, data moves);
-//     [CheckRecover] verifies a recovery step; [Converged] verifies the end state;
-//     [ProgressBound] is how many reconciles a rollout may take without faults.
+//     ceiling, whole gangs, repairs of gangs missing members, group-mode
+//     monotone latest count, data moves); [CheckRecover] verifies a recovery
+//     step; [Converged] verifies the end state; [ProgressBound] is how many
+//     reconciles a rollout may take without faults.
 //   - [CheckTransition] verifies a change as an observer outside the controller
 //     sees it (consecutive states of a pod watch): the availability floor with
 //     the world's own failures set aside, the surge ceiling, no gang serving on

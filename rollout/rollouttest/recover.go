@@ -26,7 +26,7 @@ func CheckRecover(before []rollout.Replica, policy rollout.RecoverPolicy, now ti
 	for i := range before {
 		r := &before[i]
 		byName[r.Name] = r
-		if r.ReplacementFor != "" && !r.State.Terminating && r.SwappedAt.IsZero() {
+		if r.ReplacementFor != "" && !r.Effective().Terminating && r.SwappedAt.IsZero() {
 			hasReplacement[r.ReplacementFor] = true
 			inFlight++
 		}
@@ -80,7 +80,7 @@ func CheckRecover(before []rollout.Replica, policy rollout.RecoverPolicy, now ti
 		if old, ok := byName[sw.Old]; ok && len(r.Members) < len(old.Members) {
 			return fmt.Errorf("swap in %s: gang has %d of %d members", sw.New, len(r.Members), len(old.Members))
 		}
-		if old, ok := byName[sw.Old]; ok && !old.State.Terminating && old.SwappedAt.IsZero() {
+		if old, ok := byName[sw.Old]; ok && !old.Effective().Terminating && old.SwappedAt.IsZero() {
 			if _, failed := rollout.FailureReason(old, policy, now); !failed {
 				return fmt.Errorf("swap out %s: it is not failed", sw.Old)
 			}
