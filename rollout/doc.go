@@ -163,12 +163,21 @@
 //     and is not deleted is repaired at its own revision.
 //   - Group mode: the latest version's count never regresses while moving forward
 //     and never exceeds max(L, what it already was).
-//   - Progress: with no failures and replicas becoming available one reconcile
-//     after they are updated or created, a rollout (group mode included) reports
-//     Complete within ceil(n / step) + 2 reconciles, step = [Budget.Step], from
-//     any starting state, with or without a data release under way, plus 2 in
-//     group mode when L < n (making the old rows whole may take a surge and a
-//     deletion); the property test checks this bound and finds it tight.
+//   - Progress: with no failures, replicas becoming available one reconcile
+//     after they are updated, created or repaired, and deleted pods gone one
+//     reconcile after they are deleted (graceful deletion), a rollout (group
+//     mode included) reports Complete, from any starting state, with or without
+//     a data release under way, within (k = ceil(n / step), step =
+//     [Budget.Step]):
+//     k + 2 reconciles when the caller updates pods in place, plus 1 when a
+//     gang member is still terminating at the start (its gang is repaired only
+//     once the pod is gone), plus 2 in group mode when L < n (making the old
+//     rows whole may take a surge and a deletion);
+//     2k + 2 when the caller updates by deleting pods and creating them again
+//     once they are gone (each batch waits a reconcile for its pods to go, and
+//     then creates or repairs), plus 1 in group mode when L < n.
+//     The property tests check these bounds (rollouttest.ProgressBound is the
+//     larger) and find each part reached.
 //   - Group mode: a Complete step has whole rows: every version has as many
 //     replicas in each column.
 //   - Rollback: setting TargetRevision back, or lowering LatestRatio, converges the

@@ -121,7 +121,7 @@ func TestPlanWithoutAnOlderRevisionConvergesOnTheTarget(t *testing.T) {
 					}
 				}
 				sim := rollouttest.NewSimulator(sc, rollouttest.NoFaults)
-				bound := progressBound(sc.Strategy)
+				bound := progressBound(sc.Strategy, sc.Replicas)
 				for range bound {
 					step, err := sim.Reconcile()
 					if err != nil {

@@ -21,8 +21,7 @@ type unit struct {
 	health       uint8 // healthRank of the effective state
 	avail        bool
 	partial      bool
-	missing      bool // a gang with missing members
-	repaired     bool // its missing members are in Step.Repair
+	missing      bool // a gang with missing members: repaired unless done or recovering
 	recovering   bool
 	stale        bool // serves data other than Strategy.TargetDataRevision
 	done         bool // acted on in this step

@@ -277,7 +277,6 @@ func (p *planner) repair() {
 				continue
 			}
 			r := p.replica(u)
-			u.repaired = true
 			p.step.Repair = append(p.step.Repair, Repair{Replica: r.Name, Revision: r.Revision, Column: pl.column,
 				Members: missingMembers(r)})
 		}
@@ -329,7 +328,7 @@ func (p *planner) reason(u *unit, w *waits) Reason {
 		return ReasonWindow
 	case u.stale:
 		return ReasonBudget // its data change waits for the budget
-	case !u.avail && !u.repaired:
+	case !u.avail && !u.missing: // a gang missing members waits for its Repair
 		return ReasonNotAvailable
 	}
 	return ""

@@ -82,6 +82,9 @@ func TestRecoverKeepsInvariantsAndHeals(t *testing.T) {
 					for _, d := range step.Delete {
 						touched[d] = true
 					}
+					for _, rp := range step.Repair {
+						touched[rp.Replica] = true
+					}
 					for _, r := range sim.Replicas {
 						if touched[r.Name] && r.ReplacementFor != "" {
 							t.Fatalf("%s %d: plan touches replacement %s", phase, i, r.Name)

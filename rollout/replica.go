@@ -124,7 +124,8 @@ func inspect(r *Replica) (s State, partial, missing bool, unnamed int) {
 		if m.Name == "" && unnamed < 0 {
 			unnamed = i
 		}
-		if m.Revision != "" && m.Revision != r.Revision && !(m.State.Terminating && !m.Missing) {
+		going := !m.Missing && m.State.Terminating
+		if m.Revision != "" && m.Revision != r.Revision && !going {
 			partial = true
 			s.Available = false
 		}
@@ -138,7 +139,7 @@ func inspect(r *Replica) (s State, partial, missing bool, unnamed int) {
 		ms := &m.State
 		s.Failed = s.Failed || ms.Failed
 		s.Lost = s.Lost || ms.Lost
-		if ms.Terminating {
+		if going {
 			// Going away: counts like a missing member (its pod is recreated once
 			// it is gone), but a failure it reports still counts.
 			terminating++

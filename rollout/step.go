@@ -11,7 +11,7 @@ type Update struct {
 	// Members lists every member of a gang replica, in member order: all of them
 	// move together. It includes missing members (Member.Missing): the caller
 	// creates them at To, so a gang that is updated gets no [Repair]. A member
-	// that is terminating is not updated in place; once its pod is gone it is
+	// that is terminating is going away: leave it; once its pod is gone it is
 	// missing, and a later step's Repair creates it at To.
 	Members []string
 	// DataFrom is the data revision the replica serves now and DataTo the one it

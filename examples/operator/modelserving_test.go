@@ -310,15 +310,15 @@ type podWatch struct {
 	serving bool
 	// gates: also check, at every event, checkGates (on in the crash tests;
 	// the tests that fail pods by hand may leave a gate open on a failed pod).
-	gates     bool
-	replaced  map[string]bool // ReplacementFor values seen
+	gates    bool
+	replaced map[string]bool // ReplacementFor values seen
 	// world holds the pods the test took down (deleted or failed): the states
 	// in which they go down start the monitors afresh, so that the world's
 	// own deletions and failures are set aside as rollouttest.CheckTransition
 	// sets aside a pod becoming unready. rebased counts the states checked by
 	// the monitors replaced.
-	world   map[string]bool
-	rebased int
+	world     map[string]bool
+	rebased   int
 	events    int
 	violation error
 	// spec is the spec the strategies are derived from; set with expect.

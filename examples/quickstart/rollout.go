@@ -99,6 +99,9 @@ func describeStep(step rollout.Step, mode rollout.Mode) string {
 	for _, d := range step.Delete {
 		parts = append(parts, "delete "+d)
 	}
+	for _, r := range step.Repair {
+		parts = append(parts, fmt.Sprintf("repair %s at %s%s [%s]", r.Replica, r.Revision, inColumn(r.Column), strings.Join(r.Members, " ")))
+	}
 	if len(parts) == 0 {
 		parts = append(parts, "nothing to do")
 	}

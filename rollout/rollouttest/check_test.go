@@ -1,6 +1,7 @@
 package rollouttest_test
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"slices"
@@ -313,19 +314,22 @@ func TestShuffledKeepsEveryReplica(t *testing.T) {
 	})
 }
 
-// TestSimulatorRecreatesMissingGangMembers: a gang whose members are missing
-// (its only one, or one of two, at the target or an old revision) is whole
-// again after a Settle, and the rollout completes within its bound.
-func TestSimulatorRecreatesMissingGangMembers(t *testing.T) {
+// TestSimulatorLeavesMissingMembersToThePlanner: a gang whose members are
+// missing (its only one, or one of two, at the target or an old revision) stays
+// short through any number of Settles; the planner's Repair (or its Update)
+// makes it whole, and the rollout completes within its bound. A planner that
+// forgets the repair is caught by Check before anything is executed.
+func TestSimulatorLeavesMissingMembersToThePlanner(t *testing.T) {
 	tests := []struct {
 		name    string
 		members int
 		missing []int
 		rev     string
+		repair  bool // the planner repairs it (an old gang is updated instead)
 	}{
-		{"a gang whose only member is missing, at the target", 1, []int{0}, "2-b"},
-		{"a gang with one of two members missing, at the target", 2, []int{1}, "2-b"},
-		{"a gang with both members missing, at an old revision", 2, []int{0, 1}, "1-a"},
+		{"a gang whose only member is missing, at the target", 1, []int{0}, "2-b", true},
+		{"a gang with one of two members missing, at the target", 2, []int{1}, "2-b", true},
+		{"a gang with both members missing, at an old revision", 2, []int{0, 1}, "1-a", false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -335,8 +339,16 @@ func TestSimulatorRecreatesMissingGangMembers(t *testing.T) {
 			}
 			s := rollout.Strategy{Mode: rollout.Gang, TargetRevision: "2-b", Replicas: 2,
 				MaxUnavailable: ptr(intstr.FromInt32(1)), MaxSurge: ptr(intstr.FromInt32(0))}
-			sim := rollouttest.NewSimulator(rollouttest.Scenario{Strategy: s, Replicas: rs, GangSize: tt.members}, rollouttest.NoFaults)
-			if _, err := sim.Run(rollouttest.ProgressBound(s)); err != nil {
+			sc := rollouttest.Scenario{Strategy: s, Replicas: rs, GangSize: tt.members}
+			idle := rollouttest.NewSimulator(sc, rollouttest.NoFaults)
+			for range 3 {
+				idle.Settle(nil)
+			}
+			if !idle.Replicas[0].Members[tt.missing[0]].Missing {
+				t.Fatal("Settle recreated a missing member: only a step may")
+			}
+			sim := rollouttest.NewSimulator(sc, rollouttest.NoFaults)
+			if _, err := sim.Run(0); err != nil {
 				t.Fatal(err)
 			}
 			if err := rollouttest.Converged(sim.Replicas, s); err != nil {
@@ -347,25 +359,162 @@ func TestSimulatorRecreatesMissingGangMembers(t *testing.T) {
 					t.Fatalf("member %s still missing", m.Name)
 				}
 			}
+			forgetful := rollouttest.NewSimulator(sc, rollouttest.NoFaults)
+			forgetful.Planner = rollouttest.PlannerFunc(func(rs []rollout.Replica, s rollout.Strategy) (rollout.Step, error) {
+				st, err := rollout.Plan(rs, s)
+				st.Repair = nil
+				return st, err
+			})
+			_, err := forgetful.Run(0)
+			if caught := err != nil && strings.Contains(err.Error(), "neither updates, deletes nor repairs"); caught != tt.repair {
+				t.Fatalf("a planner without repairs: got %v", err)
+			}
 		})
 	}
 }
 
+// TestSimulatorDeletesGracefully: a deleted replica, and a deleted gang's
+// pods, are terminating (and ignored by the planner) until the next Settle,
+// or TerminatingSettles of them, and then gone; a gang member deleted alone
+// is then missing, and a gang whose last pod went is gone.
+func TestSimulatorDeletesGracefully(t *testing.T) {
+	s := rollout.Strategy{Mode: rollout.Gang, TargetRevision: "2-b", Replicas: 2}
+	rs := append(fleet("g", 2, "2-b", "", 2), fleet("r", 1, "2-b", "", 0)...)
+	for _, grace := range []int{0, 1, 2} {
+		t.Run(fmt.Sprintf("TerminatingSettles %d", grace), func(t *testing.T) {
+			sim := rollouttest.NewSimulator(rollouttest.Scenario{Strategy: s, Replicas: rs, GangSize: 2}, rollouttest.NoFaults)
+			sim.TerminatingSettles = grace
+			sim.Apply(rollout.Step{Delete: []string{"g-0", "r-0"}})
+			sim.Replicas[1].Members[1].State.Terminating = true // g-1-1's pod is evicted
+			if got := describe(sim.Replicas); got != "g-0 [terminating terminating] g-1 [available terminating] r-0 terminating" {
+				t.Fatalf("after the deletes: %s", got)
+			}
+			for range max(grace, 1) - 1 {
+				sim.Settle(nil)
+				if got := describe(sim.Replicas); got != "g-0 [terminating terminating] g-1 [available terminating] r-0 terminating" {
+					t.Fatalf("before TerminatingSettles Settles: %s", got)
+				}
+			}
+			sim.Settle(nil)
+			if got := describe(sim.Replicas); got != "g-1 [available missing]" {
+				t.Fatalf("after the pods are gone: %s", got)
+			}
+		})
+	}
+}
+
+// describe lists replicas with their state (a gang: each member's) as a line.
+func describe(rs []rollout.Replica) string {
+	state := func(missing bool, st rollout.State) string {
+		switch {
+		case missing:
+			return "missing"
+		case st.Terminating:
+			return "terminating"
+		case st.Ready && st.Available:
+			return "available"
+		}
+		return "pending"
+	}
+	var parts []string
+	for _, r := range rs {
+		if len(r.Members) == 0 {
+			parts = append(parts, r.Name+" "+state(false, r.State))
+			continue
+		}
+		var ms []string
+		for _, m := range r.Members {
+			ms = append(ms, state(m.Missing, m.State))
+		}
+		parts = append(parts, fmt.Sprintf("%s [%s]", r.Name, strings.Join(ms, " ")))
+	}
+	return strings.Join(parts, " ")
+}
+
+// TestSimulatorFaultsDeleteMembers: MemberDeleted deletes gang members' pods
+// (terminating at once, gone at the next Settle); Repair creates them again,
+// pending until the next Settle.
+func TestSimulatorFaultsDeleteMembers(t *testing.T) {
+	s := rollout.Strategy{Mode: rollout.Gang, TargetRevision: "2-b", Replicas: 1}
+	sim := rollouttest.NewSimulator(rollouttest.Scenario{Strategy: s, Replicas: fleet("g", 1, "2-b", "", 2), GangSize: 2},
+		rollouttest.Faults{MemberDeleted: 100})
+	sim.Settle(nil)
+	if got := describe(sim.Replicas); got != "g-0 [terminating terminating]" {
+		t.Fatalf("after a Settle deleting every member: %s", got)
+	}
+	sim.Faults = rollouttest.NoFaults
+	sim.Replicas[0].Members[0].State.Terminating = false // one pod survives after all
+	sim.Settle(nil)
+	if got := describe(sim.Replicas); got != "g-0 [available missing]" {
+		t.Fatalf("after the deleted pod is gone: %s", got)
+	}
+	step, err := sim.Reconcile()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(step.Repair) != 1 || describe(sim.Replicas) != "g-0 [available pending]" {
+		t.Fatalf("repair %+v: %s", step.Repair, describe(sim.Replicas))
+	}
+	if err := sim.Execute(context.Background(), s, step); err == nil || err.Error() != "members already exist: g-0-1" {
+		t.Fatalf("repeating the repair: got %v, want members already exist: g-0-1", err)
+	}
+	sim.Settle(nil)
+	sim.Reconciles = 0
+	if n, err := sim.Run(0); err != nil || n != 1 {
+		t.Fatalf("after the repair: %d reconciles, %v; want complete at once", n, err)
+	}
+}
+
+// TestSimulatorRecreatesOnUpdate: with Recreate, an update deletes the pods
+// that change instead of moving them. A whole gang's pods all go, so the gang
+// is terminating and then gone; a half-updated gang loses only its pod on the
+// other revision, and a missing member is created at once.
+func TestSimulatorRecreatesOnUpdate(t *testing.T) {
+	s := rollout.Strategy{Mode: rollout.Gang, TargetRevision: "2-b", Replicas: 2}
+	rs := fleet("g", 2, "1-a", "", 3)
+	rs[1].Revision = "2-b"
+	rs[1].Members[1].Revision = "1-a"
+	rs[1].Members[2] = rollout.Member{Name: "g-1-2", Missing: true}
+	sim := rollouttest.NewSimulator(rollouttest.Scenario{Strategy: s, Replicas: rs, GangSize: 3}, rollouttest.NoFaults)
+	sim.Recreate = true
+	sim.Apply(rollout.Step{Update: []rollout.Update{
+		{Replica: "g-0", From: "1-a", To: "2-b", Members: []string{"g-0-0", "g-0-1", "g-0-2"}},
+		{Replica: "g-1", From: "2-b", To: "2-b", Members: []string{"g-1-0", "g-1-1", "g-1-2"}},
+	}})
+	if got := describe(sim.Replicas); got != "g-0 [terminating terminating terminating] g-1 [available terminating pending]" {
+		t.Fatalf("after the updates: %s", got)
+	}
+	if !sim.Replicas[0].Effective().Terminating || len(rollouttest.Counted(sim.Replicas)) != 1 {
+		t.Fatal("a gang whose pods are all being deleted is counted")
+	}
+	sim.Settle(nil)
+	if got := describe(sim.Replicas); got != "g-1 [available missing available]" {
+		t.Fatalf("after the pods are gone: %s", got)
+	}
+	if n, err := sim.Run(0); err != nil {
+		t.Fatalf("after %d reconciles: %v", n, err)
+	}
+}
+
 // TestScenarioOfDrawsMissingGangMembers: the generator meets users' tests with
-// missing members, so a simulator or controller that ignores them is caught.
+// missing and terminating members, so a simulator or controller that ignores
+// them is caught.
 func TestScenarioOfDrawsMissingGangMembers(t *testing.T) {
 	gen := rollouttest.ScenarioOf(rollout.Gang, rollouttest.DefaultLimits)
-	missing := 0
+	missing, terminating := 0, 0
 	for seed := range 200 {
 		for _, r := range gen.Example(seed).Replicas {
 			for _, m := range r.Members {
 				if m.Missing {
 					missing++
 				}
+				if m.State.Terminating {
+					terminating++
+				}
 			}
 		}
 	}
-	if missing == 0 {
-		t.Fatal("200 gang scenarios without a missing member")
+	if missing == 0 || terminating == 0 {
+		t.Fatalf("200 gang scenarios with %d missing and %d terminating members", missing, terminating)
 	}
 }

@@ -21,8 +21,11 @@
 //     ([DefaultPlanner]) or your controller's own.
 //   - [Executor] is the cluster side: it executes steps, reports the replicas
 //     and lets time pass. [Simulator] is one (updates take a reconcile to become
-//     available, failures are injected at [Faults] rates); your controller
-//     running against a test API server can be another.
+//     available, deleted pods terminate for a reconcile before they are gone,
+//     updates move pods in place or delete and recreate them, failures are
+//     injected at [Faults] rates, and nothing recreates a missing gang member
+//     but the planner's repair); your controller running against a test API
+//     server can be another.
 //   - [Driver] runs the reconcile loop of a Planner against an Executor and
 //     checks every step, so the same scenarios and checks run against the
 //     simulator and against your controller.

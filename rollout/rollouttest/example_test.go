@@ -235,7 +235,7 @@ func ExampleDriver() {
 	// 12:00:30 reconcile 2: update web-1 1-a -> 2-b
 	// 12:01:00 reconcile 3: update web-2 1-a -> 2-b
 	// 12:01:30 reconcile 4: complete
-	// within bound 5 converged: <nil>
+	// within bound 8 converged: <nil>
 }
 
 // Scenario.Pods turns a scenario into pods that rollout.FromPods reads back, so

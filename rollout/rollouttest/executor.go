@@ -54,14 +54,20 @@ func (s *Simulator) Observe(context.Context) ([]rollout.Replica, error) {
 }
 
 // Execute applies step like [Simulator.Apply], creating replicas that serve
-// strategy.TargetDataRevision. Updates and deletes of replicas that do not exist
-// (a step planned from a stale observation) are skipped and reported in the
-// error, as an API server would answer NotFound; the rest is applied.
+// strategy.TargetDataRevision. Updates, deletes and repairs of replicas that do
+// not exist (a step planned from a stale observation) are skipped and reported
+// in the error, as an API server would answer NotFound, and so are repairs of
+// members that exist (AlreadyExists); the rest is applied.
 func (s *Simulator) Execute(_ context.Context, strategy rollout.Strategy, step rollout.Step) error {
-	if notFound := s.apply(step, strategy); len(notFound) > 0 {
-		return fmt.Errorf("replicas not found: %s", strings.Join(notFound, ", "))
+	notFound, present := s.apply(step, strategy)
+	var errs []error
+	if len(notFound) > 0 {
+		errs = append(errs, fmt.Errorf("replicas not found: %s", strings.Join(notFound, ", ")))
 	}
-	return nil
+	if len(present) > 0 {
+		errs = append(errs, fmt.Errorf("members already exist: %s", strings.Join(present, ", ")))
+	}
+	return errors.Join(errs...)
 }
 
 // Advance settles the replicas once ([Simulator.Settle]); the simulator has no

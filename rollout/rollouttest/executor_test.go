@@ -76,13 +76,16 @@ func (a *apiLike) Advance(ctx context.Context, now time.Time, t *rapid.T) error 
 }
 
 // TestDriverRunsTheSimulatorThroughTheInterface: every generated scenario, in
-// every mode, driven through the Executor interface without faults, completes
-// within ProgressBound and converges; the driver's clock moves by Tick.
+// every mode, driven through the Executor interface without faults, updating
+// in place or by deleting and creating pods again, completes within
+// ProgressBound and converges; the driver's clock moves by Tick.
 func TestDriverRunsTheSimulatorThroughTheInterface(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		mode := rapid.SampledFrom(modes).Draw(t, "mode")
 		sc := rollouttest.ScenarioOf(mode, rollouttest.DefaultLimits).Draw(t, "scenario")
-		var ex rollouttest.Executor = rollouttest.NewSimulator(sc, rollouttest.NoFaults)
+		sim := rollouttest.NewSimulator(sc, rollouttest.NoFaults)
+		sim.Recreate = rapid.Bool().Draw(t, "recreate")
+		var ex rollouttest.Executor = sim
 		d := &rollouttest.Driver{Executor: ex, Strategy: sc.Strategy, Now: rollouttest.Epoch, Tick: time.Minute}
 		n, err := d.Run(context.Background(), 0)
 		if err != nil {
@@ -179,7 +182,7 @@ func (b brokenExecutor) Advance(ctx context.Context, now time.Time, t *rapid.T) 
 // with the executor's last error; observe and advance errors stop the run at
 // once, naming the reconcile.
 func TestDriverReportsBrokenExecutors(t *testing.T) {
-	// 4 replicas, one at a time: ProgressBound 4/1 + 2 = 6.
+	// 4 replicas, one at a time: ProgressBound 2 * 4/1 + 2 = 10.
 	s := rollout.Strategy{TargetRevision: "2-b", Replicas: 4,
 		MaxUnavailable: ptr(intstr.FromInt32(1)), MaxSurge: ptr(intstr.FromInt32(0))}
 	tests := []struct {
@@ -188,8 +191,8 @@ func TestDriverReportsBrokenExecutors(t *testing.T) {
 		wantReconciles int
 		want           string
 	}{
-		{"an executor that never executes is stuck at the bound", brokenExecutor{execute: errors.New("forbidden")}, 6,
-			"reconcile 6: not complete after 6 reconciles (the bound); 6 execute errors, the last: forbidden"},
+		{"an executor that never executes is stuck at the bound", brokenExecutor{execute: errors.New("forbidden")}, 10,
+			"reconcile 10: not complete after 10 reconciles (the bound); 10 execute errors, the last: forbidden"},
 		{"an observe error stops the first reconcile", brokenExecutor{observe: errors.New("cache not synced")}, 1,
 			"reconcile 1: observe: cache not synced"},
 		{"an advance error stops after the first reconcile", brokenExecutor{advance: errors.New("kubelet gone")}, 1,
@@ -284,12 +287,15 @@ func (r renaming) Observe(ctx context.Context) ([]rollout.Replica, error) {
 }
 
 func (r renaming) Execute(ctx context.Context, s rollout.Strategy, step rollout.Step) error {
-	step.Update, step.Delete = slices.Clone(step.Update), slices.Clone(step.Delete)
+	step.Update, step.Delete, step.Repair = slices.Clone(step.Update), slices.Clone(step.Delete), slices.Clone(step.Repair)
 	for i := range step.Update {
 		step.Update[i].Replica = strings.TrimPrefix(step.Update[i].Replica, "pod-")
 	}
 	for i := range step.Delete {
 		step.Delete[i] = strings.TrimPrefix(step.Delete[i], "pod-")
+	}
+	for i := range step.Repair {
+		step.Repair[i].Replica = strings.TrimPrefix(step.Repair[i].Replica, "pod-")
 	}
 	return r.Simulator.Execute(ctx, s, step)
 }

@@ -38,8 +38,9 @@ var DefaultPlanner Planner = PlannerFunc(rollout.Plan)
 //     step with [Check] (an error is a violation unless AcceptError accepts it);
 //  2. runs the rollout to the end in a [Simulator] without faults, where every
 //     replica becomes available one Settle after it is updated, created or
-//     recreated, checking every step, and requires Complete within Bound
-//     reconciles and then [Converged].
+//     repaired and deleted pods are gone one Settle later, checking every
+//     step, and requires Complete within Bound reconciles and then
+//     [Converged].
 //
 // Replicas are named r-0, r-1, ... in the order of an enumeration that lists each
 // multiset once; columns likewise. The planner must not depend on the order of

@@ -104,7 +104,8 @@ func States() *rapid.Generator[rollout.State] {
 // fewer than desired, with priorities and deletion costs, and with data
 // revisions when lim.Data is set. In gang mode about one
 // member in ten is missing (its UnreadySince is zero: when it went missing is
-// unknown, so recovery timeouts never count it; set it to test them).
+// unknown, so recovery timeouts never count it; set it to test them), and
+// about one in ten of the others is terminating (its pod is being deleted).
 func ScenarioOf(mode rollout.Mode, lim Limits) *rapid.Generator[Scenario] {
 	return rapid.Custom(func(t *rapid.T) Scenario {
 		s := StrategyOf(mode, lim.MaxReplicas).Draw(t, "strategy")
@@ -145,9 +146,14 @@ func ScenarioOf(mode rollout.Mode, lim Limits) *rapid.Generator[Scenario] {
 				}
 				if mode == rollout.Gang {
 					for m := range sc.GangSize {
-						r.Members = append(r.Members, rollout.Member{
-							Name: fmt.Sprintf("%s-%d", r.Name, m), State: States().Draw(t, "member"),
-							Missing: rapid.IntRange(0, 9).Draw(t, "missing") == 0})
+						mb := rollout.Member{Name: fmt.Sprintf("%s-%d", r.Name, m), State: States().Draw(t, "member"),
+							Missing: rapid.IntRange(0, 9).Draw(t, "missing") == 0}
+						if mb.Missing {
+							mb.State = rollout.State{}
+						} else {
+							mb.State.Terminating = rapid.IntRange(0, 9).Draw(t, "terminating") == 0
+						}
+						r.Members = append(r.Members, mb)
 					}
 				} else {
 					r.State = States().Draw(t, "state")

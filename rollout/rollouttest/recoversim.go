@@ -76,12 +76,27 @@ func (s *RecoverSimulator) Apply(step rollout.RecoverStep) {
 	}
 }
 
-// Settle moves Now by Tick. Replicas that are not serving become serving, unless
-// a replacement fails (UpdateFails); serving replicas fail (Unready) and a gang
-// member may go missing; failed replicas recover (Recovers). Rates of 100 need no
-// t; with a nil t, lower rates inject nothing.
+// Settle moves Now by Tick. Terminating pods are gone (a gang member is then
+// missing since Now; a replica or gang with no pod left is gone). Replicas that
+// are not serving become serving, unless a replacement fails (UpdateFails);
+// serving replicas fail (Unready) and a gang member may go missing; failed
+// replicas and missing members recover (Recovers). Rates of 100 need no t; with
+// a nil t, lower rates inject nothing.
 func (s *RecoverSimulator) Settle(t *rapid.T) {
 	s.Now = s.Now.Add(s.Tick)
+	s.Replicas = slices.DeleteFunc(s.Replicas, func(r rollout.Replica) bool {
+		if r.State.Terminating {
+			return true
+		}
+		went := false
+		for j := range r.Members {
+			if m := &r.Members[j]; !m.Missing && m.State.Terminating {
+				*m = rollout.Member{Name: m.Name, Missing: true, State: rollout.State{UnreadySince: s.Now}}
+				went = true
+			}
+		}
+		return went && !slices.ContainsFunc(r.Members, func(m rollout.Member) bool { return !m.Missing })
+	})
 	roll := func(label string, pct int) bool {
 		return pct >= 100 || (t != nil && pct > 0 && rapid.IntRange(0, 99).Draw(t, label) < pct)
 	}

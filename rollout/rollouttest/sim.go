@@ -22,6 +22,11 @@ type Faults struct {
 	// Slow: a pending (updated, created or unready) replica stays pending for
 	// another Settle.
 	Slow int
+	// MemberDeleted: a gang member's pod is deleted by someone else (an
+	// eviction, a drain, a user): it terminates like a pod the planner deleted
+	// and is then missing, until a step repairs it. When it was the gang's last
+	// pod, the gang is gone.
+	MemberDeleted int
 }
 
 // NoFaults injects nothing and heals replicas that failed before: every replica
@@ -29,12 +34,22 @@ type Faults struct {
 var NoFaults = Faults{Recovers: 100}
 
 // Simulator applies rollout steps to replicas, the way a controller and the
-// cluster would: an updated replica runs its new revision and data and is
-// unavailable until the next Settle, a created one (serving the strategy's
-// TargetDataRevision) appears unavailable, a deleted one
-// disappears. Settle then lets replicas become available, and injects failures.
-// A gang member that is missing is recreated at the next Settle, as a gang
-// controller would, and then settles like any pending member.
+// cluster would, with graceful deletion:
+//
+//   - an updated replica runs its new revision and data and is unavailable
+//     until the next Settle (with Recreate, its pods are deleted instead);
+//   - a created replica (serving the strategy's TargetDataRevision) appears
+//     unavailable, and so do the members a [rollout.Repair] creates, or an
+//     Update lists while they are missing;
+//   - a deleted replica's pods (a gang: its members' pods) are terminating for
+//     TerminatingSettles Settles and then gone; a gang member that is gone is
+//     missing, and a gang whose last pod is gone is gone, as
+//     [rollout.FromPods] would see it.
+//
+// Settle then lets replicas become available, and injects failures. Nothing
+// recreates a missing gang member but a step that asks for it (a Repair, or an
+// Update listing it): the simulator does not make up for a planner that
+// forgets.
 //
 // The Simulator is an [Executor] (Observe, Execute, Advance), so a [Driver] or
 // [Exhaustive] runs it like any other cluster side; its own Reconcile and Run
@@ -48,12 +63,31 @@ type Simulator struct {
 	GangSize int
 	// Faults is the failure injection rate.
 	Faults Faults
+	// TerminatingSettles is how many Settles a deleted pod stays terminating
+	// before it is gone; 0 (or less) means 1: gone at the next Settle, so the
+	// next reconcile no longer sees it, while a member deleted during a Settle
+	// (Faults.MemberDeleted) is seen terminating by one reconcile. A pod that
+	// starts out terminating goes after as many Settles. [ProgressBound]
+	// assumes the default.
+	TerminatingSettles int
+	// Recreate makes updates delete and recreate pods, as a controller that
+	// cannot change a pod in place does, instead of updating them in place: an
+	// Update deletes the pods that change (those not yet at its To, or all of
+	// them when the data changes), which terminate as deleted pods do, and the
+	// planner's next steps bring them back. A gang that keeps some pods misses
+	// the others once they are gone, and a Repair creates them; a replica or a
+	// gang whose pods all went is gone, and the planner creates another. Missing
+	// members an Update lists are created at once, as in place.
+	Recreate bool
 	// Planner plans each reconcile; nil means [rollout.Plan]. Set it to check a
 	// controller's own planner against the same rules.
 	Planner Planner
 	// Reconciles counts calls to Reconcile.
 	Reconciles int
 	created    int
+	// terminating counts the Settles left to pods being deleted, by pod name;
+	// a terminating pod without an entry has TerminatingSettles left.
+	terminating map[string]int
 }
 
 // NewSimulator starts a simulation of scenario (its replicas are copied).
@@ -75,44 +109,55 @@ func (s *Simulator) driver() *Driver {
 	return &Driver{Executor: s, Planner: s.Planner, Strategy: s.Strategy, Reconciles: s.Reconciles}
 }
 
-// Apply applies a step's actions without checking them. Updates and deletes of
-// replicas that do not exist are skipped.
+// Apply applies a step's actions without checking them. Updates, deletes and
+// repairs of replicas that do not exist are skipped, and so are repairs of
+// members that are not missing.
 func (s *Simulator) Apply(step rollout.Step) { s.apply(step, s.Strategy) }
 
 // apply applies step; created replicas serve strategy's TargetDataRevision. It
-// returns the replicas named by updates and deletes that do not exist.
-func (s *Simulator) apply(step rollout.Step, strategy rollout.Strategy) (notFound []string) {
+// returns the replicas named by updates, deletes and repairs that do not exist,
+// and the members repairs name that are not missing.
+func (s *Simulator) apply(step rollout.Step, strategy rollout.Strategy) (notFound, present []string) {
 	idx := make(map[string]int, len(s.Replicas))
 	for i := range s.Replicas {
 		idx[s.Replicas[i].Name] = i
 	}
-	pending := rollout.State{Healthy: true}
 	for _, u := range step.Update {
 		i, ok := idx[u.Replica]
 		if !ok {
 			notFound = append(notFound, u.Replica)
 			continue
 		}
-		r := &s.Replicas[i]
-		r.Revision = u.To
-		if u.DataTo != "" {
-			r.DataRevision = u.DataTo
-		}
-		r.State = pending
-		for i := range r.Members {
-			r.Members[i].Revision = u.To
-			r.Members[i].State = pending
-			r.Members[i].Missing = false
-		}
+		s.update(&s.Replicas[i], u)
 	}
-	gone := map[string]bool{}
 	for _, d := range step.Delete {
-		if _, ok := idx[d]; !ok {
+		i, ok := idx[d]
+		if !ok {
 			notFound = append(notFound, d)
+			continue
 		}
-		gone[d] = true
+		deletePods(&s.Replicas[i])
 	}
-	s.Replicas = slices.DeleteFunc(s.Replicas, func(r rollout.Replica) bool { return gone[r.Name] })
+	for _, rp := range step.Repair {
+		i, ok := idx[rp.Replica]
+		if !ok {
+			notFound = append(notFound, rp.Replica)
+			continue
+		}
+		r := &s.Replicas[i]
+		for _, name := range rp.Members {
+			j := slices.IndexFunc(r.Members, func(m rollout.Member) bool { return m.Name == name })
+			if j < 0 || !r.Members[j].Missing {
+				present = append(present, name) // an API server answers AlreadyExists
+				continue
+			}
+			r.Members[j] = rollout.Member{Name: name, Revision: rp.Revision, State: pending}
+		}
+	}
+	// A gang deleted with no pod left is gone at once: nothing terminates.
+	s.Replicas = slices.DeleteFunc(s.Replicas, func(r rollout.Replica) bool {
+		return len(r.Members) > 0 && !hasPod(&r) && slices.Contains(step.Delete, r.Name)
+	})
 	for _, c := range step.Create {
 		for range c.Count {
 			r := rollout.Replica{Name: fmt.Sprintf("sim-%d", s.created), Revision: c.Revision, Column: c.Column, State: pending,
@@ -126,15 +171,77 @@ func (s *Simulator) apply(step rollout.Step, strategy rollout.Strategy) (notFoun
 			s.Replicas = append(s.Replicas, r)
 		}
 	}
-	return notFound
+	return notFound, present
 }
 
-// Settle moves time forward by one reconcile: every replica that is not
-// available becomes available (a missing gang member is recreated first), except
-// that, with the configured rates drawn from t, a pending replica (a recreated
-// member included) may fail or stay pending, an available one may become
-// unready, and a failed one stays failed unless it recovers. Rates of 100 need no
-// t; with a nil t, lower rates inject nothing.
+// pending is the state of a pod just created or updated.
+var pending = rollout.State{Healthy: true}
+
+// update applies u to r: in place, or (Recreate) by deleting the pods that
+// change. Pods already terminating are left to go.
+func (s *Simulator) update(r *rollout.Replica, u rollout.Update) {
+	dataChanges := u.DataTo != "" && u.DataTo != r.DataRevision
+	if len(r.Members) == 0 {
+		switch {
+		case r.State.Terminating:
+		case s.Recreate:
+			r.State.Terminating = true
+		default:
+			r.Revision, r.State = u.To, pending
+			if u.DataTo != "" {
+				r.DataRevision = u.DataTo
+			}
+		}
+		return
+	}
+	r.Revision = u.To
+	if u.DataTo != "" {
+		r.DataRevision = u.DataTo
+	}
+	for j := range r.Members {
+		m := &r.Members[j]
+		switch {
+		case m.Missing:
+			// The update creates what the gang lacks, at To.
+			*m = rollout.Member{Name: m.Name, Revision: u.To, State: pending}
+		case m.State.Terminating:
+		case s.Recreate:
+			if dataChanges || (m.Revision != "" && m.Revision != u.To) || (m.Revision == "" && u.From != u.To) {
+				m.State.Terminating = true
+			}
+		default:
+			m.Revision, m.State = u.To, pending
+		}
+	}
+}
+
+// deletePods starts deleting a replica's pods (a gang: every member present).
+func deletePods(r *rollout.Replica) {
+	if len(r.Members) == 0 {
+		r.State.Terminating = true
+		return
+	}
+	for j := range r.Members {
+		if !r.Members[j].Missing {
+			r.Members[j].State.Terminating = true
+		}
+	}
+}
+
+// hasPod reports whether some member of a gang has a pod.
+func hasPod(r *rollout.Replica) bool {
+	return slices.ContainsFunc(r.Members, func(m rollout.Member) bool { return !m.Missing })
+}
+
+// Settle moves time forward by one reconcile. Terminating pods count down
+// TerminatingSettles and then are gone (a gang member becomes missing; a gang
+// whose last pod went is gone). Every other replica or member that is not
+// available becomes available, except that, with the configured rates drawn
+// from t, a pending one may fail or stay pending, an available one may become
+// unready, a failed one stays failed unless it recovers, and a gang member's
+// pod may be deleted (MemberDeleted; it then terminates from the next Settle).
+// Missing members stay missing. Rates of 100 need no t; with a nil t, lower
+// rates inject nothing.
 func (s *Simulator) Settle(t *rapid.T) {
 	roll := func(label string, pct int) bool {
 		return pct >= 100 || (t != nil && pct > 0 && rapid.IntRange(0, 99).Draw(t, label) < pct)
@@ -159,22 +266,59 @@ func (s *Simulator) Settle(t *rapid.T) {
 			}
 		}
 	}
+	grace := max(s.TerminatingSettles, 1)
+	left := map[string]int{}
+	// gone counts one Settle down for a terminating pod and reports whether it
+	// is gone.
+	gone := func(name string) bool {
+		n, ok := s.terminating[name]
+		if !ok {
+			n = grace
+		}
+		if n--; n > 0 {
+			left[name] = n
+			return false
+		}
+		return true
+	}
+	out := s.Replicas[:0]
 	for i := range s.Replicas {
 		r := &s.Replicas[i]
-		if len(r.Members) == 0 {
-			settle(&r.State, "replica")
+		if r.State.Terminating {
+			if !gone(r.Name) {
+				out = append(out, *r)
+			}
 			continue
 		}
+		if len(r.Members) == 0 {
+			settle(&r.State, "replica")
+			out = append(out, *r)
+			continue
+		}
+		went := false
 		for j := range r.Members {
 			m := &r.Members[j]
-			if m.Missing {
-				// The gang controller recreates the member's pod.
-				m.Missing = false
-				m.State = rollout.State{Healthy: true}
+			switch {
+			case m.Missing:
+			case m.State.Terminating:
+				if gone(m.Name) {
+					*m = rollout.Member{Name: m.Name, Missing: true}
+					went = true
+				}
+			case roll("member-deleted", s.Faults.MemberDeleted):
+				m.State.Terminating = true
+			default:
+				settle(&m.State, "member")
 			}
-			settle(&m.State, "member")
 		}
+		if went && !hasPod(r) {
+			continue // its last pod is gone, and so is the gang
+		}
+		out = append(out, *r)
 	}
+	clear(s.Replicas[len(out):])
+	s.Replicas = out
+	s.terminating = left
 }
 
 func counts(st rollout.State) bool {
@@ -269,12 +413,24 @@ func WholeRows(replicas []rollout.Replica, strategy rollout.Strategy) error {
 
 // ProgressBound is how many reconciles [rollout.Plan] documents for completing a
 // rollout in a world without faults, where every replica becomes available one
-// Settle after it is updated, created or recreated: ceil(n / step) + 2, with n =
-// Strategy.Replicas and step = [rollout.Budget.Step] (at least 1): one reconcile
-// per batch, one that finds the last batch available, one that reports Complete;
-// plus 2 in group mode when LatestRatio keeps old replicas (making their rows
-// whole may take a surge and a deletion more). It is 0 when the strategy's
-// budgets or ratio do not resolve.
+// Settle after it is updated, created or repaired, and a deleted pod is gone
+// one Settle after it is deleted (graceful deletion, as the [Simulator] does
+// by default), whether the executor updates pods in place or deletes and
+// creates them again (Simulator.Recreate): 2 ceil(n / step) + 2, with n =
+// Strategy.Replicas and step = [rollout.Budget.Step] (at least 1), plus 1 in
+// group mode when LatestRatio keeps old replicas.
+//
+// Updating by delete and create, each batch takes two reconciles (one deletes
+// the pods, the next creates them again, or repairs a gang, once they are
+// gone), then one reconcile finds the last batch available and one reports
+// Complete. Updating in place takes fewer: ceil(n / step) + 2, plus 1 when a
+// gang member is still terminating at the start (its gang is repaired once it
+// is gone), plus 2 in group mode when LatestRatio keeps old replicas (making
+// their rows whole may take a surge and a deletion more); see rollout's
+// Progress invariant. A pod that stays terminating longer
+// (Simulator.TerminatingSettles above 1) delays what waits for it by as many
+// Settles. ProgressBound is 0 when the strategy's budgets or ratio do not
+// resolve.
 func ProgressBound(s rollout.Strategy) int {
 	b, err := rollout.ResolveBudget(s.MaxUnavailable, s.MaxSurge, s.Replicas)
 	if err != nil {
@@ -285,9 +441,9 @@ func ProgressBound(s rollout.Strategy) int {
 		return 0
 	}
 	step := max(b.Step(), 1)
-	bound := (s.Replicas+step-1)/step + 2
+	bound := 2*((s.Replicas+step-1)/step) + 2
 	if s.Mode == rollout.Group && want < s.Replicas {
-		bound += 2
+		bound++
 	}
 	return bound
 }

@@ -77,7 +77,16 @@ type stepOut struct {
 	Update         []updateOut `json:"update,omitempty"`
 	Create         []createOut `json:"create,omitempty"`
 	Delete         []string    `json:"delete,omitempty"`
+	Repair         []repairOut `json:"repair,omitempty"`
 	Waiting        []waitOut   `json:"waiting,omitempty"`
+}
+
+// repairOut is a gang whose missing members are to be created.
+type repairOut struct {
+	Replica  string   `json:"replica"`
+	Revision string   `json:"revision"`
+	Column   string   `json:"column,omitempty"`
+	Members  []string `json:"members"`
 }
 
 type waitOut struct {
@@ -123,6 +132,7 @@ type simStep struct {
 	Update    []string `json:"update,omitempty"`
 	Create    []string `json:"create,omitempty"`
 	Delete    []string `json:"delete,omitempty"`
+	Repair    []string `json:"repair,omitempty"`
 	Waiting   int      `json:"waiting"`
 	Latest    int      `json:"latest"`
 	// Available and AtTarget count replicas after the step's actions, out of Total.
@@ -137,14 +147,14 @@ func (s simulation) Table() []byte {
 	fmt.Fprintf(&b, "%s rollout to %s: %d replicas, maxUnavailable %d, maxSurge %d\n",
 		s.Mode, s.TargetRevision, s.Replicas, s.Budget.MaxUnavailable, s.Budget.MaxSurge)
 	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "RECONCILE\tUPDATE\tCREATE\tDELETE\tWAITING\tLATEST\tAVAILABLE\tAT TARGET")
+	fmt.Fprintln(tw, "RECONCILE\tUPDATE\tCREATE\tDELETE\tREPAIR\tWAITING\tLATEST\tAVAILABLE\tAT TARGET")
 	for _, st := range s.Steps {
 		if st.Complete {
-			fmt.Fprintf(tw, "%d\tcomplete\t\t\t\t%d\t%d/%d\t%d/%d\n", st.Reconcile, st.Latest, st.Available, st.Total, st.AtTarget, st.Total)
+			fmt.Fprintf(tw, "%d\tcomplete\t\t\t\t\t%d\t%d/%d\t%d/%d\n", st.Reconcile, st.Latest, st.Available, st.Total, st.AtTarget, st.Total)
 			continue
 		}
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%d\t%d\t%d/%d\t%d/%d\n", st.Reconcile, list(st.Update), list(st.Create), list(st.Delete),
-			st.Waiting, st.Latest, st.Available, st.Total, st.AtTarget, st.Total)
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%d\t%d\t%d/%d\t%d/%d\n", st.Reconcile, list(st.Update), list(st.Create), list(st.Delete),
+			list(st.Repair), st.Waiting, st.Latest, st.Available, st.Total, st.AtTarget, st.Total)
 	}
 	_ = tw.Flush()
 	return b.Bytes()
@@ -224,6 +234,9 @@ func runRollout(o *options, objs []manifest.Object) (any, error) {
 	}
 	for _, c := range step.Create {
 		out.Create = append(out.Create, createOut(c))
+	}
+	for _, r := range step.Repair {
+		out.Repair = append(out.Repair, repairOut(r))
 	}
 	return out, nil
 }
@@ -481,6 +494,9 @@ func simulate(strategy rollout.Strategy, replicas []rollout.Replica, gangSize, m
 		}
 		for _, c := range step.Create {
 			st.Create = append(st.Create, fmt.Sprintf("%dx%s%s", c.Count, c.Revision, columnSuffix(c.Column)))
+		}
+		for _, r := range step.Repair {
+			st.Repair = append(st.Repair, fmt.Sprintf("%s[%s]", r.Replica, strings.Join(r.Members, " ")))
 		}
 		for _, r := range rollouttest.Counted(sim.Replicas) {
 			st.Total++
