@@ -53,18 +53,21 @@ type revCount struct {
 }
 
 type planner struct {
-	s        *Strategy
-	revs     revisionTable
-	target   int32
-	stable   int32 // -1 when no revision to roll back to is known
-	n        int
-	latest   int // requested count at target (LatestRatio)
-	b        Budget
-	minAvail int
-	pools    []pool
-	step     Step
-	replicas []Replica // the caller's, only read
-	names    []byte    // natural keys of all names, see unit.name0
+	// newcomers indexes the replacements planning skips because their failed
+	// replica still exists, that lack members (see repair).
+	newcomers []int
+	s         *Strategy
+	revs      revisionTable
+	target    int32
+	stable    int32 // -1 when no revision to roll back to is known
+	n         int
+	latest    int // requested count at target (LatestRatio)
+	b         Budget
+	minAvail  int
+	pools     []pool
+	step      Step
+	replicas  []Replica // the caller's, only read
+	names     []byte    // natural keys of all names, see unit.name0
 	// Group mode: rowMin[v] is the fewest replicas of version v in a column
 	// (v's whole rows); otherRows sums it over versions other than the target
 	// and the stable one.
@@ -205,7 +208,12 @@ func (p *planner) collect(replicas []Replica) error {
 			continue // not live
 		}
 		if j, ok := index[r.ReplacementFor]; ok && r.ReplacementFor != "" && live(&replicas[j]) {
-			continue // its failed replica still exists: left to recovery
+			// Its failed replica still exists: left to recovery, but made whole
+			// if it lacks members (a replacement is only swapped in whole).
+			if missing {
+				p.newcomers = append(p.newcomers, i)
+			}
+			continue
 		}
 		rev := int32(p.revs.rank[r.Revision])
 		if rev != p.target {

@@ -1,5 +1,11 @@
 package rollout
 
+import (
+	"slices"
+
+	"github.com/kplan-dev/kplan/internal/natural"
+)
+
 // run picks each pool's target count and plans every pool.
 func (p *planner) run() {
 	latest := p.latest
@@ -266,20 +272,31 @@ func (p *planner) update(u *unit, to, column string) {
 
 // repair lists, pool by pool in candidate order, every gang with missing
 // members that this step neither updates nor deletes (an Update creates them
-// itself) and that recovery is not replacing. Repairing costs no budget: the
-// gang is unavailable until it is whole, and no replica is added.
+// itself) and that recovery is not replacing, then the recovery replacements
+// with missing members in name order: a replacement is swapped in only once
+// it is whole. Repairing costs no budget: the gang is unavailable until it is
+// whole, and no replica is added.
 func (p *planner) repair() {
 	for k := range p.pools {
 		pl := &p.pools[k]
 		for i := range pl.units {
 			u := &pl.units[i]
-			if !u.missing || u.done || u.recovering {
+			r := p.replica(u)
+			if !u.missing || u.done || (u.recovering && r.ReplacementFor == "") {
 				continue
 			}
-			r := p.replica(u)
 			p.step.Repair = append(p.step.Repair, Repair{Replica: r.Name, Revision: r.Revision, Column: pl.column,
 				Members: missingMembers(r)})
 		}
+	}
+	slices.SortFunc(p.newcomers, func(a, b int) int { return natural.Compare(p.replicas[a].Name, p.replicas[b].Name) })
+	for _, i := range p.newcomers {
+		r := &p.replicas[i]
+		col := ""
+		if p.s.Mode == Group {
+			col = r.Column
+		}
+		p.step.Repair = append(p.step.Repair, Repair{Replica: r.Name, Revision: r.Revision, Column: col, Members: missingMembers(r)})
 	}
 }
 

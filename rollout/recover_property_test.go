@@ -82,14 +82,18 @@ func TestRecoverKeepsInvariantsAndHeals(t *testing.T) {
 					for _, d := range step.Delete {
 						touched[d] = true
 					}
+					// A replacement may be repaired (it is swapped in only whole),
+					// never updated or deleted; the replica it replaces is not
+					// touched at all.
+					repaired := map[string]bool{}
 					for _, rp := range step.Repair {
-						touched[rp.Replica] = true
+						repaired[rp.Replica] = true
 					}
 					for _, r := range sim.Replicas {
 						if touched[r.Name] && r.ReplacementFor != "" {
 							t.Fatalf("%s %d: plan touches replacement %s", phase, i, r.Name)
 						}
-						if touched[r.ReplacementFor] && hasLive(sim.Replicas, r.ReplacementFor) {
+						if (touched[r.ReplacementFor] || repaired[r.ReplacementFor]) && hasLive(sim.Replicas, r.ReplacementFor) {
 							t.Fatalf("%s %d: plan touches %s while it is being replaced", phase, i, r.ReplacementFor)
 						}
 					}

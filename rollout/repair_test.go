@@ -68,6 +68,8 @@ func TestPlanRepairsGangsMissingMembers(t *testing.T) {
 	replaced := gangOf("g-1", "2-b", up, missing)
 	replacement := gangOf("g-9", "2-b", rollout.Member{State: rollout.State{Healthy: true}}, rollout.Member{State: rollout.State{Healthy: true}})
 	replacement.ReplacementFor = "g-1"
+	shortReplacement := gangOf("g-9", "2-b", rollout.Member{State: rollout.State{Healthy: true}}, missing)
+	shortReplacement.ReplacementFor = "g-1"
 	tests := []struct {
 		name     string
 		replicas []rollout.Replica
@@ -136,6 +138,23 @@ func TestPlanRepairsGangsMissingMembers(t *testing.T) {
 			replicas: []rollout.Replica{gangOf("g-0", "2-b", up, up), replaced, replacement},
 			strategy: gangStrategy(2),
 			want:     "g-1 waits: being replaced by recovery; complete false",
+		},
+		{
+			// A replacement that lost a member (its controller died between the
+			// creates of its pods) is swapped in only whole, so it is repaired;
+			// the failed gang it replaces is still left to recovery.
+			name:     "a recovery replacement missing a member is repaired, the replaced gang is not",
+			replicas: []rollout.Replica{gangOf("g-0", "2-b", up, up), replaced, shortReplacement},
+			strategy: gangStrategy(2),
+			want:     "repair g-9 at 2-b [g-9-1]; g-1 waits: being replaced by recovery; complete false",
+		},
+		{
+			// Once the failed gang is gone, the replacement is counted in its
+			// place (and still left to recovery), and still repaired.
+			name:     "a counted recovery replacement missing a member is repaired",
+			replicas: []rollout.Replica{gangOf("g-0", "2-b", up, up), shortReplacement},
+			strategy: gangStrategy(2),
+			want:     "repair g-9 at 2-b [g-9-1]; g-9 waits: being replaced by recovery; complete false",
 		},
 		{
 			name:     "a half-updated gang is finished by an update at its own revision, not repaired",

@@ -40,8 +40,10 @@ type Create struct {
 // availability, and it adds no replica, so it takes no surge: [Plan] repairs
 // every gang it counts that has missing members and that it neither updates
 // (the Update creates them, see [Update].Members) nor deletes, whatever the
-// gang's revision, the budget and LatestRatio. Gangs that recovery is
-// replacing, and replacements, are left to [PlanRecover]. Members that are
+// gang's revision, the budget and LatestRatio. A gang that recovery is
+// replacing is left to [PlanRecover]; a recovery replacement that lacks
+// members is repaired like any gang (it is swapped in only once whole), and
+// otherwise left to recovery. Members that are
 // terminating are not listed: their pods still exist; once they are gone (and
 // observed missing) a later step repairs them.
 type Repair struct {

@@ -2,6 +2,7 @@ package rollouttest
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 
 	"github.com/kplan-dev/kplan/rollout"
@@ -82,8 +83,9 @@ type poolStat struct {
 //     lists exactly its missing members in member order; every counted gang
 //     with missing members that the step neither updates nor deletes, and that
 //     recovery is not replacing, is repaired (a planner that leaves a gang short
-//     of a pod is caught). A Repair changes no count: the gang was unavailable
-//     and stays so until its new members are;
+//     of a pod is caught), and so is every recovery replacement with missing
+//     members (it is swapped in only whole), counted or not. A Repair changes
+//     no count: the gang was unavailable and stays so until its new members are;
 //   - group mode, moving forward: no target replica is updated away or deleted, and
 //     the target count never exceeds max(its count before, the requested count).
 //
@@ -244,10 +246,35 @@ func Check(before []rollout.Replica, strategy rollout.Strategy, step rollout.Ste
 // and rejects a second action.
 func checkRepairs(before []rollout.Replica, counted []*rollout.Replica, step rollout.Step,
 	touch func(name, what string) (*rollout.Replica, error), col func(string) string) error {
+	// Recovery owns a replacement and the replica a live replacement stands for;
+	// a replacement is counted only once its failed replica is gone, and is
+	// repaired either way (it is swapped in only whole).
+	replaced := map[string]bool{}
+	newcomers := map[string]*rollout.Replica{}
+	for i := range before {
+		r := &before[i]
+		if r.ReplacementFor != "" && r.SwappedAt.IsZero() && !r.Effective().Terminating {
+			replaced[r.ReplacementFor] = true
+			newcomers[r.Name] = r
+		}
+	}
+	isCounted := map[string]bool{}
+	for _, r := range counted {
+		isCounted[r.Name] = true
+	}
+	repaired := map[string]bool{}
 	for _, rp := range step.Repair {
-		r, err := touch(rp.Replica, "repair")
-		if err != nil {
-			return err
+		r := newcomers[rp.Replica]
+		if r != nil && !isCounted[r.Name] {
+			if repaired[r.Name] {
+				return fmt.Errorf("repair of %s: replica acted on twice", r.Name)
+			}
+			repaired[r.Name] = true
+		} else {
+			var err error
+			if r, err = touch(rp.Replica, "repair"); err != nil {
+				return err
+			}
 		}
 		if len(r.Members) == 0 {
 			return fmt.Errorf("repair of %s: not a gang", r.Name)
@@ -272,16 +299,14 @@ func checkRepairs(before []rollout.Replica, counted []*rollout.Replica, step rol
 	for _, rp := range step.Repair {
 		acted[rp.Replica] = true
 	}
-	// Recovery owns a replacement and the replica a live replacement stands for.
-	replaced := map[string]bool{}
-	for i := range before {
-		r := &before[i]
-		if r.ReplacementFor != "" && r.SwappedAt.IsZero() && !r.Effective().Terminating {
-			replaced[r.ReplacementFor] = true
+	all := slices.Clone(counted)
+	for _, name := range slices.Sorted(maps.Keys(newcomers)) {
+		if !isCounted[name] {
+			all = append(all, newcomers[name])
 		}
 	}
-	for _, r := range counted {
-		if acted[r.Name] || replaced[r.Name] || r.ReplacementFor != "" {
+	for _, r := range all {
+		if acted[r.Name] || (replaced[r.Name] && r.ReplacementFor == "") {
 			continue
 		}
 		if m := missingMembers(r); len(m) > 0 {
