@@ -37,6 +37,9 @@ type KubeletOptions struct {
 	// the pods/binding subresource, as the scheduler does) this long after the
 	// kubelet first saw it.
 	BindDelay time.Duration
+	// NoBind leaves unbound pods to a scheduler: the kubelet runs only the pods
+	// bound to Node (one kubelet per node of a real scheduler's cluster).
+	NoBind bool
 	// StartDelay: a bound pod's containers start (running, ready) this long after
 	// the binding.
 	StartDelay time.Duration
@@ -64,8 +67,9 @@ type KubeletOptions struct {
 // Kubelet plays a node's kubelet (and the scheduler for the pods nobody binds) on a
 // real API server, so that pods live as they do in a cluster:
 //
-//   - An unbound pod is bound to the node BindDelay after it appears; the binding
-//     sets PodScheduled. Pods bound to another node are left alone.
+//   - An unbound pod is bound to the node BindDelay after it appears (unless
+//     NoBind); the binding sets PodScheduled. Pods bound to another node are left
+//     alone.
 //   - A bound pod reports phase Pending, its containers waiting, until StartDelay
 //     after the binding (and while Allow refuses it); then its init containers have
 //     completed (native sidecars, restartPolicy Always, run beside the containers),
@@ -238,7 +242,7 @@ func (k *Kubelet) syncPod(ctx context.Context, p *corev1.Pod, now time.Time) {
 		k.pods[p.UID] = st
 	}
 	if p.Spec.NodeName == "" {
-		if p.DeletionTimestamp == nil && !now.Before(st.seen.Add(k.delay(p, "bind", k.opts.BindDelay))) {
+		if !k.opts.NoBind && p.DeletionTimestamp == nil && !now.Before(st.seen.Add(k.delay(p, "bind", k.opts.BindDelay))) {
 			if err := k.bind(ctx, p); err == nil {
 				st.bound = time.Now()
 			}

@@ -401,6 +401,29 @@ func TestKubeletLeavesOtherNodesPodsAlone(t *testing.T) {
 	}
 }
 
+func TestKubeletNoBind(t *testing.T) {
+	c, ns, k := kubeletFor(t, testenv.KubeletOptions{NoBind: true})
+	ctx := context.Background()
+	if err := c.Create(ctx, newPod(ns, "unbound")); err != nil {
+		t.Fatal(err)
+	}
+	// The scheduler's part, played by the test: a pod bound to the kubelet's node.
+	events := watchPod(t, c, ns, "bound")
+	bound := newPod(ns, "bound")
+	bound.Spec.NodeName = k.Node()
+	if err := c.Create(ctx, bound); err != nil {
+		t.Fatal(err)
+	}
+	running, _ := events.next("the bound pod ready", isReady)
+	if condition(running, corev1.PodScheduled) != corev1.ConditionTrue {
+		t.Errorf("conditions %+v: want PodScheduled True, as a kubelet reports it", running.Status.Conditions)
+	}
+	var p corev1.Pod
+	if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "unbound"}, &p); err != nil || p.Spec.NodeName != "" {
+		t.Errorf("an unbound pod: %v, node %q; want it left to a scheduler", err, p.Spec.NodeName)
+	}
+}
+
 func TestKubeletStop(t *testing.T) {
 	c, ns, k := kubeletFor(t, testenv.KubeletOptions{})
 	k.Stop()
