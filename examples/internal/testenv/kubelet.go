@@ -68,8 +68,8 @@ type KubeletOptions struct {
 // real API server, so that pods live as they do in a cluster:
 //
 //   - An unbound pod is bound to the node BindDelay after it appears (unless
-//     NoBind); the binding sets PodScheduled. Pods bound to another node are left
-//     alone.
+//     NoBind, or while it has scheduling gates); the binding sets PodScheduled.
+//     Pods bound to another node are left alone.
 //   - A bound pod reports phase Pending, its containers waiting, until StartDelay
 //     after the binding (and while Allow refuses it); then its init containers have
 //     completed (native sidecars, restartPolicy Always, run beside the containers),
@@ -242,7 +242,7 @@ func (k *Kubelet) syncPod(ctx context.Context, p *corev1.Pod, now time.Time) {
 		k.pods[p.UID] = st
 	}
 	if p.Spec.NodeName == "" {
-		if !k.opts.NoBind && p.DeletionTimestamp == nil && !now.Before(st.seen.Add(k.delay(p, "bind", k.opts.BindDelay))) {
+		if !k.opts.NoBind && p.DeletionTimestamp == nil && len(p.Spec.SchedulingGates) == 0 && !now.Before(st.seen.Add(k.delay(p, "bind", k.opts.BindDelay))) {
 			if err := k.bind(ctx, p); err == nil {
 				st.bound = time.Now()
 			}
