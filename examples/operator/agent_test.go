@@ -80,7 +80,9 @@ func agentKubeconfig(t *testing.T, ns, sa string) string {
 // process: it resolves the sidecar's environment from the pod as the downward API
 // does (at each container start), maps the sidecar's data volume to a directory,
 // keeps the pod's container statuses and readiness, and restarts the agent when it
-// exits, as the kubelet restarts a native sidecar.
+// exits, as the kubelet restarts a native sidecar. It is not testenv's kubelet: it
+// runs a real process per pod and writes the start times the revision protocol
+// reads; nothing deletes these pods, so they stay unbound.
 type kubelet struct {
 	t          *testing.T
 	ns, pod    string

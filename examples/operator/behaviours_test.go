@@ -66,6 +66,7 @@ func waitTable(t *testing.T, ns, name, what string, check func(table, string) er
 // server of 8 devices, ranked 0-7 by device id across both pods.
 func TestRanktablePodsOfOneServerMerged(t *testing.T) {
 	ns := newNamespace(t)
+	startMSKubelet(t, ns, kubeletDefaults.StartDelay)
 	newOwner(t, ns, "shared", 1, nil)
 	w0, w1 := podOf("shared", "worker", 0, 0), podOf("shared", "worker", 0, 1)
 	// worker 0 holds devices 4-7, worker 1 devices 0-3: ranks follow device ids, not pods.
@@ -92,6 +93,7 @@ func TestRanktablePodsOfOneServerMerged(t *testing.T) {
 // its group with an event naming the pod and the devices field; no table is written.
 func TestRanktableEmptyDeviceListRejected(t *testing.T) {
 	ns := newNamespace(t)
+	startMSKubelet(t, ns, kubeletDefaults.StartDelay)
 	newOwner(t, ns, "nodev", 1, nil, role{"worker", 1})
 	pod := podOf("nodev", "worker", 0, 0)
 	annotate(t, ns, pod, `{"pod_name": "`+pod+`", "server_id": "192.168.1.10", "devices": []}`)
@@ -106,6 +108,8 @@ func TestRanktableEmptyDeviceListRejected(t *testing.T) {
 // template in two namespaces each get a table of their own pods only.
 func TestRanktablePodsOfOtherNamespacesIgnored(t *testing.T) {
 	nsA, nsB := newNamespace(t), newNamespace(t)
+	startMSKubelet(t, nsA, kubeletDefaults.StartDelay)
+	startMSKubelet(t, nsB, kubeletDefaults.StartDelay)
 	servers := map[string]string{nsA: "192.168.1.10", nsB: "192.168.1.20"}
 	for _, ns := range []string{nsA, nsB} {
 		newOwner(t, ns, "twin", 1, nil, role{"worker", 1})
@@ -127,6 +131,7 @@ func TestRanktablePodsOfOtherNamespacesIgnored(t *testing.T) {
 func TestRanktableReplanAfterTemplateChange(t *testing.T) {
 	ctx := context.Background()
 	ns := newNamespace(t)
+	startMSKubelet(t, ns, kubeletDefaults.StartDelay)
 	base, ok := ranktable.LibraryConfigMap(ranktable.LibraryMindIESimple)
 	if !ok {
 		t.Fatal("no library template", ranktable.LibraryMindIESimple)

@@ -67,6 +67,12 @@ func newWebPod(t *testing.T, ns, name string) *corev1.Pod {
 // runNode plays the kubelet and the node agent for a pod: every container runs (started
 // now, after any wanted revision's timestamp), the pod is ready, and the wanted
 // revision is confirmed with revision.MarkCurrent when the library says it may be.
+//
+// The ConfigMapSet tests keep this hand-played node rather than testenv's kubelet:
+// the revision protocol compares container start times with revision timestamps
+// (one-second precision), which the tests set on purpose, and their pods (created
+// by the test, not a controller) are never deleted, so binding and graceful
+// termination would change nothing. The pods stay unbound.
 func runNode(t *testing.T, ns, name string, set *revision.ConfigMapSet) {
 	t.Helper()
 	ctx := context.Background()

@@ -45,6 +45,7 @@ var hostileTemplates = []hostileTemplate{
 func TestRanktableHostileTemplates(t *testing.T) {
 	ctx := context.Background()
 	ns := newNamespace(t)
+	startMSKubelet(t, ns, kubeletDefaults.StartDelay)
 	good := designScenario(t, ns, 2)
 	tableIs(t, ns, designCM, designTable(t), "the good owner's table")
 

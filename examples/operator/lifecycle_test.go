@@ -62,6 +62,7 @@ func is(status metav1.ConditionStatus, reason string, contains ...string) func(m
 func TestRanktableOwnerLifecycle(t *testing.T) {
 	ctx := context.Background()
 	ns := newNamespace(t)
+	startMSKubelet(t, ns, kubeletDefaults.StartDelay)
 	ms := newOwner(t, ns, "life", 1, nil)
 	w0, w1 := podOf("life", "worker", 0, 0), podOf("life", "worker", 0, 1)
 
@@ -136,6 +137,7 @@ func TestRanktableTimeoutCondition(t *testing.T) {
 	restartManager(t, &managerOptions{timeout: 2 * time.Second})
 	t.Cleanup(func() { restartManager(t, nil) })
 	ns := newNamespace(t)
+	startMSKubelet(t, ns, kubeletDefaults.StartDelay)
 	newOwner(t, ns, "late", 1, nil)
 	w0 := podOf("late", "worker", 0, 0)
 	annotate(t, ns, w0, deviceAnnotation(w0, "192.168.1.10", "10.0.0", 1))
@@ -174,6 +176,7 @@ func TestRanktableStatusUpdateFailed(t *testing.T) {
 	restartManager(t, &managerOptions{wrap: func(c client.Client) client.Client { return statusFailingClient{c, &fail} }})
 	t.Cleanup(func() { restartManager(t, nil) })
 	ns := newNamespace(t)
+	startMSKubelet(t, ns, kubeletDefaults.StartDelay)
 	newOwner(t, ns, "flaky", 1, nil)
 	ev := waitEvent(t, ns, operator.ReasonUpdateFailed, "flaky")
 	if ev.Type != corev1.EventTypeWarning || !strings.Contains(ev.Note, "injected status write failure") {

@@ -167,6 +167,7 @@ const designCM = "qwen-inference-0-worker-ranktable"
 func TestRanktableDesignScenario(t *testing.T) {
 	ctx := context.Background()
 	ns := newNamespace(t)
+	startMSKubelet(t, ns, kubeletDefaults.StartDelay)
 	createdBefore := counterValue(t, "ranktable_configmap_updates_total", "create")
 	ms := newOwner(t, ns, "qwen-inference", 1, nil)
 	worker0, worker1 := podOf(ms.Name, "worker", 0, 0), podOf(ms.Name, "worker", 0, 1)
@@ -296,6 +297,7 @@ func waitEvent(t *testing.T, ns, reason, regarding string) *eventsv1.Event {
 func TestRanktableBrokenGroup(t *testing.T) {
 	ctx := context.Background()
 	ns := newNamespace(t)
+	startMSKubelet(t, ns, kubeletDefaults.StartDelay)
 	errorsBefore := counterValue(t, "ranktable_generation_errors_total", "")
 	ms := newOwner(t, ns, "mixed", 2, nil)
 	for g := range 2 {
@@ -338,6 +340,7 @@ func TestRanktableBrokenGroup(t *testing.T) {
 // operator re-reads, re-plans and converges, keeping the other writer's change.
 func TestRanktableConflictRetry(t *testing.T) {
 	ns := newNamespace(t)
+	startMSKubelet(t, ns, kubeletDefaults.StartDelay)
 	var bumps, conflicts atomic.Int32
 	restartManager(t, &managerOptions{wrap: func(c client.Client) client.Client {
 		return &racingClient{Client: c, race: func(ctx context.Context, obj client.Object) error {
@@ -377,6 +380,7 @@ func TestRanktableConflictRetry(t *testing.T) {
 // new one finishes: the ConfigMap holds the same bytes as without the restart.
 func TestRanktableOperatorRestart(t *testing.T) {
 	ns := newNamespace(t)
+	startMSKubelet(t, ns, kubeletDefaults.StartDelay)
 	designScenario(t, ns, 1)
 	tableIs(t, ns, designCM, "", "empty table with one of two pods annotated")
 	if err := stopManager(); err != nil {
@@ -395,6 +399,7 @@ func TestRanktableOperatorRestart(t *testing.T) {
 // the requeue the plan asks for brings the operator back.
 func TestRanktableRequeueTimeout(t *testing.T) {
 	ns := newNamespace(t)
+	startMSKubelet(t, ns, kubeletDefaults.StartDelay)
 	restartManager(t, &managerOptions{timeout: 3 * time.Second})
 	t.Cleanup(func() { restartManager(t, nil) })
 	designScenario(t, ns, 1)
@@ -417,6 +422,7 @@ func TestRanktableRequeueTimeout(t *testing.T) {
 // library's labels and annotations.
 func TestRanktableLongNames(t *testing.T) {
 	ns := newNamespace(t)
+	startMSKubelet(t, ns, kubeletDefaults.StartDelay)
 	name, r := strings.Repeat("o", 52), strings.Repeat("r", 20)
 	newOwner(t, ns, name, 1, nil, role{r, 1})
 	want := ranktable.ConfigMapName(name, ranktable.GroupKey{Group: name + "-0", Role: r})
@@ -442,6 +448,7 @@ func TestRanktableLongNames(t *testing.T) {
 // every pod of the group mounts.
 func TestRanktableLevels(t *testing.T) {
 	ns := newNamespace(t)
+	startMSKubelet(t, ns, kubeletDefaults.StartDelay)
 	roles := []role{{"prefill", 1}, {"decode", 1}}
 	annotateAll := func(ms string) {
 		for i, r := range roles {

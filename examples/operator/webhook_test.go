@@ -27,6 +27,9 @@ import (
 // injectedPod creates a ConfigMapSet and a ranktable owner whose pods it matches,
 // waits for the operator to create a pod through the webhook and returns it as the
 // API server stored it.
+//
+// The webhook tests run no kubelet: they compare pods as admission made them, and a
+// binding would change spec.nodeName under them; the pods are never deleted.
 func injectedPod(t *testing.T, ns string) *corev1.Pod {
 	t.Helper()
 	set := &revision.ConfigMapSet{

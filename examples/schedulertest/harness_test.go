@@ -29,6 +29,7 @@ import (
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/yaml"
@@ -401,7 +402,27 @@ func namespace(t *testing.T, ctx context.Context, name string) string {
 	return name
 }
 
-// deletePod deletes a pod at once (there is no kubelet to wait for).
+// startKubelets runs testenv's kubelet for the pods of namespace ns on each node
+// until the test ends: the scheduler binds the pods, the kubelet runs them and
+// removes a deleted one terminate after its deletion (within its grace period).
+// Without one, a bound pod deleted with a grace period never goes away.
+func startKubelets(t *testing.T, ctx context.Context, ns string, terminate time.Duration, nodes ...string) {
+	t.Helper()
+	c, err := client.New(env.Config, client.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range nodes {
+		k, err := testenv.StartKubelet(ctx, c, testenv.KubeletOptions{Namespace: ns, Node: n, NoBind: true, TerminateDelay: terminate})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(k.Stop)
+	}
+}
+
+// deletePod deletes a pod at once (grace period 0: most tests run no kubelet to
+// wait for).
 func deletePod(t *testing.T, ctx context.Context, ns, name string) {
 	t.Helper()
 	zero := int64(0)

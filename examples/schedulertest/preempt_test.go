@@ -30,13 +30,11 @@ func priorityClass(t *testing.T, ctx context.Context, name string, value int32) 
 }
 
 // withPriority gives the pod a PriorityClass (and its value, which the Priority
-// admission plugin would fill in) and no termination grace period: without a kubelet,
-// a bound pod deleted with a grace period would never go away.
+// admission plugin would fill in). It keeps the default termination grace period:
+// the test runs kubelets (startKubelets) that terminate a preempted pod gracefully.
 func withPriority(p *corev1.Pod, class string, value int32) *corev1.Pod {
 	p.Spec.PriorityClassName = class
 	p.Spec.Priority = &value
-	zero := int64(0)
-	p.Spec.TerminationGracePeriodSeconds = &zero
 	return p
 }
 
@@ -85,7 +83,9 @@ func rdmaKeys(t *testing.T, p *corev1.Pod) []string {
 // NIC a low-priority pod holds matches preempts that pod, and only that pod (another
 // low-priority pod on the node holds a NIC it cannot use), and lands on its NIC. The
 // scheduler's preemption dry run sees the NIC free only through the plugin's
-// RemovePod, and keeps the other pod through AddPod.
+// RemovePod, and keeps the other pod through AddPod. A kubelet on each node
+// terminates the preempted pod gracefully: the high-priority pod, nominated to
+// the node, waits unbound until the victim is gone, so the NIC is never held twice.
 func TestPreemptionFreesRDMADevices(t *testing.T) {
 	needEnv(t)
 	ctx := context.Background()
@@ -96,6 +96,8 @@ func TestPreemptionFreesRDMADevices(t *testing.T) {
 	a.Devices[1].Labels = map[string]string{"nic": "plain"}
 	b := makeNode("pre-b", shape{roots: 1, pfs: 2, pfLabels: map[string]string{"nic": "plain"}})
 	createNodes(t, ctx, a, b)
+	const terminate = 2 * time.Second
+	startKubelets(t, ctx, ns, terminate, a.Name, b.Name)
 	priorityClass(t, ctx, "kplan-low", 100)
 	priorityClass(t, ctx, "kplan-high", 1000)
 	startScheduler(t, nil)
@@ -116,6 +118,30 @@ func TestPreemptionFreesRDMADevices(t *testing.T) {
 	if _, err := cs.CoreV1().Pods(ns).Create(ctx, high, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
+	waitFor(t, ctx, time.Minute, "low-special terminating", func(ctx context.Context) (bool, error) {
+		p, err := cs.CoreV1().Pods(ns).Get(ctx, "low-special", metav1.GetOptions{})
+		return err == nil && p.DeletionTimestamp != nil, err
+	})
+	// The victim terminates for terminate: meanwhile high is nominated to pre-a
+	// and not bound (its NIC is still the victim's).
+	waitFor(t, ctx, time.Minute, "high nominated to pre-a", func(ctx context.Context) (bool, error) {
+		p, err := cs.CoreV1().Pods(ns).Get(ctx, "high", metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		_, err = cs.CoreV1().Pods(ns).Get(ctx, "low-special", metav1.GetOptions{})
+		if err != nil && !apierrors.IsNotFound(err) {
+			return false, err
+		}
+		if p.Spec.NodeName != "" && err == nil {
+			return false, fmt.Errorf("high bound to %s while low-special still terminates", p.Spec.NodeName)
+		}
+		if p.Status.NominatedNodeName == "pre-a" && err == nil {
+			t.Logf("high nominated to pre-a, unbound while low-special terminates")
+			return true, nil
+		}
+		return p.Spec.NodeName != "", nil // bound once the victim was gone
+	})
 	got := waitBound(t, ctx, ns, "high")
 	if got.Spec.NodeName != "pre-a" {
 		t.Fatalf("high landed on %s, want pre-a", got.Spec.NodeName)

@@ -1,5 +1,6 @@
 // Package testenv starts a real kube-apiserver and etcd for the examples' integration
-// tests (controller-runtime envtest), building both binaries from Go modules.
+// tests (controller-runtime envtest), building both binaries from Go modules, and
+// plays a node's kubelet on it.
 //
 // # Binaries
 //
@@ -14,4 +15,13 @@
 //
 // When KUBEBUILDER_ASSETS names a directory holding kube-apiserver and etcd, those
 // are used and nothing is built.
+//
+// # Kubelet
+//
+// envtest runs no scheduler, kubelet or controller manager: a pod never leaves
+// Pending, and the API server deletes an unbound pod at once, with no graceful
+// termination. StartKubelet plays a node (and the scheduler for its pods): it binds
+// pods, starts their containers, restarts a container whose image changed, reports
+// Ready from the containers and readiness gates, and removes a deleted pod only
+// after its termination, each after a delay of the options. See Kubelet.
 package testenv
