@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	servingv1 "github.com/kplan-dev/kplan/examples/api/serving/v1alpha1"
+	"github.com/kplan-dev/kplan/examples/internal/testenv"
 )
 
 // A crash at every write: the ModelServing controller must keep its promises
@@ -328,10 +329,19 @@ type crashResult struct {
 func startCrashRuns(t *testing.T, sc crashScenario, limits []int) crashResult {
 	t.Helper()
 	ctx := context.Background()
+	// One kubelet for all runs (a kubelet per namespace would list pods a
+	// thousand times a second).
+	opts := kubeletDefaults
+	opts.StartDelay, opts.RestartDelay = 200*time.Millisecond, 200*time.Millisecond
+	kl, err := testenv.StartKubelet(ctx, admin, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(kl.Stop)
 	runs := make([]*crashRun, len(limits))
 	for i := range limits {
 		ns := newNamespace(t)
-		k := startMSKubelet(t, ns, 200*time.Millisecond)
+		k := &msKubelet{Kubelet: kl, ns: ns}
 		pw := watchPods(t, ns, "crash")
 		ms := &servingv1.ModelServing{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "crash"}, Spec: sc.spec()}
 		pw.expect(ms.Spec)
@@ -398,7 +408,8 @@ func startCrashRuns(t *testing.T, sc crashScenario, limits []int) crashResult {
 	cc = nil
 	for i, r := range runs {
 		waitRolledOut(t, r.ms, r.pw, 120*time.Second)
-		if err := atTarget(ctx, r); err != nil {
+		// Pods the last steps deleted may still be terminating.
+		if err := waitFor(30*time.Second, func() error { return atTarget(ctx, r) }); err != nil {
 			t.Errorf("run %d (%s, crash after write %d): %v", i, r.ns, limits[i], err)
 		}
 		r.pw.finishNamed(fmt.Sprintf("run %d (%s, crash after write %d of %d)", i, r.ns, limits[i], out.written[i]))
