@@ -587,6 +587,14 @@ func TestRanktableGangSurge(t *testing.T) {
 	first := podOf("surge", "worker", 0, 0)
 	annotate(t, ns, first, deviceAnnotation(first, "192.168.3.10", "10.50.0", 2))
 	condition(t, ns, "surge", "ready before the rollout", is(metav1.ConditionTrue, operator.ReasonRanktableReady))
+	// The group must serve first: a rollout updates an unavailable group in place
+	// (that costs no availability), and surges only for an available one.
+	eventually(t, "the serving group available", func() error {
+		if cur := getMS(t, ms); cur.Status.AvailableReplicas != 1 {
+			return fmt.Errorf("%d serving groups available", cur.Status.AvailableReplicas)
+		}
+		return nil
+	})
 
 	editModelServing(t, ms, setImage("busybox:1.37"))
 	var pod corev1.Pod

@@ -88,7 +88,7 @@ type KubeletOptions struct {
 //     UID precondition, as a kubelet does. Until then the pod exists: creating
 //     another pod of its name fails with AlreadyExists.
 //   - Fail makes a pod's processes exit (phase Failed); a pod in a terminal phase is
-//     never restarted.
+//     never restarted. LoseNode stops the kubelet and marks its pods NodeLost.
 //
 // Delays are deadlines on the wall clock, not counts of polls: on a slow machine
 // things happen later, never earlier. Run one Kubelet per node and namespace.
@@ -186,6 +186,41 @@ func (k *Kubelet) Fail(ctx context.Context, namespace, name string) error {
 	})
 	if err != nil {
 		return fmt.Errorf("testenv: kubelet: failing pod %s/%s: %w", namespace, name, err)
+	}
+	return nil
+}
+
+// LoseNode plays the node going away: the kubelet stops (as Stop) and each pod
+// it ran (of its namespace, on its node, not already terminal) is marked as the
+// node lifecycle controller marks a lost node's pods: phase Failed, reason
+// NodeLost, nothing ready. Being Failed, such a pod is deleted at once. The Node
+// object is left as it is: other kubelets may share it.
+func (k *Kubelet) LoseNode(ctx context.Context) error {
+	k.Stop()
+	var list corev1.PodList
+	var opts []client.ListOption
+	if k.opts.Namespace != "" {
+		opts = append(opts, client.InNamespace(k.opts.Namespace))
+	}
+	if err := k.c.List(ctx, &list, opts...); err != nil {
+		return fmt.Errorf("testenv: kubelet: losing node %s: %w", k.opts.Node, err)
+	}
+	for _, p := range list.Items {
+		if p.Spec.NodeName != k.opts.Node || p.Status.Phase == corev1.PodFailed || p.Status.Phase == corev1.PodSucceeded {
+			continue
+		}
+		err := retry.RetryOnConflict(failBackoff, func() error {
+			if err := k.c.Get(ctx, client.ObjectKeyFromObject(&p), &p); err != nil {
+				return err
+			}
+			p.Status = exitedStatus(&p, time.Now(), corev1.PodFailed, 137, "NodeLost")
+			p.Status.Reason = "NodeLost"
+			p.Status.Message = fmt.Sprintf("Node %s which was running pod %s is unresponsive", k.opts.Node, p.Name)
+			return k.c.Status().Update(ctx, &p)
+		})
+		if err != nil && !apierrors.IsNotFound(err) {
+			return fmt.Errorf("testenv: kubelet: losing node %s: pod %s/%s: %w", k.opts.Node, p.Namespace, p.Name, err)
+		}
 	}
 	return nil
 }

@@ -359,6 +359,32 @@ func TestKubeletFail(t *testing.T) {
 	events.next("the failed pod removed", func(ev watch.EventType, _ *corev1.Pod) bool { return ev == watch.Deleted })
 }
 
+func TestKubeletLoseNode(t *testing.T) {
+	c, ns, k := kubeletFor(t, testenv.KubeletOptions{})
+	ctx := context.Background()
+	events := watchPod(t, c, ns, "p")
+	if err := c.Create(ctx, newPod(ns, "p")); err != nil {
+		t.Fatal(err)
+	}
+	events.next("the pod ready", isReady)
+	if err := k.LoseNode(ctx); err != nil {
+		t.Fatal(err)
+	}
+	lost, _ := events.next("the pod lost", func(_ watch.EventType, p *corev1.Pod) bool { return p.Status.Phase == corev1.PodFailed })
+	if lost.Status.Reason != "NodeLost" || condition(lost, corev1.PodReady) != corev1.ConditionFalse || lost.Status.ContainerStatuses[0].State.Terminated == nil {
+		t.Errorf("lost pod: reason %q, conditions %+v, containers %+v", lost.Status.Reason, lost.Status.Conditions, lost.Status.ContainerStatuses)
+	}
+	// The kubelet is gone: a new pod is neither bound nor started.
+	if err := c.Create(ctx, newPod(ns, "q")); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(300 * time.Millisecond)
+	var q corev1.Pod
+	if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "q"}, &q); err != nil || q.Spec.NodeName != "" {
+		t.Errorf("a pod created after the node was lost: %v, node %q; want it unbound", err, q.Spec.NodeName)
+	}
+}
+
 func TestKubeletAllow(t *testing.T) {
 	opts := testenv.KubeletOptions{StartDelay: 50 * time.Millisecond, Allow: func(*corev1.Pod) bool { return false }}
 	c, ns, k := kubeletFor(t, opts)
