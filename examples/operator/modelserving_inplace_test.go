@@ -65,9 +65,6 @@ func TestModelServingUpdatesImagesInPlace(t *testing.T) {
 						p.Name, p.Labels[servingv1.LabelRevision], update, p.Spec.Containers[0].Image, p.Status.ContainerStatuses, p.Status.Conditions)
 				}
 			}
-			if mode == servingv1.GangMode {
-				knownBug(t, gangRecreateBug) // TODO: remove once the bug is fixed
-			}
 			editModelServing(t, ms, func(m *servingv1.ModelServing) { setImageAndEnv("engine:v3")(m); pw.expect(m.Spec) })
 			waitRolledOut(t, ms, pw, 90*time.Second)
 			c2, d2, m2 := pw.counts()

@@ -751,9 +751,6 @@ func TestModelServingRollsOutInEveryMode(t *testing.T) {
 				RolloutStrategy: servingv1.RolloutStrategy{Mode: mode, MaxUnavailable: intOrStr(intstr.FromInt(1)), MaxSurge: intOrStr(intstr.FromInt(0))}})
 			*ms = *newModelServing(t, ns, name, mode, 3, "engine:v1")
 			waitRolledOut(t, ms, pw, 60*time.Second)
-			if mode == servingv1.GangMode {
-				knownBug(t, gangRecreateBug) // TODO: remove once the bug is fixed
-			}
 			editModelServing(t, ms, func(m *servingv1.ModelServing) { setImageAndEnv("engine:v2")(m); pw.expect(m.Spec) })
 			waitRolledOut(t, ms, pw, 90*time.Second)
 			creates, deletes := pw.finish()

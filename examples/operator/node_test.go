@@ -3,7 +3,6 @@ package operator_test
 import (
 	"context"
 	"hash/fnv"
-	"os"
 	"testing"
 	"time"
 
@@ -63,26 +62,3 @@ func (k *msKubelet) fail(t *testing.T, name string) {
 	}
 }
 
-// Known bugs of the controller that pods terminating gracefully expose. A test a
-// bug blocks calls knownBug, which skips the rest of the test unless
-// KPLAN_TEST_KNOWN_BUGS is set (to reproduce it). TODO: remove each bug and its
-// knownBug calls once the controller is fixed.
-const (
-	// gangRecreateBug: a Gang-mode rollout that recreates pods deletes a gang's
-	// pods and creates their successors while the old pods still terminate
-	// (AlreadyExists, the name is taken); once an old pod is gone its successor is
-	// never created, so the gang stays a member short, never available, and the
-	// rollout stalls (Progressing BudgetExhausted or WaitingForAvailable naming
-	// the gang). About every other run of TestModelServingRollsOutInEveryMode/Gang
-	// and TestModelServingUpdatesImagesInPlace/Gang (its recreate step).
-	gangRecreateBug = "a Gang-mode recreate never recreates a gang member whose old pod was still terminating"
-)
-
-// knownBug skips the rest of the test, blocked by bug, unless
-// KPLAN_TEST_KNOWN_BUGS is set.
-func knownBug(t *testing.T, bug string) {
-	t.Helper()
-	if os.Getenv("KPLAN_TEST_KNOWN_BUGS") == "" {
-		t.Skipf("TODO: known controller bug, set KPLAN_TEST_KNOWN_BUGS=1 to run: %s", bug)
-	}
-}
