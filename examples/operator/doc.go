@@ -36,11 +36,16 @@
 //     pool of pods; Gang: a pool of serving groups; Group: columns of role
 //     members), plans one step with rollout.Plan or rollout.PlanLockstep and
 //     carries it out, with expectations so that a lagging cache never creates,
-//     deletes or updates twice. A pod whose new revision differs from its
+//     deletes or updates twice. A serving group that lost a pod (deleted,
+//     evicted, or recreated while its old pod terminated) is made whole at its
+//     revision (rollout's Step.Repair); a create whose name a pod of another
+//     owner holds is reported (Failed=True, PodNameTaken, and an event) and
+//     retried. A pod whose new revision differs from its
 //     current one only in container images is updated in place (same name and
 //     UID) behind the readiness gate servingv1.PodConditionImagesReady, False
-//     until its containers run the new images and are ready, so the update
-//     spends the availability budget like a recreate; any other change deletes
+//     until its containers run the new images and are ready (in Gang mode,
+//     until every member of its group is on one revision and restarted), so
+//     the update spends the availability budget like a recreate; any other change deletes
 //     the pod and creates it again under its name (README.md compares this with
 //     OpenKruise's InPlaceIfPossible and kthena). The partition pauses, reverting the template rolls
 //     back; the status reports revisions, counts per role, each group's phase
