@@ -238,6 +238,9 @@ type msExecutor struct {
 	ms    *servingv1.ModelServing
 	h     *history
 	byPod map[string]*corev1.Pod
+	// deleted names the pods this step deleted: their names stay taken until
+	// their nodes have stopped them.
+	deleted map[string]bool
 	// used holds every slot a pod occupies (terminating ones too) or this step
 	// fills.
 	used map[podSlot]bool
@@ -251,7 +254,7 @@ type msExecutor struct {
 // recreating), then creates, recording in res what it wrote and met. It
 // stops at the first failed write.
 func (r *ModelServingReconciler) execute(ctx context.Context, ms *servingv1.ModelServing, h *history, pods []*corev1.Pod, plan *msPlan, now time.Time, res *execResult) error {
-	e := &msExecutor{r: r, ms: ms, h: h, byPod: map[string]*corev1.Pod{}, used: map[podSlot]bool{}, now: now,
+	e := &msExecutor{r: r, ms: ms, h: h, byPod: map[string]*corev1.Pod{}, deleted: map[string]bool{}, used: map[podSlot]bool{}, now: now,
 		templates: map[string]map[string]corev1.PodTemplateSpec{}, execResult: res}
 	for _, p := range pods {
 		e.byPod[p.Name] = p
@@ -575,6 +578,8 @@ func (e *msExecutor) deletePod(ctx context.Context, p *corev1.Pod) error {
 	e.acted = true
 	e.r.expect.deleted(e.ms.UID, uid, e.now)
 	delete(e.byPod, p.Name)
+	// The pod terminates for a while on its node: its name stays taken.
+	e.deleted[p.Name] = true
 	if s, ok := slotOf(p); ok {
 		delete(e.used, s)
 	}
@@ -611,6 +616,14 @@ func (e *msExecutor) createPod(ctx context.Context, s podSlot, rev, replacementF
 		return err
 	}
 	pod := newPod(e.ms, tmpl, s, rev)
+	if e.byPod[pod.Name] != nil || e.deleted[pod.Name] {
+		// Our pod of that name still terminates (or was deleted this step):
+		// creating now would only meet AlreadyExists. Its deletion event
+		// triggers the reconcile that creates it.
+		e.used[s] = true
+		e.exists = true
+		return nil
+	}
 	if replacementFor != "" {
 		if pod.Annotations == nil {
 			pod.Annotations = map[string]string{}

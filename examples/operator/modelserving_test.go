@@ -1115,21 +1115,25 @@ func TestModelServingRecoversFailedPods(t *testing.T) {
 				t.Errorf("no replacement for %s was created", replaced)
 			}
 			pw.finish()
-			var pods corev1.PodList
-			if err := admin.List(context.Background(), &pods, client.InNamespace(ns)); err != nil {
-				t.Fatal(err)
-			}
-			for _, p := range pods.Items {
-				if len(p.Annotations) > 0 && (p.Annotations[servingv1.AnnotationReplacementFor] != "" || p.Annotations[servingv1.AnnotationSwappedAt] != "") {
-					t.Errorf("pod %s still carries recovery annotations %v", p.Name, p.Annotations)
+			// The replaced pods are released (deleted) and terminate a while.
+			eventually(t, "the replaced pods gone", func() error {
+				var pods corev1.PodList
+				if err := admin.List(context.Background(), &pods, client.InNamespace(ns)); err != nil {
+					return err
 				}
-				if p.Status.Phase == corev1.PodFailed {
-					t.Errorf("pod %s failed at the end", p.Name)
+				for _, p := range pods.Items {
+					if len(p.Annotations) > 0 && (p.Annotations[servingv1.AnnotationReplacementFor] != "" || p.Annotations[servingv1.AnnotationSwappedAt] != "") {
+						return fmt.Errorf("pod %s still carries recovery annotations %v", p.Name, p.Annotations)
+					}
+					if p.Status.Phase == corev1.PodFailed {
+						return fmt.Errorf("pod %s failed at the end", p.Name)
+					}
 				}
-			}
-			if len(pods.Items) != podCount(ms.Spec) {
-				t.Errorf("%d pods at the end, want %d", len(pods.Items), podCount(ms.Spec))
-			}
+				if len(pods.Items) != podCount(ms.Spec) {
+					return fmt.Errorf("%d pods at the end, want %d", len(pods.Items), podCount(ms.Spec))
+				}
+				return nil
+			})
 			eventually(t, "the Failed condition cleared", func() error {
 				cur := getMS(t, ms)
 				if c := meta.FindStatusCondition(cur.Status.Conditions, servingv1.ConditionFailed); c == nil || c.Status != metav1.ConditionFalse {
