@@ -61,4 +61,3 @@ func (k *msKubelet) fail(t *testing.T, name string) {
 		t.Fatal(err)
 	}
 }
-
