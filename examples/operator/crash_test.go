@@ -35,7 +35,8 @@ import (
 // serving two revisions), and every run converges with every pod at the
 // target. The crashes are counted writes, not kills by time, so each run is
 // reproducible: KPLAN_CRASH_AT=<k> runs one crash point,
-// KPLAN_CRASH_SCENARIOS=<name,...> some scenarios.
+// KPLAN_CRASH_SCENARIOS=<name,...> some scenarios, and KPLAN_CRASH_LARGE=1
+// larger ModelServings (a group more, two decode pods per group).
 
 // errCrashed is what every write of a crashed controller returns.
 var errCrashed = errors.New("the controller crashed before this write")
@@ -201,14 +202,21 @@ type crashRun struct {
 }
 
 // crashRoles are the crash scenarios' roles: one prefill and one decode pod per
-// serving group.
+// serving group (two decode pods with KPLAN_CRASH_LARGE set).
 func crashRoles(image string) []servingv1.Role {
 	roles := msRoles(image)
-	roles[1].Replicas = 1
+	if os.Getenv("KPLAN_CRASH_LARGE") == "" {
+		roles[1].Replicas = 1
+	}
 	return roles
 }
 
+// crashSpec is a scenario's spec: groups serving groups (one more with
+// KPLAN_CRASH_LARGE set).
 func crashSpec(mode servingv1.RolloutMode, groups int32) servingv1.ModelServingSpec {
+	if os.Getenv("KPLAN_CRASH_LARGE") != "" {
+		groups++
+	}
 	return servingv1.ModelServingSpec{Replicas: ptr(groups), Roles: crashRoles("engine:v1"),
 		RolloutStrategy: servingv1.RolloutStrategy{Mode: mode, MaxUnavailable: intOrStr(intstr.FromInt(1)), MaxSurge: intOrStr(intstr.FromInt(0))}}
 }

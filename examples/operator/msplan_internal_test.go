@@ -1,11 +1,14 @@
 package operator
 
 import (
+	"strconv"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	servingv1 "github.com/kplan-dev/kplan/examples/api/serving/v1alpha1"
@@ -112,5 +115,44 @@ func TestPlanModelServingPools(t *testing.T) {
 	ms.Spec.RolloutStrategy.Mode = "Sideways"
 	if _, err := planModelServing(ms, pods, []string{"m-new"}, "m-new", now); err == nil {
 		t.Error("an unknown mode planned without error")
+	}
+}
+
+// TestStatusRollingUpdateClearsOnceEveryPodIsUpdated: the reconcile after the
+// last old pod moved sees every pod on the update revision, not yet ready; the
+// RollingUpdate condition must then say so (False, AllPodsUpdated), not keep
+// the previous reconcile's "1 pods on older revisions".
+func TestStatusRollingUpdateClearsOnceEveryPodIsUpdated(t *testing.T) {
+	groups := int32(1)
+	ms := &servingv1.ModelServing{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "llm", Generation: 2},
+		Spec: servingv1.ModelServingSpec{Replicas: &groups, Roles: []servingv1.Role{{Name: "decode", Replicas: 2}},
+			RolloutStrategy: servingv1.RolloutStrategy{Mode: servingv1.RollingMode}},
+		Status: servingv1.ModelServingStatus{Conditions: []metav1.Condition{{Type: servingv1.ConditionRollingUpdate,
+			Status: metav1.ConditionTrue, Reason: servingv1.ReasonUpdating, Message: "1 pods on older revisions"}}},
+	}
+	old := &appsv1.ControllerRevision{ObjectMeta: metav1.ObjectMeta{Name: "llm-1"}, Revision: 1}
+	update := &appsv1.ControllerRevision{ObjectMeta: metav1.ObjectMeta{Name: "llm-2"}, Revision: 2}
+	h := &history{revisions: []*appsv1.ControllerRevision{old, update}, update: update}
+	pod := func(m int, ready corev1.ConditionStatus) *corev1.Pod {
+		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: msPodName("llm", "decode", 0, m),
+			Labels: map[string]string{servingv1.LabelName: "llm", servingv1.LabelRole: "decode", servingv1.LabelRevision: "llm-2",
+				servingv1.LabelGroupName: "llm-0", servingv1.LabelGroupIndex: "0", servingv1.LabelMemberIndex: strconv.Itoa(m)}},
+			Status: corev1.PodStatus{Phase: corev1.PodRunning, Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: ready}}}}
+	}
+	pods := []*corev1.Pod{pod(0, corev1.ConditionTrue), pod(1, corev1.ConditionFalse)}
+	now := time.Unix(1000, 0)
+	plan, err := planModelServing(ms, pods, h.names(), update.Name, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if plan.complete {
+		t.Fatal("the plan is complete with a pod not ready")
+	}
+	r := &ModelServingReconciler{}
+	st := r.status(ms, h, pods, plan, nil, &execResult{}, now)
+	c := meta.FindStatusCondition(st.Conditions, servingv1.ConditionRollingUpdate)
+	if c == nil || c.Status != metav1.ConditionFalse || c.Reason != servingv1.ReasonAllPodsUpdated {
+		t.Errorf("RollingUpdate %+v, want False/%s", c, servingv1.ReasonAllPodsUpdated)
 	}
 }
