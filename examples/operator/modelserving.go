@@ -42,8 +42,12 @@ import (
 // ControllerRevisions, the pods' revision label naming one.
 //
 // A reconcile plans only once the cache shows every pod it created or deleted
-// before (expectations), so a lagging cache never creates or deletes twice; a
-// create that finds its name taken is skipped, the next reconcile sees the pod.
+// before (expectations), so a lagging cache never creates or deletes twice. A
+// pod is created again under its name only once its old pod is gone (on a node
+// a deleted pod terminates for a while); a create whose name another owner's
+// pod holds is reported in the status (Failed, PodNameTaken) and retried. A
+// serving group that lost members is made whole at its revision (rollout's
+// Step.Repair). Every write is logged.
 type ModelServingReconciler struct {
 	Client   client.Client
 	Recorder events.EventRecorder
@@ -608,8 +612,9 @@ func (e *msExecutor) template(rev, role string) (corev1.PodTemplateSpec, error) 
 }
 
 // createPod creates the pod of slot s at revision rev, replacing replacementFor
-// when that is set. A name already taken (by a pod the cache does not show yet,
-// or one still terminating) is left for a later reconcile.
+// when that is set. A name already taken (by our pod still terminating, or one
+// the cache does not show yet) is left for a later reconcile; one taken by
+// another owner's pod is recorded for the status (nameTaken).
 func (e *msExecutor) createPod(ctx context.Context, s podSlot, rev, replacementFor string) error {
 	tmpl, err := e.template(rev, s.role)
 	if err != nil {
