@@ -113,7 +113,7 @@ func TestModelServingRandomFaults(t *testing.T) {
 				}
 				slices.SortFunc(pods.Items, func(a, b corev1.Pod) int { return cmp.Compare(a.Name, b.Name) })
 				victim := &pods.Items[f.pod%len(pods.Items)]
-				pw.worldFault(victim.Name)
+				pw.worldFault(victim, f.kind == "delete")
 				switch f.kind {
 				case "delete":
 					if err := admin.Delete(ctx, victim); err != nil && !apierrors.IsNotFound(err) {
