@@ -39,6 +39,23 @@ func gangStrategy(n int) rollout.Strategy {
 		MaxUnavailable: ptr(intstr.FromInt32(1)), MaxSurge: ptr(intstr.FromInt32(0))}
 }
 
+// planText plans replicas, fails the test unless the step reads want (stepText)
+// and keeps rollouttest.Check's invariants, and returns it.
+func planText(t *testing.T, replicas []rollout.Replica, strategy rollout.Strategy, want string) rollout.Step {
+	t.Helper()
+	step, err := rollout.Plan(replicas, strategy)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := stepText(step); got != want {
+		t.Fatalf("got  %s\nwant %s", got, want)
+	}
+	if err := rollouttest.Check(replicas, strategy, step); err != nil {
+		t.Fatalf("the step breaks an invariant: %v", err)
+	}
+	return step
+}
+
 // stepText is a step's actions and waits as one line.
 func stepText(s rollout.Step) string {
 	var parts []string
@@ -165,16 +182,7 @@ func TestPlanRepairsGangsMissingMembers(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			step, err := rollout.Plan(tt.replicas, tt.strategy)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if got := stepText(step); got != tt.want {
-				t.Fatalf("got  %s\nwant %s", got, tt.want)
-			}
-			if err := rollouttest.Check(tt.replicas, tt.strategy, step); err != nil {
-				t.Fatalf("the step breaks an invariant: %v", err)
-			}
+			step := planText(t, tt.replicas, tt.strategy, tt.want)
 			if len(step.Repair) > 0 && step.Empty() {
 				t.Fatal("a step with repairs is Empty")
 			}
@@ -257,16 +265,7 @@ func TestPlanTerminatingGangMembers(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			step, err := rollout.Plan(tt.replicas, tt.strategy)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if got := stepText(step); got != tt.want {
-				t.Fatalf("got  %s\nwant %s", got, tt.want)
-			}
-			if err := rollouttest.Check(tt.replicas, tt.strategy, step); err != nil {
-				t.Fatalf("the step breaks an invariant: %v", err)
-			}
+			planText(t, tt.replicas, tt.strategy, tt.want)
 		})
 	}
 }
