@@ -95,45 +95,34 @@ func changeCourse(t *rapid.T, s rollout.Strategy) rollout.Strategy {
 	return s
 }
 
+// TestPlanCompletesWithinBoundWithoutFailures: with no failures, a rollout
+// completes within the documented bound: progressBound (the in-place bound of
+// the package doc) when updates are in place, and rollouttest.ProgressBound,
+// the bound Driver.Run uses by default, for a controller that updates by
+// deleting pods and creating them again once they are gone (the Simulator with
+// Recreate).
 func TestPlanCompletesWithinBoundWithoutFailures(t *testing.T) {
-	for _, mode := range modes {
-		t.Run(fmt.Sprintf("mode %s converges within the documented bound", mode), func(t *testing.T) {
-			rapid.Check(t, func(t *rapid.T) {
-				sc := rollouttest.ScenarioOf(mode, rollouttest.DefaultLimits).Draw(t, "scenario")
-				sim := rollouttest.NewSimulator(sc, rollouttest.NoFaults)
-				d := &rollouttest.Driver{Executor: sim, Strategy: sc.Strategy}
-				bound := progressBound(sc.Strategy, sc.Replicas)
-				if _, err := d.Run(context.Background(), bound); err != nil {
-					t.Fatalf("bound %d: %v", bound, err)
-				}
-				if err := rollouttest.Converged(sim.Replicas, sc.Strategy); err != nil {
-					t.Fatal(err)
-				}
+	for _, recreate := range []bool{false, true} {
+		for _, mode := range modes {
+			t.Run(fmt.Sprintf("mode %s, recreate %t, converges within the documented bound", mode, recreate), func(t *testing.T) {
+				rapid.Check(t, func(t *rapid.T) {
+					sc := rollouttest.ScenarioOf(mode, rollouttest.DefaultLimits).Draw(t, "scenario")
+					sim := rollouttest.NewSimulator(sc, rollouttest.NoFaults)
+					sim.Recreate = recreate
+					d := &rollouttest.Driver{Executor: sim, Strategy: sc.Strategy}
+					bound := rollouttest.ProgressBound(sc.Strategy)
+					if !recreate {
+						bound = progressBound(sc.Strategy, sc.Replicas)
+					}
+					if _, err := d.Run(context.Background(), bound); err != nil {
+						t.Fatalf("bound %d: %v", bound, err)
+					}
+					if err := rollouttest.Converged(sim.Replicas, sc.Strategy); err != nil {
+						t.Fatal(err)
+					}
+				})
 			})
-		})
-	}
-}
-
-// TestPlanCompletesWithinBoundWhenUpdatesRecreatePods: a controller that
-// updates by deleting pods and creating them again once they are gone (the
-// Simulator with Recreate) completes within rollouttest.ProgressBound, the
-// bound Driver.Run uses by default.
-func TestPlanCompletesWithinBoundWhenUpdatesRecreatePods(t *testing.T) {
-	for _, mode := range modes {
-		t.Run(fmt.Sprintf("mode %s converges within ProgressBound", mode), func(t *testing.T) {
-			rapid.Check(t, func(t *rapid.T) {
-				sc := rollouttest.ScenarioOf(mode, rollouttest.DefaultLimits).Draw(t, "scenario")
-				sim := rollouttest.NewSimulator(sc, rollouttest.NoFaults)
-				sim.Recreate = true
-				d := &rollouttest.Driver{Executor: sim, Strategy: sc.Strategy}
-				if _, err := d.Run(context.Background(), 0); err != nil {
-					t.Fatalf("bound %d: %v", rollouttest.ProgressBound(sc.Strategy), err)
-				}
-				if err := rollouttest.Converged(sim.Replicas, sc.Strategy); err != nil {
-					t.Fatal(err)
-				}
-			})
-		})
+		}
 	}
 }
 

@@ -69,7 +69,8 @@ func faultCaseOf() *rapid.Generator[faultCase] {
 // deleted by hand, pods failing (with a recovery policy), the operator
 // restarted, at random points. Every pod event is checked (rollouttest.Monitor,
 // with the world's own deletions and failures set aside, and the readiness gate
-// check), and every rollout must converge. CI runs 4 cases;
+// check), and every rollout must converge, as must the scale that follows it.
+// CI runs 4 cases;
 // KPLAN_FAULT_CASES=<n> runs n.
 func TestModelServingRandomFaults(t *testing.T) {
 	cases := 4
@@ -85,9 +86,6 @@ func TestModelServingRandomFaults(t *testing.T) {
 		c := gen.Example(seed)
 		c.startSeed = seed
 		c.revertAt = 0 // the faults are the interference here
-		if c.recovery {
-			c.strategy.MaxSurge = nil // recovery replaces; keep the budget simple
-		}
 		t.Run(fmt.Sprint(seed), func(t *testing.T) {
 			t.Logf("%s, recovery %v, faults %v", c.msCase, c.recovery, c.faults)
 			ctx := context.Background()
@@ -124,6 +122,8 @@ func TestModelServingRandomFaults(t *testing.T) {
 				}
 			}
 			waitRolledOut(t, ms, pw, 180*time.Second)
+			editModelServing(t, ms, func(m *servingv1.ModelServing) { m.Spec.Replicas = &c.scaleTo; pw.expect(m.Spec) })
+			waitRolledOut(t, ms, pw, 90*time.Second)
 			pw.finish()
 		})
 	}
