@@ -28,4 +28,18 @@
 // caller does the I/O: it reads objects from its cache, calls the planner, and writes
 // what the plan says. The examples module in this repository shows a complete
 // controller-runtime operator doing so.
+//
+// # One vocabulary
+//
+// The packages speak the same language to the controller that embeds them:
+//
+//   - every reason a package returns (a rollout wait, a rank table's failure, a
+//     revision's event, a device request that can never fit) is a [Reason]: an
+//     UpperCamelCase constant a reconciler puts in a metav1.Condition or an event as
+//     it is, with the human sentence beside it in a Message;
+//   - every event is an [Event] with the object it is about;
+//   - every desired object comes with an [Action], ActionNone included;
+//   - every pod injection (ranktable.Inject, revision.Inject) applies everything or
+//     leaves the pod exactly as it was, and reports what it changed as a
+//     webhookpatch.Result.
 package kplan

@@ -9,14 +9,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/google/go-cmp/cmp"
 	"github.com/kplan-dev/kplan/internal/podfixture"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
-	"reflect"
 )
 
 var t0 = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
@@ -56,16 +53,6 @@ func designPods(o Owner) []*corev1.Pod {
 			podfixture.Created(t0)))
 	}
 	return pods
-}
-
-// exact makes cmp.Diff as strict as reflect.DeepEqual on API objects. Left to itself
-// cmp calls Equal methods, so times compare by instant and quantities by value; with
-// exact a time's location or monotonic reading and a quantity's form count too, so an
-// "input unchanged" check still sees every write.
-var exact = cmp.Options{
-	cmp.Comparer(func(a, b time.Time) bool { return a == b }),
-	cmp.Comparer(func(a, b *metav1.Time) bool { return a == b || a != nil && b != nil && a.Time == b.Time }),
-	cmp.Comparer(func(a, b resource.Quantity) bool { return reflect.DeepEqual(a, b) }),
 }
 
 // withoutNative returns a copy of t that renders through text/template even when t

@@ -10,6 +10,8 @@ import (
 	"github.com/kplan-dev/kplan/internal/natural"
 	corev1 "k8s.io/api/core/v1"
 	"pgregory.net/rapid"
+
+	"github.com/kplan-dev/kplan/internal/exact"
 )
 
 // genMembers draws 1..6 pods on distinct servers with 1..16 distinct device ids each
@@ -211,10 +213,10 @@ func TestPlanIsDeterministicAndPure(t *testing.T) {
 		if !resultsEqual(a, b) {
 			t.Fatal("shuffled input gave another plan")
 		}
-		if diff := cmp.Diff(frozen, pods, exact); diff != "" {
+		if diff := cmp.Diff(frozen, pods, exact.Options); diff != "" {
 			t.Fatalf("Plan changed its pods (-before +after):\n%s", diff)
 		}
-		if diff := cmp.Diff(frozenCMs, cms, exact); diff != "" {
+		if diff := cmp.Diff(frozenCMs, cms, exact.Options); diff != "" {
 			t.Fatalf("Plan changed its ConfigMaps (-before +after):\n%s", diff)
 		}
 		for _, d := range a.ConfigMaps {

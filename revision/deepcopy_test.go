@@ -8,6 +8,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
+
+	"github.com/kplan-dev/kplan/internal/exact"
 )
 
 // fullSet returns a set with every pointer, map and slice field set.
@@ -54,7 +56,7 @@ func TestDeepCopy(t *testing.T) {
 	want, _ := json.Marshal(orig)
 	t.Run("ConfigMapSet", func(t *testing.T) {
 		c := orig.DeepCopyObject().(*ConfigMapSet)
-		if diff := cmp.Diff(orig, c, exact); diff != "" {
+		if diff := cmp.Diff(orig, c, exact.Options); diff != "" {
 			t.Fatalf("copy differs (-original +copy):\n%s", diff)
 		}
 		mutate(c)

@@ -10,6 +10,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/kplan-dev/kplan/internal/podfixture"
+
+	"github.com/kplan-dev/kplan/internal/exact"
 )
 
 // Every entry point turns a missing pod or set into an error (or, for initialRevision,
@@ -60,7 +62,7 @@ func TestInjectSidecarNameConflict(t *testing.T) {
 			if err == nil || !strings.Contains(err.Error(), "pod ns/p") || !strings.Contains(err.Error(), sidecar) {
 				t.Errorf("err = %v, want a conflict naming the pod and %s", err, sidecar)
 			}
-			if diff := cmp.Diff(tc.pod, p, exact); diff != "" {
+			if diff := cmp.Diff(tc.pod, p, exact.Options); diff != "" {
 				t.Errorf("pod changed on conflict (-before +after):\n%s", diff)
 			}
 		})
@@ -89,13 +91,13 @@ func TestEntryPointsDoNotMutateInputs(t *testing.T) {
 	}
 	check := func(what string) {
 		t.Helper()
-		if diff := cmp.Diff(setBefore, set, exact); diff != "" {
+		if diff := cmp.Diff(setBefore, set, exact.Options); diff != "" {
 			t.Errorf("%s changed the set (-before +after):\n%s", what, diff)
 		}
-		if diff := cmp.Diff(podBefore, pod, exact); diff != "" {
+		if diff := cmp.Diff(podBefore, pod, exact.Options); diff != "" {
 			t.Errorf("%s changed the pod (-before +after):\n%s", what, diff)
 		}
-		if diff := cmp.Diff(othersBefore, others, exact); diff != "" {
+		if diff := cmp.Diff(othersBefore, others, exact.Options); diff != "" {
 			t.Errorf("%s changed the other pods (-before +after):\n%s", what, diff)
 		}
 	}

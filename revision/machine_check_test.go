@@ -8,6 +8,8 @@ import (
 	gocmp "github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	"pgregory.net/rapid"
+
+	"github.com/kplan-dev/kplan/internal/exact"
 )
 
 // The state machine's reconcile: Plan on the model's pods and the invariants every
@@ -66,7 +68,7 @@ func (m *machine) plan(t *rapid.T, pure bool) Result {
 		t.Fatalf("plan: %v", err)
 	}
 	if pure {
-		if diff := gocmp.Diff(snapshot, in, exact); diff != "" {
+		if diff := gocmp.Diff(snapshot, in, exact.Options); diff != "" {
 			t.Fatalf("Plan changed its input (-before +after):\n%s", diff)
 		}
 		shuffled := rapid.Permutation(pods).Draw(t, "shuffled")
@@ -74,7 +76,7 @@ func (m *machine) plan(t *rapid.T, pure bool) Result {
 		if err != nil {
 			t.Fatalf("Plan fails on shuffled pods: %v", err)
 		}
-		if diff := gocmp.Diff(res, res2, exact); diff != "" {
+		if diff := gocmp.Diff(res, res2, exact.Options); diff != "" {
 			t.Fatalf("Plan depends on pod order (-pods as listed +shuffled):\n%s", diff)
 		}
 	}

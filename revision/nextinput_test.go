@@ -14,6 +14,8 @@ import (
 	"pgregory.net/rapid"
 
 	"github.com/kplan-dev/kplan/internal/podfixture"
+
+	"github.com/kplan-dev/kplan/internal/exact"
 )
 
 // A zero Now was written into pod annotations as "-62135596800000", which the next
@@ -161,7 +163,7 @@ func TestEveryOutputIsAcceptedAsTheNextInput(t *testing.T) {
 			if err != nil {
 				t.Fatalf("the next Plan at %s rejects the outputs of the one at %s: %v", at, now, err)
 			}
-			if diff := cmp.Diff(next.Status.LastContainersTimestamp, again.Status.LastContainersTimestamp, exact); diff != "" {
+			if diff := cmp.Diff(next.Status.LastContainersTimestamp, again.Status.LastContainersTimestamp, exact.Options); diff != "" {
 				t.Fatalf("lastContainersTimestamp changed on the next Plan at %s (-first +next):\n%s", at, diff)
 			}
 		}

@@ -12,6 +12,8 @@ import (
 	"pgregory.net/rapid"
 
 	"github.com/kplan-dev/kplan/internal/podfixture"
+
+	"github.com/kplan-dev/kplan/internal/exact"
 )
 
 // drawInput draws a Plan input from arbitrary states, including ones the state
@@ -102,7 +104,7 @@ func TestPlanProperties(t *testing.T) {
 		in := drawInput(t)
 		before := copyInput(in)
 		res, err := Plan(in)
-		if diff := cmp.Diff(before, in, exact); diff != "" {
+		if diff := cmp.Diff(before, in, exact.Options); diff != "" {
 			t.Fatalf("Plan changed its input (-before +after):\n%s", diff)
 		}
 		shuffled := in
@@ -111,7 +113,7 @@ func TestPlanProperties(t *testing.T) {
 		if fmt.Sprint(err) != fmt.Sprint(err2) {
 			t.Fatalf("pod order changed the error: %v / %v", err, err2)
 		}
-		if diff := cmp.Diff(res, res2, exact); diff != "" {
+		if diff := cmp.Diff(res, res2, exact.Options); diff != "" {
 			t.Fatalf("pod order changed the result (-pods as drawn +shuffled):\n%s", diff)
 		}
 		if err != nil {

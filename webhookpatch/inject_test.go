@@ -9,6 +9,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	pf "github.com/kplan-dev/kplan/internal/podfixture"
+
+	"github.com/kplan-dev/kplan/internal/exact"
 )
 
 var (
@@ -243,7 +245,7 @@ func TestEnsurePrimitives(t *testing.T) {
 				if errors.Is(err, ErrConflict) != c.conflict {
 					t.Errorf("errors.Is(err, ErrConflict) = %v, want %v", !c.conflict, c.conflict)
 				}
-				if diff := cmp.Diff(c.pod, pod, exact); diff != "" {
+				if diff := cmp.Diff(c.pod, pod, exact.Options); diff != "" {
 					t.Errorf("a failed call changed the pod (-before +after):\n%s", diff)
 				}
 				return
@@ -279,7 +281,7 @@ func TestStripRefusesToLeaveAMountDangling(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), `container "engine" still mounts volume "ranktable" at /x`) {
 		t.Fatalf("err = %v", err)
 	}
-	if diff := cmp.Diff(before, pod, exact); diff != "" {
+	if diff := cmp.Diff(before, pod, exact.Options); diff != "" {
 		t.Fatalf("a failed Strip changed the pod (-before +after):\n%s", diff)
 	}
 	must(t, func() (bool, error) { return other.Strip(pod) })

@@ -10,6 +10,8 @@ import (
 	apivalidation "k8s.io/apimachinery/pkg/api/validation"
 
 	pf "github.com/kplan-dev/kplan/internal/podfixture"
+
+	"github.com/kplan-dev/kplan/internal/exact"
 )
 
 // A pod whose annotations are 10 bytes under the API server's limit passes Validate;
@@ -54,7 +56,7 @@ func TestPrimitivesKeepAnnotationsWithinTheLimit(t *testing.T) {
 			if err == nil || !strings.Contains(err.Error(), "pod ns/p: metadata.annotations") || !strings.Contains(err.Error(), "more than the limit of 262144") {
 				t.Fatalf("changed=%v err=%v, want the annotation limit named", changed, err)
 			}
-			if diff := cmp.Diff(before, pod, exact); diff != "" {
+			if diff := cmp.Diff(before, pod, exact.Options); diff != "" {
 				t.Errorf("a failed call changed the pod (-before +after):\n%s", diff)
 			}
 		})

@@ -11,6 +11,8 @@ import (
 	jsonpatch "gopkg.in/evanphx/json-patch.v4"
 	corev1 "k8s.io/api/core/v1"
 	"pgregory.net/rapid"
+
+	"github.com/kplan-dev/kplan/internal/exact"
 )
 
 func TestGeneratedPodsAreValid(t *testing.T) {
@@ -32,10 +34,10 @@ func TestDiffOfPrimitivesAppliesToAfter(t *testing.T) {
 		}
 		beforeCopy, afterCopy := before.DeepCopy(), after.DeepCopy()
 		applyDiff(t, before, after)
-		if diff := cmp.Diff(beforeCopy, before, exact); diff != "" {
+		if diff := cmp.Diff(beforeCopy, before, exact.Options); diff != "" {
 			t.Fatalf("Diff mutated its first pod (-before +after the call):\n%s", diff)
 		}
-		if diff := cmp.Diff(afterCopy, after, exact); diff != "" {
+		if diff := cmp.Diff(afterCopy, after, exact.Options); diff != "" {
 			t.Fatalf("Diff mutated its second pod (-before +after the call):\n%s", diff)
 		}
 	})
@@ -120,7 +122,7 @@ func TestPrimitivesAreIdempotent(t *testing.T) {
 		p := genPrimitive(t, "p")
 		before := pod.DeepCopy()
 		if _, err := p.apply(pod); err != nil {
-			if diff := cmp.Diff(before, pod, exact); diff != "" {
+			if diff := cmp.Diff(before, pod, exact.Options); diff != "" {
 				t.Fatalf("%s failed (%v) but changed the pod (-before +after):\n%s", p.desc, err, diff)
 			}
 			return
@@ -130,7 +132,7 @@ func TestPrimitivesAreIdempotent(t *testing.T) {
 		if err != nil || changed {
 			t.Fatalf("%s second call: changed=%v err=%v", p.desc, changed, err)
 		}
-		if diff := cmp.Diff(once, pod, exact); diff != "" {
+		if diff := cmp.Diff(once, pod, exact.Options); diff != "" {
 			t.Fatalf("%s second call changed the pod (-once +twice):\n%s", p.desc, diff)
 		}
 		if ops, _ := Diff(once, pod); len(ops) != 0 {
