@@ -1,4 +1,4 @@
-package main
+package apilist
 
 import (
 	"go/ast"
@@ -114,7 +114,7 @@ func TestDiffNamesLinesOnEitherSide(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if got := diff(tt.want, tt.got); got != tt.diff {
+			if got := Diff(tt.want, tt.got); got != tt.diff {
 				t.Errorf("diff = %q, want %q", got, tt.diff)
 			}
 		})
