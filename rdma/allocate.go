@@ -312,14 +312,33 @@ func (p *planner) run() (Allocation, error) {
 	}
 	groups := p.groups()
 	var lastErr error
+	// A NIC-only request takes, of the groups that hold it, the first that leaves the
+	// fewest free GPUs without a NIC on their root, then takes units beside the fewest
+	// free GPUs (see gpuroots.go). Any other request takes the first group.
+	var best Allocation
+	bestStranded, bestNear := -1, 0
 	for _, g := range groups {
 		units, gpus, err := p.pickGroup(g)
-		if err == nil {
-			return p.result(units, gpus), nil
+		if err != nil {
+			if lastErr == nil {
+				lastErr = err
+			}
+			continue
 		}
-		if lastErr == nil {
-			lastErr = err
+		a := p.result(units, gpus)
+		if len(groups) == 1 || p.req.joint() {
+			return a, nil
 		}
+		stranded, near := gpuRootCost(p.inv, p.used, a)
+		if near == 0 {
+			return a, nil
+		}
+		if bestStranded < 0 || stranded < bestStranded || stranded == bestStranded && near < bestNear {
+			best, bestStranded, bestNear = a, stranded, near
+		}
+	}
+	if bestStranded >= 0 {
+		return best, nil
 	}
 	if p.req.Scope != "" && p.req.Scope != ScopeNode {
 		return Allocation{}, p.scopeError(groups, lastErr)

@@ -42,7 +42,10 @@
 //     group for Node; one per PCIe root, per known NUMA node, or per PF (Device). PFs
 //     with an unknown root or NUMA node (-1) belong to no PCIe or NUMA group: -1 is never
 //     node 0. Groups are tried in key order; the first that holds the request wins (as in
-//     DRA, no scoring across groups).
+//     DRA, no scoring across groups), except for requests without GPUs on a node with
+//     free GPUs: of the groups that hold such a request, the first that leaves the
+//     fewest free GPUs without a free NIC on their root wins, then the one taking units
+//     beside the fewest free GPUs (see step 4).
 //  3. GPUs (joint requests). With SamePCIe required (or preferred), the GPU PCIe roots
 //     are chosen first: the smallest set S of roots such that every root in S has a
 //     free GPU and a free NIC unit, |S| <= GPUs, |S| <= NICs (unless NICPerGPURoot or
@@ -58,7 +61,16 @@
 //     from roots with NICs first, then roots with more free GPUs, unknown roots last.
 //  4. NICs. Without GPUs: candidates in order of score (for VFs, PFs already shared
 //     first, so whole PFs stay free), then PCIe root, then BDF; each gives its units in
-//     BDF order (one when OneVFPerPF or RailLabel is set). With GPUs: round-robin across
+//     BDF order (one when OneVFPerPF or RailLabel is set). On a node with free GPUs the
+//     units come first from PCIe roots without a free GPU, then from roots with free
+//     GPUs (fewest free GPUs first) as long as each keeps a free unit, and only then
+//     the last units there: a joint pod needs a NIC on each of its GPUs' roots, so
+//     NIC-only pods do not strand free GPUs while other NICs are free. A free unit is
+//     any free VF of a usable PF (any labels), or a usable PF without VFs. The rule
+//     changes which units are taken, never whether the request fits; for requests
+//     without exclusivity or rails it is exact: when any allocation of the request
+//     keeps a free unit beside every free GPU that has one, Allocate's does. With
+//     GPUs: round-robin across
 //     the GPUs' roots (one unit per root per turn, rotating over the root's PFs); with
 //     SamePCIe that is all, and every GPU root must get a NIC; otherwise PFs on the GPUs'
 //     known NUMA nodes follow, then the rest, each by root then BDF. With
@@ -96,6 +108,9 @@
 //   - Upstream takes one VF per PF; here VFs fill a PF before the next unless
 //     [Request].OneVFPerPF is set (as [RequestFromPod] does under [PercentModel]).
 //     Plain VF requests prefer PFs already shared.
+//   - Requests without GPUs keep a free NIC unit beside free GPUs where they can (step
+//     4 of the Algorithm); koordinator orders such devices by their own free
+//     resources only.
 //   - Upstream lets several pods share a PF without VFs by percent (koordinator.sh/rdma
 //     below 100 each); here a PF allocated without VFs is held by one pod.
 //   - Koordinator's tests run as data: testdata/koordinator holds the cases of its

@@ -159,10 +159,12 @@ func ExampleEncodeAllocated() {
 			VFGroups: []rdma.VirtualFunctionGroup{{VFs: []rdma.VirtualFunction{{Minor: 0, BusID: "0000:af:00.2"}, {Minor: 1, BusID: "0000:af:00.3"}}}}},
 	}}
 	inv, _ := rdma.NewInventory(node)
+	// A pod without GPUs gets a VF of the storage NIC: the compute NIC's only VF stays
+	// free for a pod that wants the GPU beside it.
 	a, _ := rdma.Allocate(inv, rdma.Used{}, rdma.Request{Count: 1})
 	value, err := rdma.EncodeAllocated(`{"gpu":[{"minor":0}]}`, a, rdma.CountModel)
 	fmt.Println(value, err)
-	// Output: {"gpu":[{"minor":0}],"rdma":[{"minor":0,"resources":{"koordinator.sh/rdma":"1"},"id":"0000:18:00.0","extension":{"vfs":[{"minor":-1,"busID":"0000:18:00.2"}]},"busID":"0000:18:00.0"}]} <nil>
+	// Output: {"gpu":[{"minor":0}],"rdma":[{"minor":1,"resources":{"koordinator.sh/rdma":"1"},"id":"0000:af:00.0","extension":{"vfs":[{"minor":-1,"busID":"0000:af:00.2"}]},"busID":"0000:af:00.0"}]} <nil>
 }
 
 func ExampleDecodeAllocated() {
@@ -382,16 +384,26 @@ func ExampleUsed_Add() {
 			VFGroups: []rdma.VirtualFunctionGroup{{VFs: []rdma.VirtualFunction{{Minor: 0, BusID: "0000:af:00.2"}, {Minor: 1, BusID: "0000:af:00.3"}}}}},
 	}}
 	inv, _ := rdma.NewInventory(node)
-	a, _ := rdma.Allocate(inv, rdma.Used{}, rdma.Request{Count: 1, Exclusive: rdma.ExclusivePCIe})
+	a, err := rdma.Allocate(inv, rdma.Used{}, rdma.Request{Count: 1, Exclusive: rdma.ExclusivePCIe})
+	if err != nil {
+		panic(err)
+	}
 	var used rdma.Used
 	used.Add(a)
 	fmt.Println(used.VFs(), used.ExclusiveRoots())
-	// The root is held exclusively, so only the storage NIC's VFs remain.
-	b, _ := rdma.Allocate(inv, used, rdma.Request{Count: 2})
+	// The storage NIC's root is held exclusively: its second VF is free but no other
+	// pod may take it, so only the compute NIC's VF remains.
+	_, err = rdma.Allocate(inv, used, rdma.Request{Count: 2})
+	fmt.Println(err)
+	b, err := rdma.Allocate(inv, used, rdma.Request{Count: 1})
+	if err != nil {
+		panic(err)
+	}
 	fmt.Println(b.NICs[0].BDF, len(b.NICs[0].VFs))
 	// Output:
-	// [0000:18:00.2] [pci0000:17]
-	// 0000:af:00.0 2
+	// [0000:af:00.2] [pci0000:ae]
+	// node n1: rdma: need 2 VFs, 1 free (PF 0000:af:00.0: PCIe root pci0000:ae held exclusively)
+	// 0000:18:00.0 1
 }
 
 // A GPU plugin chose GPU 0 and wrote its share first; the NIC is placed next to it

@@ -14,6 +14,7 @@ type taker struct {
 	taken  map[int32]int // units taken per candidate beyond designated
 	cursor map[int32]int // next index into cand.free
 	rails  map[string]bool
+	keep   *keeper // NIC-only requests on nodes with free GPUs (fillNICOnly)
 }
 
 func (p *planner) newTaker() *taker {
@@ -42,6 +43,9 @@ func (t *taker) left(ci int32) int {
 func (t *taker) take(ci int32) {
 	c := &t.p.cands[ci]
 	t.taken[ci]++
+	if t.keep != nil {
+		t.keep.spend(ci)
+	}
 	if t.p.req.RailLabel != "" {
 		t.rails[c.rail] = true
 	}
@@ -132,7 +136,7 @@ func (p *planner) pickGroup(g group) ([]unit, []int32, error) {
 			}
 			return cmp.Compare(p.inv.pfs[ca.pf].root, p.inv.pfs[cb.pf].root)
 		})
-		t.fill(order, need)
+		t.fillNICOnly(order, need)
 		if err := p.checkCount(g, t, need); err != nil {
 			return nil, nil, err
 		}
