@@ -36,6 +36,12 @@
 // reservations), counting only the pods the scheduler's NodeInfo of the node has: the
 // scheduler's cache and the plugin's informer see a deletion at slightly different
 // times, and a pod retried on the scheduler's event must find the devices free.
+// What a node's pods hold, and the Filter and Score answers per request, are cached
+// for the scheduler's own view of the node (the NodeInfo in its snapshot) until either
+// changes; the copies its simulations make (a node with nominated pods added, a
+// preemption dry run removing victims) are answered from the copy without replacing
+// that entry. The requests of nominated pods are decoded once per pod version.
+//
 // Nothing else is remembered across restarts: a restarted scheduler rebuilds the state
 // from the annotations, which every bound pod carries from its binding on, so no
 // device is handed out twice.

@@ -65,6 +65,8 @@ type Plugin struct {
 	score      rdma.ScoreOptions
 	state      *cluster
 	synced     []cache.InformerSynced
+	// nominated caches the requests of pods AddPod counts on nodes.
+	nominated requestCache
 }
 
 var (
@@ -136,6 +138,12 @@ func newPlugin(args Args, h fwk.Handle) (*Plugin, error) {
 		}
 		return ni
 	}
+	// The per-node cache keeps only the scheduler's own view of a node (the one in its
+	// snapshot); the copies its simulations change are answered without replacing it.
+	p.state.isView = func(node string, ni fwk.NodeInfo) bool {
+		s := p.snapshot(node)
+		return s == nil || s.GetGeneration() == ni.GetGeneration()
+	}
 	p.bindsFirst = sync.OnceValue(func() bool {
 		// The profile's plugins are known once the framework is built, after New.
 		l, ok := h.(interface{ ListPlugins() *config.Plugins })
@@ -195,6 +203,9 @@ func (p *Plugin) Name() string { return Name }
 
 func (p *Plugin) onPod(o any) {
 	if pod, ok := o.(*corev1.Pod); ok {
+		if pod.Spec.NodeName != "" {
+			p.nominated.forget(pod.UID)
+		}
 		p.state.setPod(pod)
 	}
 }
@@ -204,6 +215,7 @@ func (p *Plugin) onPodDelete(o any) {
 		o = t.Obj
 	}
 	if pod, ok := o.(*corev1.Pod); ok {
+		p.nominated.forget(pod.UID)
 		p.state.deletePod(pod.UID)
 	}
 }
@@ -323,8 +335,8 @@ func (p *Plugin) AddPod(_ context.Context, state fwk.CycleState, _ *corev1.Pod, 
 	if pod.Spec.NodeName != "" {
 		return nil
 	}
-	req, err := rdma.RequestFromPod(pod, p.model)
-	if err != nil || req.IsZero() || req.Validate() != nil {
+	req, ok := p.nominated.get(pod, p.model)
+	if !ok {
 		return nil // it asks for nothing this plugin can give
 	}
 	if d.nominated == nil {

@@ -49,10 +49,18 @@ type cluster struct {
 	pods     map[string]map[types.UID]*corev1.Pod // node -> bound pods with an allocation
 	podNode  map[types.UID]string                 // pod -> node it is counted on
 	reserved map[types.UID]reservation            // pod -> allocation not yet seen bound
+	// reservedOn indexes reserved by node, so that building a node's Used reads only
+	// that node's reservations.
+	reservedOn map[string]map[types.UID]rdma.Allocation
 	// cache holds each node's Used and its Filter and Score answers per request:
 	// the scheduler tries every pod on hundreds of nodes, and pods of one workload
 	// ask the same, while a binding changes one node.
 	cache map[string]*nodeCache
+	// isView reports whether ni is the scheduler's own view of the node in the current
+	// cycle, not a copy its simulations changed (nominated pods added, preemption
+	// victims removed): only the node's own view is cached, so that what-if copies do
+	// not replace it. Nil: every view is the node's own. Called without c.mu held.
+	isView func(node string, ni fwk.NodeInfo) bool
 }
 
 // nodeCache is what is cached for one node, valid for one NodeInfo generation (the
@@ -84,6 +92,8 @@ func newCluster() *cluster {
 		podNode:  map[types.UID]string{},
 		reserved: map[types.UID]reservation{},
 		cache:    map[string]*nodeCache{},
+
+		reservedOn: map[string]map[types.UID]rdma.Allocation{},
 	}
 }
 
@@ -99,6 +109,36 @@ func generation(ni fwk.NodeInfo) int64 {
 		return -1
 	}
 	return ni.GetGeneration()
+}
+
+// addReservation records what Reserve allocated for a pod on a node.
+func (c *cluster) addReservation(uid types.UID, r reservation) {
+	c.dropReservation(uid)
+	c.reserved[uid] = r
+	if c.reservedOn[r.node] == nil {
+		c.reservedOn[r.node] = map[types.UID]rdma.Allocation{}
+	}
+	c.reservedOn[r.node][uid] = r.alloc
+	c.invalidate(r.node)
+}
+
+// dropReservation forgets a pod's reservation, if it has one.
+func (c *cluster) dropReservation(uid types.UID) {
+	r, ok := c.reserved[uid]
+	if !ok {
+		return
+	}
+	delete(c.reserved, uid)
+	delete(c.reservedOn[r.node], uid)
+	if len(c.reservedOn[r.node]) == 0 {
+		delete(c.reservedOn, r.node)
+	}
+	c.invalidate(r.node)
+}
+
+// own reports whether ni is the node's own view (see isView); nil is.
+func (c *cluster) own(node string, ni fwk.NodeInfo) bool {
+	return ni == nil || c.isView == nil || c.isView(node, ni)
 }
 
 // cached returns the node's cache entry when it is valid for ni.
@@ -121,9 +161,10 @@ func (c *cluster) filter(node string, ni fwk.NodeInfo, key string, req rdma.Requ
 		}
 	}
 	c.mu.RUnlock()
+	keep := c.own(node, ni)
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	r, err := c.resultLocked(node, ni, key, req)
+	r, err := c.resultLocked(node, ni, keep, key, req)
 	if err != nil {
 		return err
 	}
@@ -140,44 +181,54 @@ func (c *cluster) score(node string, ni fwk.NodeInfo, key string, req rdma.Reque
 		}
 	}
 	c.mu.RUnlock()
+	keep := c.own(node, ni)
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	r, err := c.resultLocked(node, ni, key, req)
+	inv, e, err := c.entryLocked(node, ni, keep)
 	if err != nil {
 		return 0, err
 	}
-	if !r.scored {
-		inv, used, _ := c.stateLocked(node, ni)
-		r.score, r.scoreErr = rdma.Score(inv, used, req, opts)
+	r := e.result(inv, key, req)
+	if !r.scored && e.err == nil {
+		r.score, r.scoreErr = rdma.Score(inv, e.used, req, opts)
 		r.scored = true
 	}
 	return r.score, r.scoreErr
 }
 
-func (c *cluster) resultLocked(node string, ni fwk.NodeInfo, key string, req rdma.Request) (*result, error) {
-	inv, used, err := c.stateLocked(node, ni)
+func (c *cluster) resultLocked(node string, ni fwk.NodeInfo, keep bool, key string, req rdma.Request) (*result, error) {
+	inv, e, err := c.entryLocked(node, ni, keep)
 	if err != nil {
 		return nil, err
 	}
-	e := c.cache[node]
+	return e.result(inv, key, req), nil
+}
+
+// result is the entry's answer for req (whose canonical encoding is key), computed
+// when missing.
+func (e *nodeCache) result(inv *rdma.Inventory, key string, req rdma.Request) *result {
+	if e.err != nil {
+		return &result{fit: e.err, scored: true, scoreErr: e.err}
+	}
 	if r, ok := e.results[key]; ok {
-		return r, nil
+		return r
 	}
 	if len(e.results) >= maxResults {
 		e.results = map[string]*result{}
 	}
-	r := &result{fit: rdma.Fits(inv, used, req)}
+	r := &result{fit: rdma.Fits(inv, e.used, req)}
 	e.results[key] = r
-	return r, nil
+	return r
 }
 
 // filterWhatIf is rdma.Fits of req on node as ni shows it, with the pods the
 // scheduler's simulation added (nominated pods) each taking what rdma.Allocate gives
 // it, in the order added (one that does not fit takes nothing). Uncached.
 func (c *cluster) filterWhatIf(node string, ni fwk.NodeInfo, added []nominatedPod, req rdma.Request) error {
+	keep := c.own(node, ni)
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	inv, used, err := c.stateLocked(node, ni)
+	inv, used, err := c.stateLocked(node, ni, keep)
 	if err != nil {
 		return err
 	}
@@ -253,10 +304,7 @@ func (c *cluster) setPod(pod *corev1.Pod) {
 	c.podNode[pod.UID] = node
 	c.invalidate(node)
 	// The bound pod's annotation now carries what Reserve allocated.
-	if r, ok := c.reserved[pod.UID]; ok {
-		delete(c.reserved, pod.UID)
-		c.invalidate(r.node)
-	}
+	c.dropReservation(pod.UID)
 }
 
 // deletePod forgets a pod and any reservation it had.
@@ -264,10 +312,7 @@ func (c *cluster) deletePod(uid types.UID) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.dropPod(uid)
-	if r, ok := c.reserved[uid]; ok {
-		delete(c.reserved, uid)
-		c.invalidate(r.node)
-	}
+	c.dropReservation(uid)
 }
 
 func (c *cluster) dropPod(uid types.UID) {
@@ -302,57 +347,84 @@ func (c *cluster) inventoryLocked(node string) (*rdma.Inventory, error) {
 // state returns a node's inventory and what its pods (those ni has; nil: all) hold.
 // The Used must not be changed: it is shared until the node's state changes.
 func (c *cluster) state(node string, ni fwk.NodeInfo) (*rdma.Inventory, rdma.Used, error) {
+	keep := c.own(node, ni)
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.stateLocked(node, ni)
+	return c.stateLocked(node, ni, keep)
 }
 
-func (c *cluster) stateLocked(node string, ni fwk.NodeInfo) (*rdma.Inventory, rdma.Used, error) {
-	inv, err := c.inventoryLocked(node)
+// stateLocked is state with c.mu held; keep is c.own(node, ni).
+func (c *cluster) stateLocked(node string, ni fwk.NodeInfo, keep bool) (*rdma.Inventory, rdma.Used, error) {
+	inv, e, err := c.entryLocked(node, ni, keep)
 	if err != nil {
 		return nil, rdma.Used{}, err
 	}
+	return inv, e.used, e.err
+}
+
+// entryLocked returns the node's inventory and its cache entry for the view ni: the
+// cached entry when it is valid for ni, else a new one, which replaces the node's
+// entry only when keep (ni is the scheduler's own view of the node, see isView): a
+// what-if copy gets an entry that is not kept.
+func (c *cluster) entryLocked(node string, ni fwk.NodeInfo, keep bool) (*rdma.Inventory, *nodeCache, error) {
+	inv, err := c.inventoryLocked(node)
+	if err != nil {
+		return nil, nil, err
+	}
 	if e := c.cached(node, ni); e != nil {
-		return inv, e.used, e.err
+		return inv, e, nil
 	}
-	present := func(types.UID) bool { return true }
-	if ni != nil {
-		uids := make(map[types.UID]bool, len(ni.GetPods()))
-		for _, p := range ni.GetPods() {
-			uids[p.GetPod().UID] = true
-		}
-		present = func(uid types.UID) bool { return uids[uid] }
+	e := &nodeCache{gen: generation(ni), results: map[string]*result{}}
+	e.used, e.err = c.usedLocked(inv, node, ni)
+	if keep {
+		c.cache[node] = e
 	}
-	pods := make([]*corev1.Pod, 0, len(c.pods[node]))
-	for uid, p := range c.pods[node] {
-		if present(uid) {
+	return inv, e, nil
+}
+
+// usedLocked is what the node's pods that ni has (nil: every pod the plugin knows
+// there) hold: their annotations, and the reservations of those still binding.
+func (c *cluster) usedLocked(inv *rdma.Inventory, node string, ni fwk.NodeInfo) (rdma.Used, error) {
+	var pods []*corev1.Pod
+	var reserved []rdma.Allocation
+	if ni == nil {
+		for _, p := range c.pods[node] {
 			pods = append(pods, p)
+		}
+		for _, a := range c.reservedOn[node] {
+			reserved = append(reserved, a)
+		}
+	} else {
+		bound, held := c.pods[node], c.reservedOn[node]
+		for _, pi := range ni.GetPods() {
+			uid := pi.GetPod().UID
+			if p, ok := bound[uid]; ok {
+				pods = append(pods, p)
+			} else if a, ok := held[uid]; ok {
+				reserved = append(reserved, a)
+			}
 		}
 	}
 	// Sorted so that an error names the same pod every time.
 	slices.SortFunc(pods, func(a, b *corev1.Pod) int { return strings.Compare(string(a.UID), string(b.UID)) })
 	used, err := rdma.UsedByPods(inv, pods)
-	if err == nil {
-		for uid, r := range c.reserved {
-			if r.node == node && present(uid) {
-				used.Add(r.alloc)
-			}
-		}
+	if err != nil {
+		return rdma.Used{}, err
 	}
-	c.cache[node] = &nodeCache{gen: generation(ni), used: used, err: err, results: map[string]*result{}}
-	return inv, used, err
+	for _, a := range reserved {
+		used.Add(a)
+	}
+	return used, nil
 }
 
 // reserve allocates req for a pod on node (as ni shows it) against the current state
 // and records it.
 func (c *cluster) reserve(uid types.UID, node string, ni fwk.NodeInfo, req rdma.Request) (rdma.Allocation, error) {
+	keep := c.own(node, ni)
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if r, ok := c.reserved[uid]; ok { // a retry: release the previous attempt first
-		delete(c.reserved, uid)
-		c.invalidate(r.node)
-	}
-	inv, used, err := c.stateLocked(node, ni)
+	c.dropReservation(uid) // a retry: release the previous attempt first
+	inv, used, err := c.stateLocked(node, ni, keep)
 	if err != nil {
 		return rdma.Allocation{}, err
 	}
@@ -360,8 +432,7 @@ func (c *cluster) reserve(uid types.UID, node string, ni fwk.NodeInfo, req rdma.
 	if err != nil {
 		return rdma.Allocation{}, err
 	}
-	c.reserved[uid] = reservation{node: node, alloc: a}
-	c.invalidate(node)
+	c.addReservation(uid, reservation{node: node, alloc: a})
 	return a, nil
 }
 
@@ -369,10 +440,7 @@ func (c *cluster) reserve(uid types.UID, node string, ni fwk.NodeInfo, req rdma.
 func (c *cluster) unreserve(uid types.UID) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if r, ok := c.reserved[uid]; ok {
-		delete(c.reserved, uid)
-		c.invalidate(r.node)
-	}
+	c.dropReservation(uid)
 }
 
 // nodes returns the names of the nodes with an inventory, sorted.
