@@ -2,7 +2,9 @@ package rdmaplugin
 
 import (
 	"context"
+	"fmt"
 	"testing"
+	"unsafe"
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
@@ -201,5 +203,40 @@ func TestNominatedRequestDecodedOncePerVersion(t *testing.T) {
 	p.onPodDelete(stale)
 	if len(p.nominated.pods) != 0 {
 		t.Fatalf("a deleted pod's request is still cached: %v", p.nominated.pods)
+	}
+}
+
+// Interned keys are one string per encoding, up to maxKeys encodings; past that the
+// encoding is still returned, as a new string.
+func TestKeyInterner(t *testing.T) {
+	var k keyInterner
+	a, b := k.intern([]byte(`{"Count":2}`)), k.intern([]byte(`{"Count":2}`))
+	if a != b || unsafe.StringData(a) != unsafe.StringData(b) {
+		t.Fatalf("two interns of one encoding are not one string: %q %q", a, b)
+	}
+	for i := 0; len(k.keys) < maxKeys; i++ {
+		k.intern([]byte(fmt.Sprintf(`{"Count":%d}`, 1000+i)))
+	}
+	x, y := k.intern([]byte(`{"Count":1}`)), k.intern([]byte(`{"Count":1}`))
+	if x != `{"Count":1}` || y != x || len(k.keys) != maxKeys {
+		t.Fatalf("past maxKeys: %q %q, %d keys kept", x, y, len(k.keys))
+	}
+}
+
+// A node keeps at most maxResults answers; asked more requests, it still answers each
+// right.
+func TestNodeResultsBounded(t *testing.T) {
+	c := newCluster()
+	c.setDevice(device(t, "n1", 1, 0, 1, 4)) // 4 VFs
+	for round := 0; round < 2; round++ {
+		for n := 1; n <= maxResults+4; n++ {
+			err := c.filter("n1", nil, fmt.Sprintf("vfs=%d", n), vfRequest(n))
+			if fits := err == nil; fits != (n <= 4) {
+				t.Fatalf("round %d: %d VFs on a 4-VF node: filter = %v", round, n, err)
+			}
+			if got := len(c.cache["n1"].results); got > maxResults {
+				t.Fatalf("%d answers kept, more than %d", got, maxResults)
+			}
+		}
 	}
 }

@@ -60,3 +60,36 @@ func (c *requestCache) forget(uid types.UID) {
 	delete(c.pods, uid)
 	c.mu.Unlock()
 }
+
+// keyInterner gives one string per distinct request encoding, so that the per-node
+// cache compares keys by pointer. It keeps at most maxKeys encodings; past that it
+// returns new strings, which compare by content. Safe for concurrent use.
+type keyInterner struct {
+	mu   sync.RWMutex
+	keys map[string]string
+}
+
+// maxKeys bounds the interned encodings (distinct requests in a cluster are few).
+const maxKeys = 4096
+
+func (k *keyInterner) intern(b []byte) string {
+	k.mu.RLock()
+	s, ok := k.keys[string(b)] // no allocation for the lookup
+	k.mu.RUnlock()
+	if ok {
+		return s
+	}
+	s = string(b)
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if prev, ok := k.keys[s]; ok {
+		return prev
+	}
+	if len(k.keys) < maxKeys {
+		if k.keys == nil {
+			k.keys = map[string]string{}
+		}
+		k.keys[s] = s
+	}
+	return s
+}

@@ -67,6 +67,8 @@ type Plugin struct {
 	synced     []cache.InformerSynced
 	// nominated caches the requests of pods AddPod counts on nodes.
 	nominated requestCache
+	// keys interns the requests' canonical encodings (the per-node cache's keys).
+	keys keyInterner
 }
 
 var (
@@ -301,7 +303,7 @@ func (p *Plugin) PreFilter(ctx context.Context, state fwk.CycleState, pod *corev
 	if err != nil {
 		return nil, fwk.AsStatus(err)
 	}
-	state.Write(stateKey, &cycleData{req: req, key: string(key)})
+	state.Write(stateKey, &cycleData{req: req, key: p.keys.intern(key)})
 	return nil, nil
 }
 

@@ -67,13 +67,34 @@ type cluster struct {
 // scheduler's view of the node's pods) until the plugin's own state of the node
 // changes.
 type nodeCache struct {
-	gen     int64
-	used    rdma.Used
-	err     error
-	results map[string]*result // request key -> result
+	gen  int64
+	used rdma.Used
+	err  error
+	// results are the answers per request key, searched in order: a node is asked
+	// few different requests, and keys are interned (see Plugin.keys), so comparing
+	// one is comparing two pointers. A slice of values keeps them in one block of
+	// memory, which matters when the scheduler reads thousands of nodes per pod.
+	results []keyedResult
+}
+
+// keyedResult is a result with its request's key.
+type keyedResult struct {
+	key string
+	result
+}
+
+// lookup returns the entry's result for key, or nil.
+func (e *nodeCache) lookup(key string) *result {
+	for i := range e.results {
+		if e.results[i].key == key {
+			return &e.results[i].result
+		}
+	}
+	return nil
 }
 
 // result is a cached Fits (and, once Score asked, Score) of one request on one node.
+// A pointer to one is valid only while c.mu is held.
 type result struct {
 	fit      error
 	scored   bool
@@ -155,9 +176,10 @@ func (c *cluster) filter(node string, ni fwk.NodeInfo, key string, req rdma.Requ
 	// Hundreds of Filter calls run in parallel per pod; most find their answer cached.
 	c.mu.RLock()
 	if e := c.cached(node, ni); e != nil {
-		if r, ok := e.results[key]; ok {
+		if r := e.lookup(key); r != nil {
+			fit := r.fit
 			c.mu.RUnlock()
-			return r.fit
+			return fit
 		}
 	}
 	c.mu.RUnlock()
@@ -175,9 +197,10 @@ func (c *cluster) filter(node string, ni fwk.NodeInfo, key string, req rdma.Requ
 func (c *cluster) score(node string, ni fwk.NodeInfo, key string, req rdma.Request, opts rdma.ScoreOptions) (int64, error) {
 	c.mu.RLock()
 	if e := c.cached(node, ni); e != nil {
-		if r, ok := e.results[key]; ok && r.scored {
+		if r := e.lookup(key); r != nil && r.scored {
+			score, err := r.score, r.scoreErr
 			c.mu.RUnlock()
-			return r.score, r.scoreErr
+			return score, err
 		}
 	}
 	c.mu.RUnlock()
@@ -210,15 +233,14 @@ func (e *nodeCache) result(inv *rdma.Inventory, key string, req rdma.Request) *r
 	if e.err != nil {
 		return &result{fit: e.err, scored: true, scoreErr: e.err}
 	}
-	if r, ok := e.results[key]; ok {
+	if r := e.lookup(key); r != nil {
 		return r
 	}
 	if len(e.results) >= maxResults {
-		e.results = map[string]*result{}
+		e.results = e.results[:0]
 	}
-	r := &result{fit: rdma.Fits(inv, e.used, req)}
-	e.results[key] = r
-	return r
+	e.results = append(e.results, keyedResult{key: key, result: result{fit: rdma.Fits(inv, e.used, req)}})
+	return &e.results[len(e.results)-1].result
 }
 
 // filterWhatIf is rdma.Fits of req on node as ni shows it, with the pods the
@@ -374,7 +396,7 @@ func (c *cluster) entryLocked(node string, ni fwk.NodeInfo, keep bool) (*rdma.In
 	if e := c.cached(node, ni); e != nil {
 		return inv, e, nil
 	}
-	e := &nodeCache{gen: generation(ni), results: map[string]*result{}}
+	e := &nodeCache{gen: generation(ni)}
 	e.used, e.err = c.usedLocked(inv, node, ni)
 	if keep {
 		c.cache[node] = e
