@@ -18,9 +18,15 @@ import (
 
 func i32(v int) *int32 { x := int32(v); return &x }
 
+// fataler is what the test helpers need of a *testing.T, *testing.B or *rapid.T.
+type fataler interface {
+	Helper()
+	Fatal(args ...any)
+}
+
 // device builds a Device object: roots PCIe roots, each with gpus GPUs and pfs PFs of
 // vfs VFs.
-func device(t testing.TB, name string, roots, gpus, pfs, vfs int) *unstructured.Unstructured {
+func device(t fataler, name string, roots, gpus, pfs, vfs int) *unstructured.Unstructured {
 	t.Helper()
 	var devs []rdma.DeviceInfo
 	g, k := 0, 0
@@ -65,7 +71,7 @@ func vfRequest(n int) rdma.Request {
 }
 
 // boundPod is a pod bound to node holding a (its device-allocated annotation).
-func boundPod(t testing.TB, uid, node string, a rdma.Allocation) *corev1.Pod {
+func boundPod(t fataler, uid, node string, a rdma.Allocation) *corev1.Pod {
 	t.Helper()
 	v, err := rdma.EncodeAllocated("", a, rdma.CountModel)
 	if err != nil {
@@ -210,8 +216,8 @@ func TestStatusFor(t *testing.T) {
 			}
 		})
 	}
-	if s := statusFor(fmt.Errorf("node n9 has no Device object")); s.Code() != fwk.Unschedulable {
-		t.Fatalf("a missing Device object: code %v, want Unschedulable (it may appear)", s.Code())
+	if _, _, err := c.state("n9", nil); statusFor(err).Code() != fwk.UnschedulableAndUnresolvable {
+		t.Fatalf("a missing Device object: %v, want UnschedulableAndUnresolvable (preemption cannot help)", statusFor(err))
 	}
 }
 
