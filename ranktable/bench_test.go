@@ -254,8 +254,9 @@ func BenchmarkDecodeAnnotations(b *testing.B) {
 
 // The seed's ranktable code as kthena runs it: the ModelServing controller's ranktable
 // package of the kthena fork the design was implemented in (github.com/VanderChen/kthena,
-// pkg/model-serving-controller/ranktable; template.go and types.go read at commit
-// b1d3e63174ae, controller.go at a392f275af69). Each function below names the function
+// pkg/model-serving-controller/ranktable; template.go read at commits 36faea71fc92 and
+// b1d3e63174ae, the same in the functions reproduced here, types.go at 36faea71fc92,
+// controller.go at a392f275af69). Each function below names the function
 // it reproduces; only the API calls (EnsureRanktableConfigMap's Get and Create or
 // Update, and the owner reference and labels built for them) and the klog calls (off
 // at the default verbosity) are left out.
