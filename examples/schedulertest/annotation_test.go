@@ -227,7 +227,7 @@ func TestUnusableAnnotationBlocksItsNodeUntilFixed(t *testing.T) {
 	}
 	bound("a", "unusable-1", podSpec{rdma: 2}, map[string]string{rdma.AnnotationDeviceAllocated: "garbage{"})
 	inv2 := nodes["unusable-2"].inv
-	one, err := rdma.Allocate(inv2, rdma.Used{}, rdma.Request{Kind: rdma.VFs, Count: 1})
+	one, err := rdma.Allocate(inv2, nil, rdma.Request{Kind: rdma.VFs, Count: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -270,7 +270,7 @@ func TestUnusableAnnotationBlocksItsNodeUntilFixed(t *testing.T) {
 			c := scheduledCondition(p)
 			return c != nil && c.Status == corev1.ConditionFalse && strings.Contains(c.Message, "pod "+ns+"/a"), nil
 		})
-		two, err := rdma.Allocate(nodes["unusable-1"].inv, rdma.Used{}, rdma.Request{Kind: rdma.VFs, Count: 2})
+		two, err := rdma.Allocate(nodes["unusable-1"].inv, nil, rdma.Request{Kind: rdma.VFs, Count: 2})
 		if err != nil {
 			t.Fatal(err)
 		}

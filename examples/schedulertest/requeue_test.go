@@ -93,7 +93,7 @@ func TestRetryDelays(t *testing.T) {
 					t.Fatal(err)
 				}
 			case "annotation-fixed":
-				a, err := rdma.Allocate(tn[node].inv, rdma.Used{}, rdma.Request{Kind: rdma.VFs, Count: 1})
+				a, err := rdma.Allocate(tn[node].inv, nil, rdma.Request{Kind: rdma.VFs, Count: 1})
 				if err != nil {
 					t.Fatal(err)
 				}

@@ -69,7 +69,7 @@ func TestUnresolvableNodesAreNotPreempted(t *testing.T) {
 		return cond != nil && cond.Status == corev1.ConditionFalse && strings.Contains(cond.Message, "preemption"), nil
 	})
 	t.Logf("pod high: %s", cond.Message)
-	for _, want := range []string{"device unres-invalid", "node unres-nodevice has no Device object", "RDMA request can never fit", "Preemption is not helpful"} {
+	for _, want := range []string{"InvalidInventory", "node unres-invalid: [devices[1].minor: Duplicate value", "node unres-nodevice has no Device object", "TooFewDevices", "Preemption is not helpful"} {
 		if !strings.Contains(cond.Message, want) {
 			t.Errorf("condition message does not contain %q", want)
 		}

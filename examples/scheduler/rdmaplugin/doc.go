@@ -14,7 +14,9 @@
 //     hold. Not enough free devices now is Unschedulable; a request the node can never
 //     satisfy, and a node without a usable Device object, are
 //     UnschedulableAndUnresolvable, so preemption does not try the node. The status
-//     message is rdma's error, naming the node and what ran out.
+//     carries rdma's reason (InsufficientDevices, TooFewDevices, ...) and message as
+//     they are: the message names the node and what ran out (what is free, or what
+//     the node has).
 //   - Score is rdma.Score (LeastAllocated or MostAllocated, plus a topology share).
 //   - Reserve allocates and holds the devices; Unreserve releases them.
 //   - Bind, when the plugin is the profile's first bind plugin (as in the checked-in

@@ -113,8 +113,12 @@ func (c *cluster) overlapLocked(node string) error {
 		if n > maxListedOverlap {
 			both = append(both[:maxListedOverlap], fmt.Sprintf("and %d more", n-maxListedOverlap))
 		}
-		return unresolvable(fmt.Errorf("node %s: %d devices are published both by Device %s and by ResourceSlice %s of DRA driver %s (%s): two allocators would hand them out independently, so the node is used by neither RDMA nor DRA pods (args.draOverlap: Refuse)",
-			node, n, node, name, s.driver, strings.Join(both, ", ")))
+		count := fmt.Sprintf("%d devices are", n)
+		if n == 1 {
+			count = "1 device is"
+		}
+		return &nodeError{Reason: ReasonDevicesPublishedTwice, Message: fmt.Sprintf("node %s: %s published both by Device %s and by ResourceSlice %s of DRA driver %s (%s): two allocators would hand them out independently, so the node is used by neither RDMA nor DRA pods (args.draOverlap: Refuse)",
+			node, count, node, name, s.driver, strings.Join(both, ", "))}
 	}
 	return nil
 }

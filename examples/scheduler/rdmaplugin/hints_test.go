@@ -32,7 +32,7 @@ func TestQueueingHints(t *testing.T) {
 	holder.ResourceVersion = "1"
 	fixed := holder.DeepCopy()
 	fixed.ResourceVersion = "2"
-	a, err := rdma.Allocate(devicesOf(t, p.state, "n1").inv, rdma.Used{}, vfRequest(2))
+	a, err := rdma.Allocate(devicesOf(t, p.state, "n1").inv, nil, vfRequest(2))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,7 +1,6 @@
 package rdmaplugin
 
 import (
-	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -9,6 +8,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/kplan-dev/kplan"
 	"github.com/kplan-dev/kplan/rdma"
 )
 
@@ -62,31 +62,36 @@ func annotationKey(pod *corev1.Pod) string {
 }
 
 // Reasons of the events the plugin writes on pods whose annotations it cannot use as
-// they are, and on Device objects with problems.
+// they are and on Device objects with problems, and of the nodes it refuses for a
+// reason of its own.
 const (
+	// ReasonDevicesPublishedTwice: a node's Device object and one of its
+	// ResourceSlices publish the same devices; the node is refused to pods asking
+	// for RDMA devices and to pods with resource claims.
+	ReasonDevicesPublishedTwice kplan.Reason = "DevicesPublishedTwice"
 	// ReasonAllocationUnusable: a pod that asks for RDMA devices carries a
 	// device-allocated annotation that does not parse, names devices the node does
 	// not have, or does not match the pod's request. What it holds is unknown, so no
 	// RDMA pod is placed on its node until the annotation is fixed or the pod is gone.
-	ReasonAllocationUnusable = "RDMAAllocationUnusable"
+	ReasonAllocationUnusable kplan.Reason = "RDMAAllocationUnusable"
 	// ReasonAllocationChanged: a bound pod's device-allocated or allocate-hint
 	// annotation changed after the plugin recorded what the pod holds. The recorded
 	// devices stay held until the pod is gone; the edit is not counted.
-	ReasonAllocationChanged = "RDMAAllocationChanged"
+	ReasonAllocationChanged kplan.Reason = "RDMAAllocationChanged"
 	// ReasonAllocationIgnored: a pod that asks for no RDMA devices carries RDMA
 	// devices in a device-allocated annotation that cannot be used; it is ignored.
-	ReasonAllocationIgnored = "RDMAAllocationIgnored"
+	ReasonAllocationIgnored kplan.Reason = "RDMAAllocationIgnored"
 	// ReasonAllocationNotRequested: a pod that asks for no RDMA devices carries RDMA
 	// devices in its device-allocated annotation (the plugin did not allocate them).
 	// They are counted as held, so they are not handed out twice; its allocate
 	// hint's exclusivity is not.
-	ReasonAllocationNotRequested = "RDMAAllocationNotRequested"
+	ReasonAllocationNotRequested kplan.Reason = "RDMAAllocationNotRequested"
 	// ReasonDeviceInvalid: a Device object cannot be used at all; no RDMA pod is
 	// placed on its node.
-	ReasonDeviceInvalid = "RDMADeviceInvalid"
+	ReasonDeviceInvalid kplan.Reason = "RDMADeviceInvalid"
 	// ReasonDeviceVFsSkipped: some VFs of a Device object have no valid PCI address
 	// and are left out; the rest of the node is used.
-	ReasonDeviceVFsSkipped = "RDMADeviceVFsSkipped"
+	ReasonDeviceVFsSkipped kplan.Reason = "RDMADeviceVFsSkipped"
 )
 
 // assess decides what a bound pod holds on a node with devices d, from its
@@ -270,25 +275,21 @@ func describe(a rdma.Allocation) string {
 }
 
 // unknownHoldings is the error of a node with a trusted pod whose annotation cannot
-// be used: it names the pod and what is wrong.
+// be used: it names the pod and what is wrong. It wraps neither of rdma's sentinels:
+// preempting that pod, or a change of its annotation, makes the node usable again.
 func unknownHoldings(node string, h *holding) error {
-	return fmt.Errorf("node %s: what pod %s holds is unknown (%w); no RDMA pod is placed on this node until that annotation is fixed or the pod is gone", node, rdma.PodName(h.pod), h.err)
+	return &rdma.Error{Reason: rdma.ReasonInvalidAllocation, Message: fmt.Sprintf(
+		"node %s: what pod %s holds is unknown (%v); no RDMA pod is placed on this node until that annotation is fixed or the pod is gone", node, rdma.PodName(h.pod), h.err)}
 }
 
-// unresolvableError marks a node no preemption there can make fit: no usable Device
-// object, or devices also published for DRA.
-type unresolvableError struct{ err error }
-
-func (e *unresolvableError) Error() string { return e.err.Error() }
-func (e *unresolvableError) Unwrap() error { return e.err }
-
-func unresolvable(err error) error { return &unresolvableError{err} }
-
-// isUnresolvable reports whether err marks a node preemption cannot help.
-func isUnresolvable(err error) bool {
-	var u *unresolvableError
-	return errors.As(err, &u)
+// nodeError is a node the plugin refuses for a reason of its own, which no
+// preemption there can change (UnschedulableAndUnresolvable).
+type nodeError struct {
+	Reason  kplan.Reason
+	Message string
 }
+
+func (e *nodeError) Error() string { return e.Message }
 
 // truncate shortens s to at most n bytes (on a rune boundary), marking the cut.
 func truncate(s string, n int) string {

@@ -16,6 +16,7 @@ import (
 	fwk "k8s.io/kube-scheduler/framework"
 	"pgregory.net/rapid"
 
+	"github.com/kplan-dev/kplan"
 	"github.com/kplan-dev/kplan/rdma"
 )
 
@@ -69,12 +70,12 @@ func TestAssessTrustedPods(t *testing.T) {
 	c := newCluster()
 	c.setDevice(device(t, "n1", 1, 2, 1, 4)) // 2 GPUs, 1 PF with 4 VFs
 	d := devicesOf(t, c, "n1")
-	two, err := rdma.Allocate(d.inv, rdma.Used{}, vfRequest(2))
+	two, err := rdma.Allocate(d.inv, nil, vfRequest(2))
 	if err != nil {
 		t.Fatal(err)
 	}
 	good := encode(t, two)
-	joint, err := rdma.Allocate(d.inv, rdma.Used{}, rdma.Request{Kind: rdma.VFs, Count: 1, GPUs: 2, Joint: rdma.JointSamePCIe, NICPerGPURoot: true})
+	joint, err := rdma.Allocate(d.inv, nil, rdma.Request{Kind: rdma.VFs, Count: 1, GPUs: 2, Joint: rdma.JointSamePCIe, NICPerGPURoot: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -137,7 +138,7 @@ func TestAssessPodsAskingForNone(t *testing.T) {
 	c := newCluster()
 	c.setDevice(device(t, "n1", 1, 0, 1, 4))
 	d := devicesOf(t, c, "n1")
-	one, err := rdma.Allocate(d.inv, rdma.Used{}, vfRequest(1))
+	one, err := rdma.Allocate(d.inv, nil, vfRequest(1))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -178,8 +179,8 @@ func TestAssessPodsAskingForNone(t *testing.T) {
 }
 
 // noticeReasons lists the notices' reasons.
-func noticeReasons(ns []notice) []string {
-	var out []string
+func noticeReasons(ns []notice) []kplan.Reason {
+	var out []kplan.Reason
 	for _, n := range ns {
 		if n.reason != "" {
 			out = append(out, n.reason)
@@ -188,7 +189,7 @@ func noticeReasons(ns []notice) []string {
 	return out
 }
 
-func wantNotices(t *testing.T, step string, got []notice, want ...string) {
+func wantNotices(t *testing.T, step string, got []notice, want ...kplan.Reason) {
 	t.Helper()
 	if g := noticeReasons(got); fmt.Sprint(g) != fmt.Sprint(want) {
 		t.Fatalf("%s: notices %v, want %v", step, g, want)
@@ -295,7 +296,7 @@ func TestUnusableAnnotationBlocksTheNode(t *testing.T) {
 	ignored.Annotations[rdma.AnnotationDeviceAllocated] = "garbage{"
 	wantNotices(t, "a pod asking for none", c.setPod(ignored), ReasonAllocationIgnored)
 
-	a, err := rdma.Allocate(devicesOf(t, c, "n1").inv, rdma.Used{}, vfRequest(2))
+	a, err := rdma.Allocate(devicesOf(t, c, "n1").inv, nil, vfRequest(2))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -333,7 +334,7 @@ func TestAssessPropertyOwnAnnotationsPassEditsFail(t *testing.T) {
 		if err != nil || req.IsZero() {
 			rt.Skip("no RDMA request")
 		}
-		a, err := rdma.Allocate(d.inv, rdma.Used{}, req)
+		a, err := rdma.Allocate(d.inv, nil, req)
 		if err != nil {
 			rt.Skip("does not fit")
 		}
@@ -447,7 +448,7 @@ func TestDeviceNotices(t *testing.T) {
 	invalid.SetResourceVersion("4")
 	got = c.setDevice(invalid)
 	wantNotices(t, "an object that cannot be used", got, ReasonDeviceInvalid)
-	if _, _, err := c.state("n1", nil); !isUnresolvable(err) {
+	if _, _, err := c.state("n1", nil); statusFor(err).Code() != fwk.UnschedulableAndUnresolvable {
 		t.Fatalf("state on an invalid Device object = %v, want an unresolvable error", err)
 	}
 	fixed := device(t, "n1", 1, 0, 1, 2)
@@ -474,7 +475,7 @@ func TestDRAOverlap(t *testing.T) {
 			switch {
 			case want == "" && err != nil:
 				t.Fatalf("%s: %s = %v, want nil", step, what, err)
-			case want != "" && (err == nil || !strings.Contains(err.Error(), want) || !isUnresolvable(err)):
+			case want != "" && (err == nil || !strings.Contains(err.Error(), want) || statusFor(err).Code() != fwk.UnschedulableAndUnresolvable):
 				t.Fatalf("%s: %s = %v, want an unresolvable error containing %q", step, what, err, want)
 			}
 		}

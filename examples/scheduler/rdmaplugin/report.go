@@ -11,6 +11,8 @@ import (
 	"k8s.io/component-base/metrics"
 	"k8s.io/component-base/metrics/legacyregistry"
 	"k8s.io/klog/v2"
+
+	"github.com/kplan-dev/kplan"
 )
 
 // notice is something the plugin tells the cluster operator, as a Warning event on
@@ -18,7 +20,7 @@ import (
 // carries the values of the Device metrics.
 type notice struct {
 	object  runtime.Object // a *corev1.Pod or a Device object
-	reason  string
+	reason  kplan.Reason
 	message string
 	device  *deviceCounts
 }
@@ -117,11 +119,11 @@ func (p *Plugin) emit(ns []notice) {
 			continue
 		}
 		if _, ok := n.object.(*corev1.Pod); ok {
-			annotationProblems.WithLabelValues(n.reason).Inc()
+			annotationProblems.WithLabelValues(string(n.reason)).Inc()
 		}
 		p.logger.Info("RDMA devices: "+n.message, "reason", n.reason, "object", objectRef(n.object))
 		if p.recorder != nil {
-			p.recorder.Eventf(n.object, nil, corev1.EventTypeWarning, n.reason, "CountRDMADevices", "%s", truncate(n.message, maxNote))
+			p.recorder.Eventf(n.object, nil, corev1.EventTypeWarning, string(n.reason), "CountRDMADevices", "%s", truncate(n.message, maxNote))
 		}
 	}
 }

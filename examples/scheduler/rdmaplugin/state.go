@@ -24,7 +24,7 @@ type reservation struct {
 // nodeDevices is one node's inventory, or why it could not be built.
 type nodeDevices struct {
 	inv *rdma.Inventory
-	err error // an unresolvableError
+	err error // an *rdma.Error
 	// gpus are the GPU minors of the Device object, bdfs the PCI addresses of its
 	// GPUs, PFs and VFs (what a ResourceSlice publishing the same devices would
 	// name); both sorted.
@@ -74,7 +74,7 @@ type cluster struct {
 // changes.
 type nodeCache struct {
 	gen     int64
-	used    rdma.Used
+	used    *rdma.Used
 	err     error
 	results map[string]*result // request key -> result
 }
@@ -257,14 +257,13 @@ func (c *cluster) setDevice(obj *unstructured.Unstructured) []notice {
 
 // buildDevices is the inventory of a Device object, or why there is none.
 func buildDevices(obj *unstructured.Unstructured) nodeDevices {
-	name := obj.GetName()
 	d := nodeDevices{version: obj.GetResourceVersion()}
 	n, err := rdma.NodeFromDevice(obj)
 	if err == nil {
 		d.inv, err = rdma.NewInventory(n)
 	}
 	if err != nil {
-		return nodeDevices{version: d.version, err: unresolvable(fmt.Errorf("device %s: %w", name, err))}
+		return nodeDevices{version: d.version, err: err} // an *rdma.Error naming the Device object or node
 	}
 	for _, dev := range n.Devices {
 		if dev.Type == rdma.GPU && dev.Minor != nil {
@@ -420,7 +419,7 @@ func (c *cluster) inventory(node string) (*rdma.Inventory, error) {
 func (c *cluster) inventoryLocked(node string) (*rdma.Inventory, error) {
 	d, ok := c.devices[node]
 	if !ok {
-		return nil, unresolvable(fmt.Errorf("node %s has no Device object", node))
+		return nil, &rdma.Error{Reason: rdma.ReasonInvalidInventory, Message: fmt.Sprintf("node %s has no Device object", node)}
 	}
 	if d.err != nil {
 		return nil, d.err
@@ -433,16 +432,16 @@ func (c *cluster) inventoryLocked(node string) (*rdma.Inventory, error) {
 
 // state returns a node's inventory and what its pods (those ni has; nil: all) hold.
 // The Used must not be changed: it is shared until the node's state changes.
-func (c *cluster) state(node string, ni fwk.NodeInfo) (*rdma.Inventory, rdma.Used, error) {
+func (c *cluster) state(node string, ni fwk.NodeInfo) (*rdma.Inventory, *rdma.Used, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.stateLocked(node, ni)
 }
 
-func (c *cluster) stateLocked(node string, ni fwk.NodeInfo) (*rdma.Inventory, rdma.Used, error) {
+func (c *cluster) stateLocked(node string, ni fwk.NodeInfo) (*rdma.Inventory, *rdma.Used, error) {
 	inv, err := c.inventoryLocked(node)
 	if err != nil {
-		return nil, rdma.Used{}, err
+		return nil, nil, err
 	}
 	if e := c.cached(node, ni); e != nil {
 		return inv, e.used, e.err
@@ -455,7 +454,7 @@ func (c *cluster) stateLocked(node string, ni fwk.NodeInfo) (*rdma.Inventory, rd
 		}
 		present = func(uid types.UID) bool { return uids[uid] }
 	}
-	var used rdma.Used
+	used := new(rdma.Used)
 	for _, uid := range sortedUIDs(c.pods[node]) {
 		h := c.pods[node][uid]
 		if !present(uid) {
