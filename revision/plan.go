@@ -60,9 +60,10 @@ type Result struct {
 	Waiting []PodReason
 	// Complete is true when the rollout has gone as far as the partition allows:
 	// every pod that is not current waits with [ReasonPartitioned] only (with
-	// partition 0, every pod runs the update revision, confirmed and ready). Nothing
-	// is left to do until the spec or the pods change; Pods may still remove the
-	// update-order label from pods that just confirmed their revision.
+	// partition 0, every pod runs the update revision, confirmed and ready). No pod
+	// is asked for another revision until the spec or the pods change; the plan may
+	// still write the hub (a trim) and remove the update-order label from pods that
+	// just confirmed their revision.
 	Complete bool
 }
 

@@ -59,13 +59,15 @@ const (
 	ReasonPartitioned kplan.Reason = "Partitioned"
 )
 
-// PodReason says why Plan treats one pod as it does.
+// PodReason says why Plan treats one pod as it does: why it is cold
+// ([Result].Cold) or why it waits ([Result].Waiting).
 type PodReason struct {
 	// Namespace is the pod's namespace.
 	Namespace string
 	// Name is the pod's name.
 	Name string
-	// Reason is one of the pod reasons above; never empty.
+	// Reason is one of the pod reasons, [ReasonNotInjected] to
+	// [ReasonPartitioned]; never empty.
 	Reason kplan.Reason
 	// Message explains the reason for a person, naming the revisions, the
 	// timestamps, the sidecar or the budget involved.
