@@ -9,7 +9,7 @@ import (
 // selection counts what selectPods changed, with the numbers the waiting pods'
 // messages quote.
 type selection struct {
-	updated, rolledBack, repaired int
+	updated, rolledBack int
 	// kept is the partition resolved against the pods; want = pods - kept.
 	kept, want int
 	// maxUnavailable is the budget resolved against the pods, and unavailable the
@@ -153,9 +153,7 @@ func selectPods(set *ConfigMapSet, pods []podInfo, update string, hubIndex map[s
 		if to == "" {
 			to = update
 		}
-		if change(i, to) {
-			sel.repaired++
-		} else {
+		if !change(i, to) {
 			refuse(1, to)
 		}
 	}
