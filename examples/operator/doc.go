@@ -25,7 +25,10 @@
 //     the template and the limit. Why the webhook never renders templates: README.md.
 //   - ConfigMapSetReconciler: ConfigMapSets (CRD apps.kplan.dev/v1alpha1, the
 //     revision package's types) get their hub ConfigMap, pod annotations and status
-//     from revision.Plan.
+//     from revision.Plan, and the condition ConfigMapSetComplete from the plan's
+//     Complete and Waiting: True (RolloutComplete, or Partitioned while the
+//     partition keeps pods on older revisions) or False with the reason and message
+//     of the first pod that waits.
 //   - ModelServingReconciler: ModelServings (CRD serving.examples.kplan.dev/v1alpha1,
 //     package examples/api/serving/v1alpha1): spec.replicas serving groups of
 //     roles, whose pods it creates directly, named <modelserving>-<role>-<group>-<member>
