@@ -126,7 +126,7 @@ func decodedEdit(f func(a *rdma.Allocated)) allocatedEdit {
 // devices the node does not have, or valid but wrong) or removed. Each edit gets one
 // Warning event on pod a and one log line; a still holds its 2 VFs (its containers
 // use them), so a new 1-VF pod c binds to the one free VF: the node is neither
-// blocked nor handed out twice.
+// blocked nor handed out twice. The scheduler's metric counts one report per change.
 func TestAnnotationEditsAfterBinding(t *testing.T) {
 	needEnv(t)
 	ctx := context.Background()
@@ -153,7 +153,8 @@ func TestAnnotationEditsAfterBinding(t *testing.T) {
 		nodes = append(nodes, makeNode("edit-"+e.name, shape{roots: 1, pfs: 1, vfs: 4}))
 	}
 	createNodes(t, ctx, nodes...)
-	s := startScheduler(t, nil)
+	port := freePort(t)
+	s := startScheduler(t, nil, metricsArgs(port)...)
 	for _, e := range edits {
 		node := "edit-" + e.name
 		createPod(t, ctx, pinned(makePod(t, ns, "a-"+e.name, podSpec{rdma: 2}), node))
@@ -194,6 +195,8 @@ func TestAnnotationEditsAfterBinding(t *testing.T) {
 		setAllocated(t, ctx, ns, a, &v)
 		waitEvents(t, ctx, ns, a, reasonChanged, 2)
 	})
+	// One report per change: the nine edits and the second edit above.
+	waitMetrics(t, ctx, port, "kplan_rdma_annotation_problems_total", `kplan_rdma_annotation_problems_total{reason="`+reasonChanged+`"} 10`)
 }
 
 // TestUnusableAnnotationBlocksItsNodeUntilFixed: pods bound without the plugin (as
