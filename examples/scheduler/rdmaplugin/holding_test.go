@@ -518,3 +518,24 @@ func (b *resourceSliceBuilder) build() *resourcev1.ResourceSlice {
 	s.Spec.Devices = append(s.Spec.Devices, resourcev1.Device{Name: "no-address"})
 	return s
 }
+
+// Event notes are cut to the Events API's limit on a rune boundary.
+func TestTruncate(t *testing.T) {
+	for _, tc := range []struct {
+		name, in string
+		n        int
+		want     string
+	}{
+		{"short", "abc", 10, "abc"},
+		{"exactly n", "abcdef", 6, "abcdef"},
+		{"cut", "abcdefghij", 6, "abc…"},
+		{"cut before a multibyte rune", "ab€€€", 7, "ab…"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := truncate(tc.in, tc.n)
+			if got != tc.want || len(got) > tc.n {
+				t.Fatalf("truncate(%q, %d) = %q (%d bytes), want %q", tc.in, tc.n, got, len(got), tc.want)
+			}
+		})
+	}
+}
