@@ -168,9 +168,12 @@
 //     the mount and the env var, so a metrics or proxy sidecar does not.
 //   - Clean-up: the design never deletes a table; here, given the expected groups,
 //     the plan deletes the tables of groups no longer expected.
-//   - Partial tables: the design skips pods without an annotation and renders what
-//     it has; here a table is rendered only when every expected pod is ready.
-//   - Status: the design's code never sets Status; here it is "completed".
+//   - Partial tables: the design document's code skips pods without an annotation
+//     and renders what it has; here a table is rendered only when every expected pod
+//     is ready (kthena's controller, too, waits for every current pod's annotation,
+//     but not for pods that do not exist yet).
+//   - Status: the design document's code never sets Status; here it is "completed",
+//     as kthena's controller sets it.
 //   - Clock: the design's Timestamp field would rewrite the ConfigMap on every
 //     reconcile; here it is a caller-supplied value, empty by default.
 //   - Templates: the design offers sprig's full map, including env and expandenv
