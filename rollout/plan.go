@@ -71,6 +71,9 @@ type planner struct {
 	// free hands out the indexes of created replicas per pool (column in group
 	// mode); nil until the first create.
 	free map[string]*indexes
+	// pods is the chunk single pods' Update.Pods and Delete.Pods are cut from
+	// (podNames).
+	pods []string
 	// Group mode: rowMin[v] is the fewest replicas of version v in a column
 	// (v's whole rows); otherRows sums it over versions other than the target
 	// and the stable one.

@@ -129,7 +129,7 @@ func (p *planner) planPool(k, t int) bool {
 			}
 			u.done = true
 			r := p.replica(u)
-			p.step.Delete = append(p.step.Delete, Delete{Replica: r.Name, Column: pl.column, Pods: podNames(r)})
+			p.step.Delete = append(p.step.Delete, Delete{Replica: r.Name, Column: pl.column, Pods: podNames(r, &p.pods)})
 			if extra != nil {
 				if u.rev == p.stable {
 					stableCnt--
@@ -273,7 +273,7 @@ func (p *planner) update(u *unit, to, column string) {
 	u.done = true
 	r := p.replica(u)
 	up := Update{Replica: r.Name, From: r.Revision, To: to, Column: column, Index: r.Index,
-		Pods: podNames(r), Missing: missingColumns(r)}
+		Pods: podNames(r, &p.pods), Missing: missingColumns(r)}
 	if p.s.TargetDataRevision != "" {
 		// An updated replica always ends at the target data.
 		up.DataFrom, up.DataTo = r.DataRevision, p.s.TargetDataRevision

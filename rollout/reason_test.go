@@ -119,25 +119,15 @@ func TestReasonsAreValidConditionReasons(t *testing.T) {
 // (ReasonComplete and no message when Complete, ReasonUpdating when the step
 // acts, else the first wait reason in order Budget, Window, ScaleDown,
 // Recovering, NotAvailable), a condition set from them passes apimachinery's
-// validation, and every Wait carries one of Plan's reasons and a message. The
-// waits rapid meets are counted, so the property cannot pass on steps that
-// never wait.
+// validation, and every Wait carries one of Plan's reasons and a message that
+// the step's message repeats. Every step of each scenario's rollout in the
+// simulator is checked, and the reasons met are counted, so the property
+// cannot pass on steps that never wait or never complete.
 func TestStepReasonAndMessage(t *testing.T) {
 	order := []kplan.Reason{rollout.ReasonBudget, rollout.ReasonWindow, rollout.ReasonScaleDown, rollout.ReasonRecovering,
 		rollout.ReasonNotAvailable}
 	seen := map[kplan.Reason]int{}
-	rapid.Check(t, func(t *rapid.T) {
-		mode := rapid.SampledFrom(modes).Draw(t, "mode")
-		sc := rollouttest.ScenarioOf(mode, rollouttest.DefaultLimits).Draw(t, "scenario")
-		if n := len(sc.Replicas); n >= 2 && rapid.Bool().Draw(t, "recovering") {
-			// One replica replaces another: recovery owns both.
-			i := rapid.IntRange(0, n-1).Draw(t, "replacement")
-			sc.Replicas[i].ReplacementFor = sc.Replicas[(i+1)%n].Name
-		}
-		step, err := rollout.Plan(sc.Replicas, sc.Strategy)
-		if err != nil {
-			t.Fatal(err)
-		}
+	check := func(t *rapid.T, step rollout.Step, sc rollouttest.Scenario) {
 		if errs := validCondition(step.Reason, step.Message); len(errs) > 0 {
 			t.Fatalf("condition from the step: %v", errs.ToAggregate())
 		}
@@ -168,6 +158,28 @@ func TestStepReasonAndMessage(t *testing.T) {
 			seen[w.Reason]++
 		}
 		seen[step.Reason]++
+	}
+	rapid.Check(t, func(t *rapid.T) {
+		mode := rapid.SampledFrom(modes).Draw(t, "mode")
+		sc := rollouttest.ScenarioOf(mode, rollouttest.DefaultLimits).Draw(t, "scenario")
+		if n := len(sc.Replicas); n >= 2 && rapid.IntRange(0, 3).Draw(t, "recovering") == 0 {
+			// One replica replaces another: recovery owns both.
+			i := rapid.IntRange(0, n-1).Draw(t, "replacement")
+			sc.Replicas[i].ReplacementFor = sc.Replicas[(i+1)%n].Name
+		}
+		sim := rollouttest.NewSimulator(sc, rollouttest.NoFaults)
+		for range rollouttest.ProgressBound(sc.Strategy) {
+			step, err := rollout.Plan(sim.Replicas, sc.Strategy)
+			if err != nil {
+				t.Fatal(err)
+			}
+			check(t, step, sc)
+			if step.Complete {
+				break
+			}
+			sim.Apply(step)
+			sim.Settle(nil)
+		}
 	})
 	for _, r := range append(order, rollout.ReasonComplete, rollout.ReasonUpdating) {
 		if seen[r] == 0 {

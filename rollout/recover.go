@@ -130,9 +130,10 @@ const (
 )
 
 // FailureReason reports whether r must be replaced at now under policy, and why:
-// it is Failed or Lost (a gang: any member is), it has not been ready and healthy
-// for StartTimeout, or (a gang) one member has been missing or not ready for
-// GangMemberTimeout. Terminating replicas (a gang: every present member
+// it is Lost or Failed (a gang: any member is; ReasonLost, ReasonFailed), it has
+// not been ready and healthy for StartTimeout (ReasonStartTimeout), or (a gang)
+// one member has been missing or not ready for GangMemberTimeout
+// (ReasonGangMember). Terminating replicas (a gang: every present member
 // terminating, see [Replica.Effective]) and swapped-out replicas are never
 // failed.
 func FailureReason(r *Replica, policy RecoverPolicy, now time.Time) (kplan.Reason, bool) {

@@ -67,9 +67,17 @@ func takeIndex(free map[string]*indexes, key string) int {
 
 // podNames returns the pods of r to act on: r itself for a single pod; for a
 // gang, the members that have a pod and are not terminating, in member order.
-func podNames(r *Replica) []string {
+// A single pod's list is cut from *buf, which it refills in chunks, so a step
+// that updates thousands of pods does not allocate once per pod; the list's
+// capacity is its length, so appending to it copies.
+func podNames(r *Replica, buf *[]string) []string {
 	if len(r.Members) == 0 {
-		return []string{r.Name}
+		if len(*buf) == cap(*buf) {
+			*buf = make([]string, 0, 256)
+		}
+		*buf = append(*buf, r.Name)
+		n := len(*buf)
+		return (*buf)[n-1 : n : n]
 	}
 	var out []string
 	for i := range r.Members {

@@ -40,9 +40,10 @@ type Create struct {
 	Revision string
 	// Column is the column it belongs to (group mode); empty otherwise.
 	Column string
-	// Index is the new replica's index ([Replica].Index): the lowest index no
-	// replica of its pool (its column in group mode) holds and no earlier Create
-	// of the step takes. Name the pod (a gang: the gang and its pods) from it.
+	// Index is the new replica's index ([Replica].Index): the lowest index that
+	// no replica of its pool (its column in group mode) holds (a terminating
+	// one holds none) and no earlier Create of the step takes. Name the pod (a
+	// gang: the gang and its pods) from it.
 	Index int
 	// Members lists the columns of a new gang's members, one pod each: the
 	// strategy's Columns, in order. Empty for a single pod, and in gang mode

@@ -41,7 +41,8 @@ var NoFaults = Faults{Recovers: 100}
 //     until the next Settle (with Recreate, its pods are deleted instead);
 //   - a created replica (serving the strategy's TargetDataRevision) appears
 //     unavailable, and so do the members a [rollout.Repair] creates, or an
-//     Update lists while they are missing;
+//     Update lists while they are missing; a created pod is named sim-<n> (a
+//     gang member <gang>-<column>), with the index and columns the step gives;
 //   - a deleted replica's pods (a gang: its members' pods) are terminating for
 //     TerminatingSettles Settles and then gone; a gang member that is gone is
 //     missing, and a gang whose last pod is gone is gone, as
@@ -60,7 +61,9 @@ type Simulator struct {
 	Strategy rollout.Strategy
 	// Replicas is the current state.
 	Replicas []rollout.Replica
-	// GangSize is the number of members a created gang gets.
+	// GangSize is the number of members a created gang gets when its Create
+	// lists no member columns (the strategy names none): columns "0" to
+	// "GangSize-1".
 	GangSize int
 	// Faults is the failure injection rate.
 	Faults Faults
