@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/Masterminds/sprig/v3"
+	"github.com/kplan-dev/kplan"
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/yaml"
 )
@@ -225,7 +226,7 @@ func BenchmarkPlanWarm(b *testing.B) {
 				checkCompleted(b, res, err)
 				updates := 0
 				for _, d := range res.ConfigMaps {
-					if d.Action != ActionNone {
+					if d.Action != kplan.ActionNone {
 						updates++
 					}
 				}

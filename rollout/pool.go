@@ -3,6 +3,7 @@ package rollout
 import (
 	"slices"
 
+	"github.com/kplan-dev/kplan"
 	"github.com/kplan-dev/kplan/internal/natural"
 )
 
@@ -127,7 +128,8 @@ func (p *planner) planPool(k, t int) bool {
 				avail--
 			}
 			u.done = true
-			p.step.Delete = append(p.step.Delete, p.replica(u).Name)
+			r := p.replica(u)
+			p.step.Delete = append(p.step.Delete, Delete{Replica: r.Name, Column: pl.column, Pods: podNames(r, &p.pods)})
 			if extra != nil {
 				if u.rev == p.stable {
 					stableCnt--
@@ -249,20 +251,29 @@ func (p *planner) planPool(k, t int) bool {
 	return complete
 }
 
+// create asks for count replicas at rev in the pool of column, each in the
+// lowest index free in that pool.
 func (p *planner) create(rev int32, column string, count int) {
 	if count <= 0 || rev < 0 {
 		return
 	}
-	p.step.Create = append(p.step.Create, Create{Revision: p.revs.names[rev], Column: column, Count: count})
+	if p.free == nil {
+		p.free = heldIndexes(p.replicas, p.s.Mode == Group)
+	}
+	for range count {
+		c := Create{Revision: p.revs.names[rev], Column: column, Index: takeIndex(p.free, column)}
+		if p.s.Mode == Gang {
+			c.Members = slices.Clone(p.s.Columns)
+		}
+		p.step.Create = append(p.step.Create, c)
+	}
 }
 
 func (p *planner) update(u *unit, to, column string) {
 	u.done = true
 	r := p.replica(u)
-	up := Update{Replica: r.Name, From: r.Revision, To: to, Column: column}
-	for _, m := range r.Members {
-		up.Members = append(up.Members, m.Name)
-	}
+	up := Update{Replica: r.Name, From: r.Revision, To: to, Column: column, Index: r.Index,
+		Pods: podNames(r, &p.pods), Missing: missingColumns(r)}
 	if p.s.TargetDataRevision != "" {
 		// An updated replica always ends at the target data.
 		up.DataFrom, up.DataTo = r.DataRevision, p.s.TargetDataRevision
@@ -286,7 +297,7 @@ func (p *planner) repair() {
 				continue
 			}
 			p.step.Repair = append(p.step.Repair, Repair{Replica: r.Name, Revision: r.Revision, Column: pl.column,
-				Members: missingMembers(r)})
+				Index: r.Index, Missing: missingColumns(r)})
 		}
 	}
 	slices.SortFunc(p.newcomers, func(a, b int) int { return natural.Compare(p.replicas[a].Name, p.replicas[b].Name) })
@@ -296,7 +307,8 @@ func (p *planner) repair() {
 		if p.s.Mode == Group {
 			col = r.Column
 		}
-		p.step.Repair = append(p.step.Repair, Repair{Replica: r.Name, Revision: r.Revision, Column: col, Members: missingMembers(r)})
+		p.step.Repair = append(p.step.Repair, Repair{Replica: r.Name, Revision: r.Revision, Column: col,
+			Index: r.Index, Missing: missingColumns(r)})
 	}
 }
 
@@ -310,15 +322,30 @@ type waits struct {
 }
 
 // explain records why each untouched replica that still has to change waits.
-// It runs once all pools are planned.
+// It runs once all pools are planned. A first pass counts the waits, so that
+// Waiting is allocated once: most replicas wait in the middle of a rollout.
 func (p *planner) explain() {
+	n := 0
+	for k := range p.pools {
+		pl := &p.pools[k]
+		w := pl.waits
+		for i := range pl.units {
+			if p.reason(&pl.units[i], &w) != "" {
+				n++
+			}
+		}
+	}
+	if n == 0 {
+		return
+	}
+	p.step.Waiting = make([]Wait, 0, n)
 	for k := range p.pools {
 		pl := &p.pools[k]
 		w := pl.waits
 		for i := range pl.units {
 			u := &pl.units[i]
 			if reason := p.reason(u, &w); reason != "" {
-				p.step.Waiting = append(p.step.Waiting, Wait{Replica: p.replica(u).Name, Reason: reason})
+				p.step.Waiting = append(p.step.Waiting, wait(p.replica(u).Name, reason))
 			}
 		}
 	}
@@ -326,7 +353,7 @@ func (p *planner) explain() {
 
 // reason is why u waits, or "" when it does not (done, or nothing to change).
 // It counts a ReasonBudget against w.short.
-func (p *planner) reason(u *unit, w *waits) Reason {
+func (p *planner) reason(u *unit, w *waits) kplan.Reason {
 	if u.done {
 		return ""
 	}
