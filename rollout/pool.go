@@ -107,47 +107,62 @@ func (p *planner) planPool(k, t int) bool {
 	newOver, oldOver := 0, 0
 	if excess := total - n; excess > 0 {
 		newOver, oldOver = max(0, newCnt-t), max(0, oldCnt-(n-t))
-		for i := range pl.units {
-			if excess == 0 {
-				break
-			}
-			u := &pl.units[i]
-			isNew := u.rev == p.target
-			if u.recovering || (isNew && newOver == 0) || (!isNew && oldOver == 0) {
-				continue
-			}
-			if extra != nil && u.rev == p.stable && stableCnt <= stableQuota {
-				// Keep the stable replicas whole rows need (created to replace
-				// replicas beyond their rows); delete those replicas instead.
-				continue
-			}
-			if u.avail {
-				if avail-1 < p.minAvail {
+		// With old rows kept (extra != nil) and the stable revision's row whole, the
+		// stable replicas go last: every column then keeps the stable row, where
+		// cutting by availability alone could keep the stable replica in one column
+		// and another old version's in the next, leaving neither row whole. A stable
+		// revision whose row is not whole is cut in the usual order, so a whole row
+		// of another old version is kept instead.
+		passes := 1
+		if extra != nil && p.rowMin[p.stable] > 0 {
+			passes = 2
+		}
+		for pass := range passes {
+			for i := range pl.units {
+				if excess == 0 {
+					break
+				}
+				u := &pl.units[i]
+				isNew := u.rev == p.target
+				if u.done || u.recovering || (isNew && newOver == 0) || (!isNew && oldOver == 0) {
 					continue
 				}
-				avail--
-			}
-			u.done = true
-			r := p.replica(u)
-			p.step.Delete = append(p.step.Delete, Delete{Replica: r.Name, Column: pl.column, Pods: podNames(r, &p.pods)})
-			if extra != nil {
-				if u.rev == p.stable {
-					stableCnt--
-				} else if !isNew && extra[u.rev] > 0 {
-					extra[u.rev]--
+				if passes == 2 && (u.rev == p.stable) != (pass == 1) {
+					continue
 				}
-			}
-			excess--
-			if excess == 0 {
-				newOver, oldOver = 0, 0
-			}
-			total--
-			if isNew {
-				newOver--
-				newCnt--
-			} else {
-				oldOver--
-				oldCnt--
+				if extra != nil && u.rev == p.stable && stableCnt <= stableQuota {
+					// Keep the stable replicas whole rows need (created to replace
+					// replicas beyond their rows); delete those replicas instead.
+					continue
+				}
+				if u.avail {
+					if avail-1 < p.minAvail {
+						continue
+					}
+					avail--
+				}
+				u.done = true
+				r := p.replica(u)
+				p.step.Delete = append(p.step.Delete, Delete{Replica: r.Name, Column: pl.column, Pods: podNames(r, &p.pods)})
+				if extra != nil {
+					if u.rev == p.stable {
+						stableCnt--
+					} else if !isNew && extra[u.rev] > 0 {
+						extra[u.rev]--
+					}
+				}
+				excess--
+				if excess == 0 {
+					newOver, oldOver = 0, 0
+				}
+				total--
+				if isNew {
+					newOver--
+					newCnt--
+				} else {
+					oldOver--
+					oldCnt--
+				}
 			}
 		}
 	}
