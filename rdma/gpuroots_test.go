@@ -165,7 +165,7 @@ func TestNICOnlyKeepsGPURoots(t *testing.T) {
 			if tc.used != nil {
 				tc.used(&used)
 			}
-			a, err := Allocate(inv, used, tc.req)
+			a, err := Allocate(inv, &used, tc.req)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -295,7 +295,7 @@ func TestGPURootCostMatchesChecker(t *testing.T) {
 		if err != nil {
 			return
 		}
-		gs, gn := gpuRootCost(inv, &used, a)
+		gs, gn := gpuRootCost(inv, used, a)
 		ws, wn := s.gpuRootCost(s.unitsOf(a))
 		if gs != ws || gn != wn {
 			t.Fatalf("gpuRootCost = %d stranded, %d near; checker %d, %d; for %+v", gs, gn, ws, wn, a)

@@ -56,6 +56,7 @@ type options struct {
 	timestamp          string
 	configMapsOnly     bool
 	ownerLabel         string
+	singleGroup        bool
 
 	// rollout
 	mode, target                   string
@@ -65,8 +66,7 @@ type options struct {
 	versionOrder, history, columns string
 	labels                         string
 	revisionLabel, gangLabel       string
-	columnLabel                    string
-	gangSize                       int
+	columnLabel, indexLabel        string
 	minReadySeconds                int
 	simulate                       bool
 	maxSteps                       int
