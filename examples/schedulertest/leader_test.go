@@ -7,10 +7,13 @@ import (
 	"testing"
 	"time"
 
+	authnv1 "k8s.io/api/authentication/v1"
 	authzv1 "k8s.io/api/authorization/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"sigs.k8s.io/yaml"
 
 	"github.com/kplan-dev/kplan/examples/internal/testenv"
@@ -46,18 +49,55 @@ func checkedInLeaderElection(t *testing.T) (namespace, name string) {
 }
 
 // TestSchedulerLeaderElection runs two real schedulers with the checked-in leader
-// election Lease, as system:kube-scheduler with config/rbac.yaml: the first acquires
-// the Lease and keeps renewing it (the built-in role alone lets it create the Lease
-// but not renew it, and it would stop), the second waits; when the first is killed
-// the second takes over once the lease expires.
+// election Lease, with config/rbac.yaml, as each identity it binds: the user
+// system:kube-scheduler (the control plane's kubeconfig) and the ServiceAccount
+// kube-system/kplan-rdma-scheduler (a scheduler in a pod, with a token of it). The
+// first acquires the Lease and keeps renewing it (without the Lease rule the
+// ServiceAccount could create the Lease but not renew it, and would stop), the
+// second waits; when the first is killed the second takes over once the lease
+// expires.
 func TestSchedulerLeaderElection(t *testing.T) {
 	needEnv(t)
 	ctx := context.Background()
 	ns, name := checkedInLeaderElection(t)
-	leaderElection := func(cfg map[string]any) {
+	t.Run("as system:kube-scheduler", func(t *testing.T) {
+		leaderElection(t, ctx, ns, name, "")
+	})
+	t.Run("as the ServiceAccount kplan-rdma-scheduler", func(t *testing.T) {
+		sa := "kplan-rdma-scheduler"
+		tr, err := cs.CoreV1().ServiceAccounts("kube-system").CreateToken(ctx, sa, &authnv1.TokenRequest{
+			Spec: authnv1.TokenRequestSpec{ExpirationSeconds: ptrTo(int64(3600))}}, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatalf("a token of the ServiceAccount %s: %v", sa, err)
+		}
+		kc := clientcmdapi.NewConfig()
+		kc.Clusters["envtest"] = &clientcmdapi.Cluster{Server: env.Config.Host, CertificateAuthorityData: env.Config.CAData}
+		kc.AuthInfos[sa] = &clientcmdapi.AuthInfo{Token: tr.Status.Token}
+		kc.Contexts[sa] = &clientcmdapi.Context{Cluster: "envtest", AuthInfo: sa}
+		kc.CurrentContext = sa
+		path := filepath.Join(t.TempDir(), "kubeconfig")
+		if err := clientcmd.WriteToFile(*kc, path); err != nil {
+			t.Fatal(err)
+		}
+		if err := cs.CoordinationV1().Leases(ns).Delete(ctx, name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+			t.Fatal(err)
+		}
+		leaderElection(t, ctx, ns, name, path)
+	})
+}
+
+func ptrTo[T any](v T) *T { return &v }
+
+// leaderElection runs the scenario of TestSchedulerLeaderElection with the
+// schedulers' kubeconfig at path ("" for the harness's system:kube-scheduler one).
+func leaderElection(t *testing.T, ctx context.Context, ns, name, path string) {
+	edit := func(cfg map[string]any) {
 		cfg["leaderElection"] = map[string]any{
 			"leaderElect": true, "resourceName": name, "resourceNamespace": ns,
 			"leaseDuration": "4s", "renewDeadline": "3s", "retryPeriod": "500ms",
+		}
+		if path != "" {
+			cfg["clientConnection"].(map[string]any)["kubeconfig"] = path
 		}
 	}
 	lease := func() (*coordinationv1.Lease, error) {
@@ -70,7 +110,7 @@ func TestSchedulerLeaderElection(t *testing.T) {
 		return *l.Spec.HolderIdentity
 	}
 
-	first := startScheduler(t, leaderElection)
+	first := startScheduler(t, edit)
 	var firstHolder string
 	var firstRenew time.Time
 	waitFor(t, ctx, time.Minute, "the first scheduler acquires the Lease", func(ctx context.Context) (bool, error) {
@@ -100,7 +140,7 @@ func TestSchedulerLeaderElection(t *testing.T) {
 		return l.Spec.RenewTime != nil && l.Spec.RenewTime.Sub(firstRenew) > 5*time.Second, nil
 	})
 
-	second := startScheduler(t, leaderElection)
+	second := startScheduler(t, edit)
 	time.Sleep(2 * time.Second)
 	if l, err := lease(); err != nil || holder(l) != firstHolder {
 		t.Fatalf("with both running the Lease is held by %v (%v), want the first scheduler %q", l, err, firstHolder)
