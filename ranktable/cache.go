@@ -52,13 +52,6 @@ func (c *TemplateCache) Load(rt, parserCM *corev1.ConfigMap, opts LoadOptions) (
 	return t, nil
 }
 
-// size returns the number of cached templates.
-func (c *TemplateCache) size() int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return len(c.entries)
-}
-
 // Forget drops the template of the ranktable template ConfigMap with this UID.
 func (c *TemplateCache) Forget(uid types.UID) {
 	c.mu.Lock()

@@ -91,7 +91,7 @@ func TestPlannerOwnersDoNotWaitForEachOther(t *testing.T) {
 		aStarted, aDone := make(chan struct{}), make(chan time.Time, 1)
 		go func() {
 			close(aStarted)
-			res, err := p.Plan(Input{Owner: a, Template: slowTm, Pods: designPods(a), Now: t0})
+			res, err := p.Plan(Input{Owner: a, Template: slowTm, Pods: designPods(a), Grouping: designGrouping, Now: t0})
 			if err != nil || res.Groups[0].Phase != PhaseCompleted {
 				t.Errorf("slow owner: %v %+v", err, res.Groups)
 			}
@@ -100,7 +100,7 @@ func TestPlannerOwnersDoNotWaitForEachOther(t *testing.T) {
 		<-aStarted
 		time.Sleep(20 * time.Millisecond) // A is rendering
 		bStart := time.Now()
-		res, err := p.Plan(Input{Owner: b, Template: fast, Pods: designPods(b), Now: t0})
+		res, err := p.Plan(Input{Owner: b, Template: fast, Pods: designPods(b), Grouping: designGrouping, Now: t0})
 		bDone := time.Now()
 		if err != nil || res.Groups[0].Phase != PhaseCompleted {
 			t.Fatalf("fast owner: %v %+v", err, res.Groups)
@@ -129,7 +129,7 @@ func TestPlannerSameOwnerConcurrently(t *testing.T) {
 	errs := make(chan string, 64)
 	for i := range 8 {
 		o := owners[i%2]
-		in := Input{Owner: o, Template: parser, Pods: designPods(o), Now: t0}
+		in := Input{Owner: o, Template: parser, Pods: designPods(o), Grouping: designGrouping, Now: t0}
 		want, _ := Plan(in)
 		wg.Add(1)
 		go func() {

@@ -1,6 +1,7 @@
 package ranktable
 
 import (
+	"github.com/kplan-dev/kplan"
 	"os"
 	"testing"
 )
@@ -29,7 +30,7 @@ func TestDesignScenario(t *testing.T) {
 			if (tm.native != nil) != native {
 				t.Fatalf("native renderer chosen = %v, want %v", tm.native != nil, native)
 			}
-			res, err := Plan(Input{Owner: o, Template: tm, Pods: designPods(o), Now: t0})
+			res, err := Plan(Input{Owner: o, Template: tm, Pods: designPods(o), Grouping: designGrouping, Now: t0})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -37,7 +38,7 @@ func TestDesignScenario(t *testing.T) {
 				t.Fatalf("got %d ConfigMaps and %d groups, want 1 and 1: %+v", len(res.ConfigMaps), len(res.Groups), res.Groups)
 			}
 			dc := res.ConfigMaps[0]
-			if dc.ConfigMap.Name != "qwen-inference-worker-ranktable" || dc.Action != ActionCreate {
+			if dc.ConfigMap.Name != "qwen-inference-worker-ranktable" || dc.Action != kplan.ActionCreate {
 				t.Errorf("ConfigMap %s action %s, want qwen-inference-worker-ranktable create", dc.ConfigMap.Name, dc.Action)
 			}
 			if res.Groups[0].Phase != PhaseCompleted {

@@ -1,6 +1,7 @@
 package ranktable
 
 import (
+	"github.com/kplan-dev/kplan"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -19,7 +20,7 @@ type verifiedCM struct {
 func desired(o Owner, t *Template, ge *groupEntry, cur *corev1.ConfigMap, content, contHash, podsHash string) DesiredConfigMap {
 	k := ge.key
 	if cur == nil {
-		return DesiredConfigMap{Group: k, Action: ActionCreate, ConfigMap: &corev1.ConfigMap{
+		return DesiredConfigMap{Group: k, Action: kplan.ActionCreate, ConfigMap: &corev1.ConfigMap{
 			TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"},
 			ObjectMeta: metav1.ObjectMeta{
 				Name: ge.cmName, Namespace: o.Namespace, Labels: map[string]string{LabelComponent: componentValue},
@@ -33,14 +34,14 @@ func desired(o Owner, t *Template, ge *groupEntry, cur *corev1.ConfigMap, conten
 		content: content, contHash: contHash, podsHash: podsHash}
 	if v.resourceVersion != "" && v == ge.verified {
 		// The same object version was found up to date for the same desired content.
-		return DesiredConfigMap{Group: k, Action: ActionNone, ConfigMap: cur}
+		return DesiredConfigMap{Group: k, Action: kplan.ActionNone, ConfigMap: cur}
 	}
 	data, hasData := cur.Data[t.Filename]
 	if hasData && len(cur.Data) == 1 && data == content && len(cur.BinaryData) == 0 &&
 		cur.Annotations[AnnotationContentHash] == contHash && cur.Annotations[AnnotationPodsHash] == podsHash &&
 		cur.Labels[LabelComponent] == componentValue {
 		ge.verified = v
-		return DesiredConfigMap{Group: k, Action: ActionNone, ConfigMap: cur}
+		return DesiredConfigMap{Group: k, Action: kplan.ActionNone, ConfigMap: cur}
 	}
 	up := cur.DeepCopy()
 	up.Data = map[string]string{t.Filename: content}
@@ -54,5 +55,5 @@ func desired(o Owner, t *Template, ge *groupEntry, cur *corev1.ConfigMap, conten
 	}
 	up.Annotations[AnnotationContentHash] = contHash
 	up.Annotations[AnnotationPodsHash] = podsHash
-	return DesiredConfigMap{Group: k, Action: ActionUpdate, ConfigMap: up}
+	return DesiredConfigMap{Group: k, Action: kplan.ActionUpdate, ConfigMap: up}
 }

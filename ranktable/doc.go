@@ -11,16 +11,22 @@
 // re-parses only changed pods) with the owner (NewOwner), its pods and the existing
 // ranktable ConfigMaps, and applies the result:
 //
-//   - Result.ConfigMaps: one ConfigMap per group with ActionCreate, ActionUpdate or
-//     ActionNone;
+//   - Result.ConfigMaps: one ConfigMap per group with kplan.ActionCreate,
+//     kplan.ActionUpdate or kplan.ActionNone, then (when Input.Expected is set) the
+//     owner's ranktable ConfigMaps of groups no longer expected with
+//     kplan.ActionDelete;
 //   - Result.Groups: per group Waiting (with the pods that lack the annotation and
-//     the expected members that have no pod), Completed or Failed (with the error);
+//     the expected members that have no pod), Completed or Failed (with the error),
+//     and a Reason (a kplan.Reason such as WaitingForAnnotations or
+//     InvalidAnnotation) and Message a reconciler sets on a condition as they are;
 //     one group's failure never blocks another;
-//   - Result.Unmatched: the pods left out of every group, with why (another
-//     namespace or controller, no ownerReference, a group Expected does not list);
-//   - Result.Events: RanktableConfigMapCreated, RanktableGenerated,
-//     RanktableGenerationFailed, PodRanktableAnnotationMissing, each with a
-//     corev1.ObjectReference to the owner, ConfigMap or pod it is about;
+//   - Result.Unmatched: the pods left out of every group, with a Reason and Message
+//     (another namespace or controller, no ownerReference, a label the group needs
+//     missing, a group Expected does not list);
+//   - Result.Events: kplan.Events with the reasons RanktableConfigMapCreated,
+//     RanktableConfigMapDeleted, RanktableGenerated, RanktableGenerationFailed and
+//     PodRanktableAnnotationMissing, each with a corev1.ObjectReference to the
+//     owner, ConfigMap or pod it is about;
 //   - Result.RequeueAfter: when to look again while a group waits.
 //
 // A Planner kept across reconciles makes the common reconcile cheap: only pods whose
@@ -33,13 +39,22 @@
 // ModelServing's pods by label instead; set Grouping.OwnerLabel to
 // LabelModelServingName to group such pods, which need no ownerReference.
 //
-// A mutating webhook names the pod's ConfigMap with ResolveLevel, KeyOf and
-// ConfigMapName, calls Inject on a copy of the pod and returns webhookpatch.Diff of
-// the two.
+// Pods are grouped by kthena's serving-group label and, at role level, role id (or
+// role) label; Grouping names other labels. A pod without the labels its level needs
+// is unmatched, never a group of its own. An owner whose pods carry no serving-group
+// label (a StatefulSet) sets Grouping.SingleGroup: all its pods are one serving group.
+//
+// A mutating webhook names the pod's ConfigMap with PodConfigMapName, calls Inject
+// on a copy of the pod and returns webhookpatch.Diff of the two. Inject mounts the
+// table in the inference engine's containers (EngineContainers: those that request
+// Ascend NPUs), not in sidecars; it applies everything or leaves the pod as it was,
+// and reports what it changed as a webhookpatch.Result.
 //
 // Building blocks: Template.ParsePod and Template.ParseAnnotation (one pod), Build
-// (rank assignment), Template.Render (one table), KeyOf and ConfigMapName (grouping
-// and naming), the template library (LibraryConfigMaps, LoadLibraryTemplate).
+// (rank assignment), Template.Render (one table), ResolveLevel, KeyOf and
+// ConfigMapName (grouping and naming), EngineContainers and IsNPUResource (which
+// containers get the table), the template library (LibraryConfigMaps,
+// LoadLibraryTemplate).
 //
 // # Algorithm
 //
@@ -144,10 +159,21 @@
 //     the design's table for the design's example.
 //   - Names: "{ms}-{role}-ranktable" collides across serving groups and role
 //     replicas; names include the serving group (without the owner prefix kthena puts
-//     on it) and the role id, and are cut with a hash above 253 characters.
-//   - Partial tables: the design skips pods without an annotation and renders what
-//     it has; here a table is rendered only when every expected pod is ready.
-//   - Status: the design's code never sets Status; here it is "completed".
+//     on it) and the role id, and are cut with a hash above 253 characters. A pod
+//     without a serving-group label is unmatched rather than sharing a table with
+//     other groups' pods; Grouping.SingleGroup gives the design's example (pods with
+//     a role label only) its "{ms}-{role}-ranktable" name.
+//   - Mounts: the design mounts the table in every app container; here only the
+//     engine's containers (those that request Ascend NPUs, see EngineContainers) get
+//     the mount and the env var, so a metrics or proxy sidecar does not.
+//   - Clean-up: the design never deletes a table; here, given the expected groups,
+//     the plan deletes the tables of groups no longer expected.
+//   - Partial tables: the design document's code skips pods without an annotation
+//     and renders what it has; here a table is rendered only when every expected pod
+//     is ready (kthena's controller, too, waits for every current pod's annotation,
+//     but not for pods that do not exist yet).
+//   - Status: the design document's code never sets Status; here it is "completed",
+//     as kthena's controller sets it.
 //   - Clock: the design's Timestamp field would rewrite the ConfigMap on every
 //     reconcile; here it is a caller-supplied value, empty by default.
 //   - Templates: the design offers sprig's full map, including env and expandenv
@@ -213,7 +239,7 @@
 //		Expected: map[ranktable.GroupKey]int{{Group: "qwen-0", Role: "worker-0"}: 2},
 //		Now: now, Timeout: 10 * time.Minute,
 //	})
-//	for _, cm := range res.ConfigMaps { /* create or update cm.ConfigMap */ }
+//	for _, cm := range res.ConfigMaps { /* cm.Action: create, update or delete cm.ConfigMap */ }
 //
 // The package's Example shows the whole flow, from a template and pods to the
 // ConfigMaps and a pod's patch.

@@ -1,6 +1,7 @@
 package ranktable
 
 import (
+	"github.com/kplan-dev/kplan"
 	"strings"
 	"testing"
 
@@ -127,7 +128,7 @@ func TestEventsReferToTheirObjects(t *testing.T) {
 		t.Fatal(err)
 	}
 	type ev struct {
-		Reason Reason
+		Reason kplan.Reason
 		Object corev1.ObjectReference
 	}
 	var got []ev

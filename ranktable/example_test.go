@@ -14,6 +14,8 @@ import (
 	"github.com/kplan-dev/kplan/webhookpatch"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
@@ -45,19 +47,22 @@ func Example() {
 				OwnerReferences: []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "StatefulSet", Name: "qwen",
 					UID: "sts-uid", Controller: &yes}},
 			},
-			Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "engine", Image: "mindie:1"}}},
+			Spec: corev1.PodSpec{Containers: []corev1.Container{
+				{Name: "engine", Image: "mindie:1", Resources: corev1.ResourceRequirements{
+					Limits: corev1.ResourceList{"huawei.com/Ascend910": resource.MustParse("1")}}},
+				{Name: "metrics", Image: "exporter:1"},
+			}},
 		}
 	}
 
-	// The mutating webhook, when a pod is created: name the pod's ConfigMap, inject,
-	// answer with the patch.
-	level, err := ranktable.ResolveLevel(sts, tmpl)
+	// The mutating webhook, when a pod is created: name the pod's ConfigMap, inject
+	// into the engine container (the one with NPUs), answer with the patch.
+	pod := newPod(0)
+	cmName, err := ranktable.PodConfigMapName(sts, tmpl, ranktable.Grouping{}, pod)
 	if err != nil {
 		fmt.Println(err)
 		return
 	}
-	pod := newPod(0)
-	cmName := ranktable.ConfigMapName(sts.Name, ranktable.KeyOf(pod, level, ranktable.Grouping{}))
 	mutated := pod.DeepCopy()
 	if _, err := ranktable.Inject(mutated, ranktable.InjectOptions{ConfigMapName: cmName, Template: tmpl}); err != nil {
 		fmt.Println(err)
@@ -225,29 +230,75 @@ func ExamplePlan() {
 	// RanktableGenerated ConfigMap default/qwen-0-worker-0-ranktable
 }
 
+// Inject mounts the table in the engine container, the one that requests NPUs, and
+// reports what it added. It applies everything or nothing: a pod whose engine already
+// sets the env var differently is left exactly as it was.
 func ExampleInject() {
 	tmpl, _ := ranktable.LoadLibraryTemplate(ranktable.LibraryMindIERole, ranktable.LoadOptions{})
 	pod := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: "qwen-0-worker-0-0", Namespace: "default"},
-		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "engine", Image: "mindie"}}},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{
+			{Name: "metrics", Image: "exporter"},
+			{Name: "engine", Image: "mindie", Resources: corev1.ResourceRequirements{
+				Limits: corev1.ResourceList{"huawei.com/Ascend910": resource.MustParse("8")}}},
+		}},
 	}
+	opts := ranktable.InjectOptions{ConfigMapName: "qwen-0-worker-0-ranktable", Template: tmpl}
 	mutated := pod.DeepCopy()
-	if _, err := ranktable.Inject(mutated, ranktable.InjectOptions{ConfigMapName: "qwen-0-worker-0-ranktable", Template: tmpl}); err != nil {
+	res, err := ranktable.Inject(mutated, opts)
+	if err != nil {
 		fmt.Println(err)
 		return
 	}
+	fmt.Println(res.Changed, res.Items)
 	ops, _ := webhookpatch.Diff(pod, mutated)
 	for _, op := range ops {
 		fmt.Println(op.Op, op.Path)
 	}
-	fmt.Println(mutated.Spec.Containers[0].Env[0].Name, "=", mutated.Spec.Containers[0].Env[0].Value)
+	fmt.Println(mutated.Spec.Containers[1].Env[0].Name, "=", mutated.Spec.Containers[1].Env[0].Value)
+
+	mine := pod.DeepCopy()
+	mine.Spec.Containers[1].Env = []corev1.EnvVar{{Name: "RANKTABLEFILE", Value: "/mine.json"}}
+	before := mine.DeepCopy()
+	_, err = ranktable.Inject(mine, opts)
+	fmt.Println(errors.Is(err, webhookpatch.ErrConflict), equality.Semantic.DeepEqual(before, mine))
 	// Output:
+	// true [env/engine/RANKTABLEFILE initContainer/wait-ranktable mount/engine//etc/ascend/ranktable volume/ranktable]
 	// add /metadata/annotations
 	// add /spec/volumes
 	// add /spec/initContainers
-	// add /spec/containers/0/env
-	// add /spec/containers/0/volumeMounts
+	// add /spec/containers/1/env
+	// add /spec/containers/1/volumeMounts
 	// RANKTABLEFILE = /etc/ascend/ranktable/ranktable.json
+	// true true
+}
+
+// A webhook names the ConfigMap a new pod mounts in one call, before the owner has
+// been planned: the level (the owner's annotation, else the template's), the pod's
+// group labels and the owner's name make the name. A pod without the labels its
+// group needs is an error, not a table of its own.
+func ExamplePodConfigMapName() {
+	tmpl, err := ranktable.LoadLibraryTemplate(ranktable.LibraryMindIERole, ranktable.LoadOptions{})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	owner := &appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Name: "qwen", Namespace: "default"}}
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "qwen-0-prefill-1-0", Namespace: "default", Labels: map[string]string{
+		ranktable.LabelGroupName: "qwen-0", ranktable.LabelRole: "prefill", ranktable.LabelRoleID: "prefill-1"}}}
+	fmt.Println(ranktable.PodConfigMapName(owner, tmpl, ranktable.Grouping{}, pod))
+
+	owner.Annotations = map[string]string{ranktable.AnnotationLevel: "group"}
+	fmt.Println(ranktable.PodConfigMapName(owner, tmpl, ranktable.Grouping{}, pod))
+
+	delete(pod.Labels, ranktable.LabelGroupName)
+	fmt.Println(ranktable.PodConfigMapName(owner, tmpl, ranktable.Grouping{}, pod))
+	fmt.Println(ranktable.PodConfigMapName(owner, tmpl, ranktable.Grouping{SingleGroup: true}, pod))
+	// Output:
+	// qwen-0-prefill-1-ranktable <nil>
+	// qwen-0-ranktable <nil>
+	//  pod default/qwen-0-prefill-1-0: has no (or an empty) label modelserving.volcano.sh/group-name (its serving group)
+	// qwen-ranktable <nil>
 }
 
 // A Planner kept between reconciles re-parses only the pod whose annotation changed
@@ -374,15 +425,20 @@ func ExampleLibraryConfigMap() {
 	// Output: true ascend-ranktable-template-mindie-role mindie ascend-pod-ranktable-parser-standard
 }
 
-// A pod's group key: its serving group, and at role level its role replica.
+// A pod's group key: its serving group, and at role level its role replica. A pod
+// without the labels the level needs has no key.
 func ExampleKeyOf() {
-	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "qwen-0-prefill-1-0", Labels: map[string]string{
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "qwen-0-prefill-1-0", Namespace: "default", Labels: map[string]string{
 		ranktable.LabelGroupName: "qwen-0", ranktable.LabelRole: "prefill", ranktable.LabelRoleID: "prefill-1"}}}
 	fmt.Println(ranktable.KeyOf(pod, ranktable.LevelGroup, ranktable.Grouping{}))
 	fmt.Println(ranktable.KeyOf(pod, ranktable.LevelRole, ranktable.Grouping{}))
+	pod.Labels = map[string]string{ranktable.LabelGroupName: "qwen-0"}
+	_, err := ranktable.KeyOf(pod, ranktable.LevelRole, ranktable.Grouping{})
+	fmt.Println(err)
 	// Output:
-	// qwen-0
-	// qwen-0/prefill-1
+	// qwen-0 <nil>
+	// qwen-0/prefill-1 <nil>
+	// pod default/qwen-0-prefill-1-0: has no (or an empty) label modelserving.volcano.sh/role-id or modelserving.volcano.sh/role (its role, needed at role level)
 }
 
 func ExampleParseLevel() {
@@ -437,11 +493,11 @@ func ExamplePlan_ownerLabel() {
 		fmt.Println(g.Group, g.Phase, g.Pods, "of", g.Expected, "absent:", g.Absent)
 	}
 	for _, u := range res.Unmatched {
-		fmt.Println(u.Pod, u.Reason)
+		fmt.Println(u.Reason+":", u.Message)
 	}
 	// Output:
 	// qwen-0/worker-0 Waiting 1 of 2 absent: [default/qwen-0-worker-0-1]
-	// default/llama-0-worker-0-0 has no controller ownerReference and its label modelserving.volcano.sh/name is "llama", not "qwen"
+	// PodNotOwned: pod default/llama-0-worker-0-0 has no controller ownerReference and its label modelserving.volcano.sh/name is "llama", not "qwen"
 }
 
 // A template that would loop for minutes stops at its work limit with an error naming
@@ -467,8 +523,7 @@ func ExampleLoadOptions_budget() {
 	// ranktable template kthena-system/slow: template: kthena-system/slow:1:27: executing "kthena-system/slow" at <range>: range over 100000 elements: the work limit of 1000000 units is exceeded (MaxTemplateWork): template budget exceeded
 }
 
-// The level comes from the template unless the owner's annotation overrides it; a
-// webhook names the pod's ConfigMap with it before the controller has planned.
+// The level comes from the template unless the owner's annotation overrides it.
 func ExampleResolveLevel() {
 	tmpl, err := ranktable.LoadLibraryTemplate(ranktable.LibraryMindIERole, ranktable.LoadOptions{})
 	if err != nil {
@@ -476,21 +531,53 @@ func ExampleResolveLevel() {
 		return
 	}
 	sts := &appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Name: "qwen", Namespace: "default"}}
-	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "qwen-0", Labels: map[string]string{
-		ranktable.LabelGroupName: "qwen-0", ranktable.LabelRoleID: "worker-0"}}}
 	for _, ann := range []map[string]string{nil, {ranktable.AnnotationLevel: "group"}, {ranktable.AnnotationLevel: "node"}} {
 		sts.Annotations = ann
-		level, err := ranktable.ResolveLevel(sts, tmpl)
-		if err != nil {
-			fmt.Println(err)
-			continue
-		}
-		fmt.Println(level, ranktable.ConfigMapName(sts.Name, ranktable.KeyOf(pod, level, ranktable.Grouping{})))
+		fmt.Println(ranktable.ResolveLevel(sts, tmpl))
 	}
 	// Output:
-	// role qwen-0-worker-0-ranktable
-	// group qwen-0-ranktable
-	// owner default/qwen: annotation kthena.io/ranktable-level: "node" is not a ranktable level (want role or group)
+	// role <nil>
+	// group <nil>
+	//  owner default/qwen: annotation kthena.io/ranktable-level: "node" is not a ranktable level (want role or group)
+}
+
+// With Expected set the plan knows every group, so the owner's ranktable ConfigMap of
+// a group no longer expected (a serving group scaled away) is deleted. Each group's
+// Reason and Message go into a condition as they are.
+func ExamplePlan_deleteRemovedGroup() {
+	tmpl, err := ranktable.LoadLibraryTemplate(ranktable.LibraryVLLMGroup, ranktable.LoadOptions{})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	owner := ranktable.Owner{
+		ObjectMeta: metav1.ObjectMeta{Name: "qwen", Namespace: "default", UID: "ms-uid"},
+		GVK:        schema.GroupVersionKind{Group: "workload.kthena.io", Version: "v1alpha1", Kind: "ModelServing"},
+	}
+	in := ranktable.Input{Owner: owner, Template: tmpl, Now: time.Unix(0, 0),
+		Expected: map[ranktable.GroupKey]int{{Group: "qwen-0"}: 1, {Group: "qwen-1"}: 1}}
+	res, err := ranktable.Plan(in)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	for _, d := range res.ConfigMaps {
+		in.ConfigMaps = append(in.ConfigMaps, d.ConfigMap) // as created
+	}
+
+	in.Expected = map[ranktable.GroupKey]int{{Group: "qwen-0"}: 1} // scaled to one serving group
+	res, _ = ranktable.Plan(in)
+	for _, d := range res.ConfigMaps {
+		fmt.Println(d.Action, d.ConfigMap.Name)
+	}
+	for _, g := range res.Groups {
+		c := metav1.Condition{Type: "RanktableReady", Status: metav1.ConditionFalse, Reason: string(g.Reason), Message: g.Message}
+		fmt.Println(c.Reason+":", c.Message)
+	}
+	// Output:
+	// None qwen-0-ranktable
+	// Delete qwen-1-ranktable
+	// WaitingForPods: group qwen-0: waiting for pods: 0 of 1 exist
 }
 
 // A ranktable template ConfigMap names the parser ConfigMap LoadTemplate needs beside

@@ -35,6 +35,10 @@ func designAnnotation(pod, server string, ips ...string) string {
 	return string(b)
 }
 
+// designGrouping groups the design's pods, which carry a role label and no
+// serving-group label: the owner is one serving group.
+var designGrouping = Grouping{SingleGroup: true}
+
 // designPods returns the design's scenario pods: qwen-inference-worker-0/1 on servers
 // 192.168.1.10/11 with 8 NPUs each, owned by o.
 func designPods(o Owner) []*corev1.Pod {

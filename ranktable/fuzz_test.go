@@ -149,7 +149,7 @@ func FuzzLoadTemplate(f *testing.F) {
 		if err != nil {
 			return
 		}
-		res, err := Plan(Input{Owner: o, Template: tm, Pods: pods, Now: t0})
+		res, err := Plan(Input{Owner: o, Template: tm, Pods: pods, Grouping: designGrouping, Now: t0})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -173,12 +173,12 @@ func FuzzPlan(f *testing.F) {
 		pods := designPods(o)
 		// A Planner that saw the design's annotations, then the fuzzed ones.
 		p := NewPlanner()
-		if _, err := p.Plan(Input{Owner: o, Template: tm, Pods: pods, Now: t0}); err != nil {
+		if _, err := p.Plan(Input{Owner: o, Template: tm, Pods: pods, Grouping: designGrouping, Now: t0}); err != nil {
 			t.Fatal(err)
 		}
 		pods[0].Annotations[DefaultAnnotationName] = a
 		pods[1].Annotations[DefaultAnnotationName] = b
-		in := Input{Owner: o, Template: tm, Pods: []*corev1.Pod{pods[0], pods[1]}, Now: t0}
+		in := Input{Owner: o, Template: tm, Pods: []*corev1.Pod{pods[0], pods[1]}, Grouping: designGrouping, Now: t0}
 		res, err := Plan(in)
 		if err != nil {
 			t.Fatal(err)

@@ -153,7 +153,7 @@ func runHostile(c hostileCase) (error, bool) {
 		return err, true
 	}
 	o := testOwner("qwen-inference")
-	res, err := Plan(Input{Owner: o, Template: tm, Pods: designPods(o), Now: t0})
+	res, err := Plan(Input{Owner: o, Template: tm, Pods: designPods(o), Grouping: designGrouping, Now: t0})
 	if err != nil {
 		return err, false
 	}
@@ -255,7 +255,7 @@ func FuzzTemplateText(f *testing.F) {
 				continue
 			}
 			start := time.Now()
-			res, err := Plan(Input{Owner: o, Template: tm, Pods: pods, Now: t0, MaxOutputBytes: 64 << 10})
+			res, err := Plan(Input{Owner: o, Template: tm, Pods: pods, Grouping: designGrouping, Now: t0, MaxOutputBytes: 64 << 10})
 			if el := time.Since(start); el > 3*time.Second {
 				t.Fatalf("planning took %s", el)
 			}
@@ -348,7 +348,7 @@ func FuzzPlannerTemplates(f *testing.F) {
 	addTemplateSeeds(f)
 	bad, good := testOwner("fuzzed"), testOwner("good")
 	goodTm := withoutNative(mustLibrary(f, LibraryMindIERole, LoadOptions{}))
-	goodIn := Input{Owner: good, Template: goodTm, Pods: designPods(good), Now: t0}
+	goodIn := Input{Owner: good, Template: goodTm, Pods: designPods(good), Grouping: designGrouping, Now: t0}
 	goodWant, err := Plan(goodIn)
 	if err != nil {
 		f.Fatal(err)
@@ -360,7 +360,7 @@ func FuzzPlannerTemplates(f *testing.F) {
 		if err != nil {
 			return
 		}
-		badIn := Input{Owner: bad, Template: tm, Pods: designPods(bad), Now: t0, MaxOutputBytes: 64 << 10}
+		badIn := Input{Owner: bad, Template: tm, Pods: designPods(bad), Grouping: designGrouping, Now: t0, MaxOutputBytes: 64 << 10}
 		badWant, err := Plan(badIn)
 		if err != nil {
 			t.Fatal(err)

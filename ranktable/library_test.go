@@ -67,7 +67,7 @@ func TestLibraryGolden(t *testing.T) {
 					if !native {
 						tm = withoutNative(tm)
 					}
-					res, err := Plan(Input{Owner: o, Template: tm, Pods: pods, Now: t0, Timestamp: "fixed"})
+					res, err := Plan(Input{Owner: o, Template: tm, Pods: pods, Grouping: designGrouping, Now: t0, Timestamp: "fixed"})
 					if err != nil {
 						t.Fatal(err)
 					}
@@ -127,7 +127,7 @@ func TestSecurityRejections(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			pods := designPods(o)
 			pods[1].Annotations[DefaultAnnotationName] = c.ann
-			res, err := Plan(Input{Owner: o, Template: tm, Pods: pods, Now: t0})
+			res, err := Plan(Input{Owner: o, Template: tm, Pods: pods, Grouping: designGrouping, Now: t0})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -144,7 +144,7 @@ func TestSecurityRejections(t *testing.T) {
 	t.Run("two pods on one server with the same device id are rejected", func(t *testing.T) {
 		pods := designPods(o)
 		pods[1].Annotations[DefaultAnnotationName] = designAnnotation("qwen-inference-worker-1", "192.168.1.10", "10.9.0.1")
-		res, _ := Plan(Input{Owner: o, Template: tm, Pods: pods, Now: t0})
+		res, _ := Plan(Input{Owner: o, Template: tm, Pods: pods, Grouping: designGrouping, Now: t0})
 		if g := res.Groups[0]; g.Phase != PhaseFailed || !strings.Contains(g.Error.Error(), "is also given by pod") {
 			t.Fatalf("%s %v", g.Phase, g.Error)
 		}

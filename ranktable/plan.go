@@ -7,6 +7,7 @@ import (
 	"reflect"
 	"time"
 
+	"github.com/kplan-dev/kplan"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -27,21 +28,65 @@ const (
 // defaultRequeueAfter is the default of Input.RequeueAfter.
 const defaultRequeueAfter = 5 * time.Second
 
-// Reason is the reason of an [Event], as the design names it.
-type Reason string
-
-// Event reasons.
+// Reasons of events, group statuses and unmatched pods. Each is valid as is as a
+// metav1.Condition's Reason and as an event's reason; the human sentence is in the
+// Message beside it.
 const (
-	// ReasonConfigMapCreated: a group's ranktable ConfigMap is created (Normal, on the
-	// ConfigMap).
-	ReasonConfigMapCreated Reason = "RanktableConfigMapCreated"
-	// ReasonGenerated: a group's table is written (Normal, on the ConfigMap).
-	ReasonGenerated Reason = "RanktableGenerated"
-	// ReasonGenerationFailed: a group failed (Warning, on the owner).
-	ReasonGenerationFailed Reason = "RanktableGenerationFailed"
-	// ReasonAnnotationMissing: a pod of a group has no device annotation yet (Normal,
-	// on the pod).
-	ReasonAnnotationMissing Reason = "PodRanktableAnnotationMissing"
+	// ReasonConfigMapCreated: a group's ranktable ConfigMap is created (Normal event,
+	// on the ConfigMap).
+	ReasonConfigMapCreated kplan.Reason = "RanktableConfigMapCreated"
+	// ReasonConfigMapDeleted: a ranktable ConfigMap of the owner belongs to no group
+	// the plan knows and is deleted (Normal event, on the ConfigMap).
+	ReasonConfigMapDeleted kplan.Reason = "RanktableConfigMapDeleted"
+	// ReasonGenerated: a group's table is written (Normal event, on the ConfigMap),
+	// and the reason of a Completed group with pods.
+	ReasonGenerated kplan.Reason = "RanktableGenerated"
+	// ReasonGenerationFailed: a group failed (Warning event, on the owner); the
+	// group's own Reason says why.
+	ReasonGenerationFailed kplan.Reason = "RanktableGenerationFailed"
+	// ReasonAnnotationMissing: a pod of a group has no device annotation yet (Normal
+	// event, on the pod).
+	ReasonAnnotationMissing kplan.Reason = "PodRanktableAnnotationMissing"
+
+	// ReasonScaledToZero: a Completed group that expects no pods; its file is empty.
+	ReasonScaledToZero kplan.Reason = "ScaledToZero"
+	// ReasonWaitingForPods: a Waiting group has fewer pods than it expects.
+	ReasonWaitingForPods kplan.Reason = "WaitingForPods"
+	// ReasonWaitingForAnnotations: a Waiting group has all its pods, and some have no
+	// device annotation yet.
+	ReasonWaitingForAnnotations kplan.Reason = "WaitingForAnnotations"
+	// ReasonWaitTimedOut: a Failed group waited for its pods or their annotations
+	// longer than Input.Timeout; its Error wraps ErrTimeout.
+	ReasonWaitTimedOut kplan.Reason = "WaitTimedOut"
+	// ReasonInvalidAnnotation: a Failed group has a pod whose device annotation cannot
+	// be parsed or is invalid.
+	ReasonInvalidAnnotation kplan.Reason = "InvalidAnnotation"
+	// ReasonTooManyPods: a Failed group has more pods than it expects.
+	ReasonTooManyPods kplan.Reason = "TooManyPods"
+	// ReasonBuildFailed: a Failed group's pods cannot be ranked together (a device
+	// given twice on one server).
+	ReasonBuildFailed kplan.Reason = "BuildFailed"
+	// ReasonRenderFailed: a Failed group's table cannot be rendered: the template
+	// fails, exceeds its budget or output limit, or prints something that is not
+	// JSON.
+	ReasonRenderFailed kplan.Reason = "RenderFailed"
+	// ReasonConfigMapConflict: a Failed group's ConfigMap exists and is controlled by
+	// another object; it is left alone.
+	ReasonConfigMapConflict kplan.Reason = "ConfigMapConflict"
+	// ReasonInvalidConfigMapName: a Failed group's ConfigMap name is not a valid
+	// DNS-1123 subdomain (ConfigMapName never makes one; a safeguard).
+	ReasonInvalidConfigMapName kplan.Reason = "InvalidConfigMapName"
+
+	// ReasonPodInOtherNamespace: an unmatched pod is not in the owner's namespace.
+	ReasonPodInOtherNamespace kplan.Reason = "PodInOtherNamespace"
+	// ReasonPodNotOwned: an unmatched pod does not belong to the owner (no controller
+	// ownerReference to it and, with Grouping.OwnerLabel, no owner label naming it).
+	ReasonPodNotOwned kplan.Reason = "PodNotOwned"
+	// ReasonGroupingLabelMissing: an unmatched pod lacks a label its group needs at
+	// the level (see KeyOf).
+	ReasonGroupingLabelMissing kplan.Reason = "GroupingLabelMissing"
+	// ReasonGroupNotExpected: an unmatched pod's group is not in Input.Expected.
+	ReasonGroupNotExpected kplan.Reason = "GroupNotExpected"
 )
 
 // Owner is the object that owns the pods and the ranktable ConfigMaps: any kind. Plan
@@ -77,10 +122,10 @@ func isNilObject(obj metav1.Object) bool {
 }
 
 // ResolveLevel returns the level Plan groups owner's pods at: the owner's
-// [AnnotationLevel] annotation when it has one, else the template's level. A webhook
-// that injects before the owner is planned uses it with [KeyOf] and [ConfigMapName] to
-// name the pod's ConfigMap. An annotation that names no level is an error naming the
-// owner and the annotation, as is a nil owner or template.
+// [AnnotationLevel] annotation when it has one, else the template's level
+// ([PodConfigMapName] uses it to name a pod's ConfigMap). An annotation that names no
+// level is an error naming the owner and the annotation, as is a nil owner or
+// template.
 func ResolveLevel(owner metav1.Object, t *Template) (Level, error) {
 	if t == nil {
 		return "", fmt.Errorf("template is nil")
@@ -110,17 +155,23 @@ type Input struct {
 	// ownerReference is the owner, or when Grouping.OwnerLabel is set and the pod's
 	// label of that name is the owner's name. Pods being deleted and nil pods are
 	// ignored; every other pod that does not belong (another namespace, another
-	// controller, no ownerReference) is left out and listed in Result.Unmatched.
+	// controller, no ownerReference), or that lacks a label its group needs (see
+	// KeyOf), is left out and listed in Result.Unmatched.
 	Pods []*corev1.Pod
-	// ConfigMaps are the existing ranktable ConfigMaps (others are ignored).
+	// ConfigMaps are the existing ConfigMaps of the owner's namespace: its ranktable
+	// ConfigMaps, and any others (a ConfigMap another object controls under a
+	// group's name is reported rather than overwritten; the rest are ignored).
 	ConfigMaps []*corev1.ConfigMap
 	// Expected is the number of pods each group must have. When nil, every group that
 	// has pods expects exactly the pods it has. Groups listed with no pods yet are
 	// planned too (their ConfigMaps are created empty). A group expecting 0 pods is
 	// scaled to zero: with no pods it is Completed and its file is empty (it never
 	// waits). Pods of groups not listed are left out and listed in Result.Unmatched.
-	// A negative count, and a key with a role at group level (no pod could match
-	// it), are input errors.
+	// With Expected set the plan knows every group, so it deletes the owner's
+	// ranktable ConfigMaps of groups not listed (see Result.ConfigMaps). A negative
+	// count, and a key no pod could match (a role at group level, no role at role
+	// level, no group unless Grouping.SingleGroup is set, a group when it is), are
+	// input errors.
 	Expected map[GroupKey]int
 	// Grouping names the labels that place pods in groups (zero value: kthena's).
 	Grouping Grouping
@@ -140,30 +191,20 @@ type Input struct {
 	RequeueAfter time.Duration
 }
 
-// Action says what a reconciler does with a desired ConfigMap.
-type Action string
-
-// Actions.
-const (
-	// ActionNone: the existing ConfigMap is up to date.
-	ActionNone Action = "None"
-	// ActionCreate: create the ConfigMap.
-	ActionCreate Action = "Create"
-	// ActionUpdate: update the existing ConfigMap (an optimistic-lock write).
-	ActionUpdate Action = "Update"
-)
-
 // DesiredConfigMap is one ranktable ConfigMap with what to do about it. For updates
 // ConfigMap is the existing object (deep-copied) with data, labels and annotations
 // replaced, so its resourceVersion makes the update an optimistic-lock write. For
-// ActionNone it is the existing object from Input.ConfigMaps itself (not a copy: do not
-// modify it); for ActionCreate a new object.
+// kplan.ActionNone and kplan.ActionDelete it is the existing object from
+// Input.ConfigMaps itself (not a copy: do not modify it); for kplan.ActionCreate a new
+// object.
 type DesiredConfigMap struct {
-	// Group is the group the ConfigMap holds the table of.
+	// Group is the group the ConfigMap holds the table of; the zero key for
+	// kplan.ActionDelete (the ConfigMap belongs to no planned group).
 	Group GroupKey
-	// Action is what to do: create, update, or nothing.
-	Action Action
-	// ConfigMap is the object to create or update (see above).
+	// Action is what to do: create, update, delete, or nothing (kplan.ActionNone).
+	Action kplan.Action
+	// ConfigMap is the object to create, update or delete, or the one that is up to
+	// date (see above).
 	ConfigMap *corev1.ConfigMap
 }
 
@@ -177,7 +218,8 @@ const (
 	PhaseFailed    Phase = "Failed"
 )
 
-// GroupStatus reports one group.
+// GroupStatus reports one group. Reason and Message can be set as they are on a
+// condition about the group.
 type GroupStatus struct {
 	// Group identifies the group.
 	Group GroupKey
@@ -185,6 +227,16 @@ type GroupStatus struct {
 	ConfigMapName string
 	// Phase is Waiting, Completed or Failed.
 	Phase Phase
+	// Reason says why the group is in its phase: ReasonGenerated or
+	// ReasonScaledToZero when Completed; ReasonWaitingForPods or
+	// ReasonWaitingForAnnotations when Waiting; ReasonWaitTimedOut,
+	// ReasonInvalidAnnotation, ReasonTooManyPods, ReasonBuildFailed,
+	// ReasonRenderFailed, ReasonConfigMapConflict or ReasonInvalidConfigMapName when
+	// Failed.
+	Reason kplan.Reason
+	// Message says the same for a human, naming the group, and while the group waits
+	// or once it timed out the pods without the annotation and the absent members.
+	Message string
 	// Pods and Expected count the group's pods.
 	Pods, Expected int
 	// Missing lists pods (namespace/name) without the annotation.
@@ -201,32 +253,22 @@ type GroupStatus struct {
 	Error error
 }
 
-// Event is an event a reconciler records about Object.
-type Event struct {
-	// Type is corev1.EventTypeNormal or corev1.EventTypeWarning.
-	Type string
-	// Reason says what happened.
-	Reason Reason
-	// Object is what the event is about: the owner, a ranktable ConfigMap or a pod,
-	// with its kind, API version, namespace and name, and its UID when it has one (a
-	// ConfigMap the plan creates has none yet). An event recorder takes a pointer to it
-	// as the object.
-	Object corev1.ObjectReference
-	// Message is a human-readable description.
-	Message string
-}
-
 // Result is Plan's result. Every slice is sorted by group key (natural order), events in
-// group order then pod order.
+// group order then pod order; deletions and their events come last, by name.
 type Result struct {
 	// Level is the level planned at: the owner's annotation, else the template's.
 	Level Level
-	// ConfigMaps are the ranktable ConfigMaps to create or update, one per group.
+	// ConfigMaps are the ranktable ConfigMaps to create, update or leave alone, one
+	// per group, followed by those to delete (sorted by name): when Input.Expected is
+	// set, every ConfigMap of Input.ConfigMaps in the owner's namespace that the owner
+	// controls, that carries the ranktable label (LabelComponent) and that no
+	// expected group has. Without Expected nothing is deleted: a group whose pods are
+	// all gone may be about to get new ones.
 	ConfigMaps []DesiredConfigMap
 	// Groups report each group's phase.
 	Groups []GroupStatus
 	// Events are the events to record.
-	Events []Event
+	Events []kplan.Event
 	// RequeueAfter is when to look again (0: only on change): the poll interval while
 	// any group waits, shortened to the earliest timeout.
 	RequeueAfter time.Duration
@@ -240,8 +282,12 @@ type Result struct {
 type UnmatchedPod struct {
 	// Pod is the pod's namespace/name.
 	Pod string
-	// Reason says why, e.g. "has no controller ownerReference".
-	Reason string
+	// Reason says why: ReasonPodInOtherNamespace, ReasonPodNotOwned,
+	// ReasonGroupingLabelMissing or ReasonGroupNotExpected.
+	Reason kplan.Reason
+	// Message says the same for a human, e.g. "pod default/p has no controller
+	// ownerReference".
+	Message string
 }
 
 // maxAbsentNamed is the most absent members GroupStatus.Absent names.
@@ -283,6 +329,12 @@ func (in *Input) check() (Level, error) {
 			w = fmt.Sprintf("is %d: a group expects 0 or more pods", n)
 		case level == LevelGroup && k.Role != "":
 			w = fmt.Sprintf("names role %q but the level is group: no pod can match it (use the key %q)", k.Role, k.Group)
+		case level == LevelRole && k.Role == "":
+			w = "names no role but the level is role: no pod can match it"
+		case in.Grouping.SingleGroup && k.Group != "":
+			w = fmt.Sprintf("names group %q but Grouping.SingleGroup is set: no pod can match it (use an empty Group)", k.Group)
+		case !in.Grouping.SingleGroup && k.Group == "":
+			w = "names no group: no pod can match it (a pod needs a serving-group label; set Grouping.SingleGroup when the pods carry none)"
 		}
 		if w != "" && (why == "" || keyBefore(k, bad)) {
 			bad, why = k, w
@@ -331,21 +383,22 @@ func belongs(pod *corev1.Pod, o Owner, ownerLabel string) bool {
 }
 
 // whyNotOwned says why pod does not belong to o.
-func whyNotOwned(pod *corev1.Pod, o Owner, ownerLabel string) string {
+func whyNotOwned(pod *corev1.Pod, o Owner, ownerLabel string) (kplan.Reason, string) {
+	ref := "pod " + pod.Namespace + "/" + pod.Name
 	if pod.Namespace != o.Namespace {
-		return fmt.Sprintf("is in namespace %q, the owner in %q", pod.Namespace, o.Namespace)
+		return ReasonPodInOtherNamespace, fmt.Sprintf("%s is in namespace %q, the owner in %q", ref, pod.Namespace, o.Namespace)
 	}
 	var why string
 	if c := metav1.GetControllerOfNoCopy(pod); c != nil {
-		why = fmt.Sprintf("is controlled by %s %s (uid %s), not by %s %s", c.Kind, c.Name, c.UID, o.GVK.Kind, o.Name)
+		why = fmt.Sprintf("%s is controlled by %s %s (uid %s), not by %s %s", ref, c.Kind, c.Name, c.UID, o.GVK.Kind, o.Name)
 	} else {
-		why = "has no controller ownerReference"
+		why = ref + " has no controller ownerReference"
 	}
 	if ownerLabel == "" {
-		return why
+		return ReasonPodNotOwned, why
 	}
 	if v, ok := pod.Labels[ownerLabel]; ok {
-		return fmt.Sprintf("%s and its label %s is %q, not %q", why, ownerLabel, truncate(v, 80), o.Name)
+		return ReasonPodNotOwned, fmt.Sprintf("%s and its label %s is %q, not %q", why, ownerLabel, truncate(v, 80), o.Name)
 	}
-	return fmt.Sprintf("%s and no label %s", why, ownerLabel)
+	return ReasonPodNotOwned, fmt.Sprintf("%s and no label %s", why, ownerLabel)
 }

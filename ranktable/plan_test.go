@@ -3,6 +3,7 @@ package ranktable
 import (
 	"errors"
 	"fmt"
+	"github.com/kplan-dev/kplan"
 	"strings"
 	"testing"
 	"time"
@@ -109,20 +110,20 @@ func TestPlanGroups(t *testing.T) {
 		cm.ResourceVersion = "7"
 		in.ConfigMaps = []*corev1.ConfigMap{cm}
 		res, _ = Plan(in)
-		if res.ConfigMaps[0].Action != ActionNone || len(res.Events) != 0 {
+		if res.ConfigMaps[0].Action != kplan.ActionNone || len(res.Events) != 0 {
 			t.Fatalf("action %s events %v on an unchanged group", res.ConfigMaps[0].Action, res.Events)
 		}
 		in.Pods = pods[:1]
 		res, _ = Plan(in)
 		up := res.ConfigMaps[0]
-		if up.Action != ActionUpdate || up.ConfigMap.Data["ranktable.json"] != "" || up.ConfigMap.ResourceVersion != "7" || up.ConfigMap.Annotations[AnnotationContentHash] != "" {
+		if up.Action != kplan.ActionUpdate || up.ConfigMap.Data["ranktable.json"] != "" || up.ConfigMap.ResourceVersion != "7" || up.ConfigMap.Annotations[AnnotationContentHash] != "" {
 			t.Fatalf("after a pod went away: %s %q rv %s", up.Action, up.ConfigMap.Data["ranktable.json"], up.ConfigMap.ResourceVersion)
 		}
 		repl := kthenaPod(o, 0, "worker-0", 1, true, 8)
 		repl.UID = "new-uid"
 		in.Pods = []*corev1.Pod{pods[0], repl}
 		res, _ = Plan(in)
-		if res.ConfigMaps[0].Action != ActionUpdate || res.ConfigMaps[0].ConfigMap.Annotations[AnnotationPodsHash] == cm.Annotations[AnnotationPodsHash] {
+		if res.ConfigMaps[0].Action != kplan.ActionUpdate || res.ConfigMaps[0].ConfigMap.Annotations[AnnotationPodsHash] == cm.Annotations[AnnotationPodsHash] {
 			t.Fatal("a new pod UID set did not change the pods hash")
 		}
 	})
@@ -174,7 +175,7 @@ func TestPlanGroups(t *testing.T) {
 	})
 }
 
-func hasEvent(res Result, reason Reason, object string) bool {
+func hasEvent(res Result, reason kplan.Reason, object string) bool {
 	for _, e := range res.Events {
 		if e.Reason == reason && e.Object.Namespace+"/"+e.Object.Name == object {
 			return true

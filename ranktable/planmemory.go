@@ -5,8 +5,10 @@ package ranktable
 
 import (
 	"cmp"
+	"fmt"
 	"slices"
 
+	"github.com/kplan-dev/kplan"
 	"github.com/kplan-dev/kplan/internal/canonhash"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -66,6 +68,11 @@ type groupEntry struct {
 	members, scratch            []memberSig
 	content, podsHash, contHash string
 	err                         error
+	errReason                   kplan.Reason // ReasonBuildFailed or ReasonRenderFailed, with err
+	doneMsg                     string       // GroupStatus.Message of the rendered table
+
+	// zeroMsg is GroupStatus.Message while the group expects no pods.
+	zeroMsg string
 
 	// verified is the existing ConfigMap last found equal to the desired one.
 	verified verifiedCM
@@ -137,22 +144,23 @@ func (p *ownerPlanner) renderGroup(ge *groupEntry, t *Template, opts BuildOption
 	}
 	ge.scratch, ge.members = ge.members[:0], sigs
 	ge.rendered, ge.tmpl, ge.opts, ge.limit = true, t, opts, limit
-	ge.content, ge.contHash, ge.podsHash, ge.err = "", "", "", nil
+	ge.content, ge.contHash, ge.podsHash, ge.err, ge.errReason = "", "", "", nil, ""
 	members := make([]Member, len(ge.refs))
 	for i, r := range ge.refs {
 		members[i] = r.entry.member()
 	}
 	table, err := build(members, opts, false)
 	if err != nil {
-		ge.err = err
+		ge.err, ge.errReason = err, ReasonBuildFailed
 		return
 	}
 	content, contHash, err := t.renderString(table, limit, &p.buf)
 	if err != nil {
-		ge.err = err
+		ge.err, ge.errReason = err, ReasonRenderFailed
 		return
 	}
 	ge.content, ge.contHash = content, contHash
+	ge.doneMsg = fmt.Sprintf("group %s: the table of its %d pods is complete", ge.key, len(ge.refs))
 	h := canonhash.New()
 	for _, s := range sigs {
 		h.String(string(s.uid))

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/kplan-dev/kplan"
 	"github.com/kplan-dev/kplan/internal/natural"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -38,6 +39,7 @@ type ownerPlanner struct {
 	order    []*groupEntry                // scratch: the groups of the current call
 	sorted   []*groupEntry                // the previous call's groups in key order
 	existing map[string]*corev1.ConfigMap // scratch: the current call's ConfigMaps by name
+	claimed  map[string]struct{}          // scratch: the names of existing that are a group's
 	buf      []byte                       // scratch for parser templates
 }
 
@@ -64,7 +66,7 @@ func (p *Planner) owner(uid types.UID) *ownerPlanner {
 	o := p.owners[uid]
 	if o == nil {
 		o = &ownerPlanner{pods: map[types.UID]*podEntry{}, groups: map[groupCacheKey]*groupEntry{},
-			existing: map[string]*corev1.ConfigMap{}}
+			existing: map[string]*corev1.ConfigMap{}, claimed: map[string]struct{}{}}
 		p.owners[uid] = o
 	}
 	return o
@@ -74,7 +76,9 @@ func (p *Planner) owner(uid types.UID) *ownerPlanner {
 //
 //   - Pods are grouped by KeyOf at the level (the owner's kthena.io/ranktable-level
 //     annotation overrides the template's); each group gets one ConfigMap named by
-//     ConfigMapName, owned by the owner (controller=true).
+//     ConfigMapName, owned by the owner (controller=true). Pods that do not belong
+//     to the owner, lack a label their group needs, or (with in.Expected) are in a
+//     group not expected are listed in Result.Unmatched with a reason.
 //   - A group's table is rendered only when it has exactly the expected number of pods
 //     and every one has a valid annotation; otherwise its ConfigMap holds an empty file
 //     (never a partial table), so a pod that disappears resets the table.
@@ -83,10 +87,15 @@ func (p *Planner) owner(uid types.UID) *ownerPlanner {
 //     than in.Timeout is Failed; other groups are planned regardless.
 //   - ConfigMaps carry AnnotationContentHash and AnnotationPodsHash; an existing
 //     ConfigMap is updated only when data, these annotations or the labels differ.
+//   - With in.Expected set, the owner's ranktable ConfigMaps of groups not expected
+//     are deleted (kplan.ActionDelete); without it nothing is deleted.
+//   - Every group has a Reason and Message a reconciler can set on a condition as
+//     they are.
 //
 // in is not changed; the result does not depend on the order of in.Pods or
 // in.ConfigMaps. The error is non-nil only for an unusable input (nil template,
-// owner without name, namespace or uid, unknown order, bad level annotation).
+// owner without name, namespace or uid, unknown order, bad level annotation, an
+// Expected key no pod can match or a negative count).
 func (p *Planner) Plan(in Input) (Result, error) {
 	level, err := in.check()
 	if err != nil {
@@ -135,7 +144,8 @@ func (p *ownerPlanner) plan(in Input, level Level) (Result, error) {
 			continue
 		}
 		if pod.Namespace != in.Owner.Namespace || !belongs(pod, in.Owner, g.OwnerLabel) {
-			res.Unmatched = append(res.Unmatched, UnmatchedPod{Pod: pod.Namespace + "/" + pod.Name, Reason: whyNotOwned(pod, in.Owner, g.OwnerLabel)})
+			reason, msg := whyNotOwned(pod, in.Owner, g.OwnerLabel)
+			res.Unmatched = append(res.Unmatched, UnmatchedPod{Pod: pod.Namespace + "/" + pod.Name, Reason: reason, Message: msg})
 			continue
 		}
 		e := p.unchangedPod(pod, owner, t, level, g)
@@ -143,14 +153,19 @@ func (p *ownerPlanner) plan(in Input, level Level) (Result, error) {
 		if e != nil {
 			k = e.group
 		} else {
-			k = KeyOf(pod, level, g)
+			var lacks string
+			if k, lacks = keyOf(pod, level, g); lacks != "" {
+				res.Unmatched = append(res.Unmatched, UnmatchedPod{Pod: pod.Namespace + "/" + pod.Name, Reason: ReasonGroupingLabelMissing,
+					Message: fmt.Sprintf("pod %s/%s %s", pod.Namespace, pod.Name, lacks)})
+				continue
+			}
 		}
 		ge := last
 		if ge == nil || ge.key != k {
 			if in.Expected != nil {
 				if _, ok := in.Expected[k]; !ok {
-					res.Unmatched = append(res.Unmatched, UnmatchedPod{Pod: pod.Namespace + "/" + pod.Name,
-						Reason: fmt.Sprintf("its %s-level group %q is not in Expected", level, k)})
+					res.Unmatched = append(res.Unmatched, UnmatchedPod{Pod: pod.Namespace + "/" + pod.Name, Reason: ReasonGroupNotExpected,
+						Message: fmt.Sprintf("pod %s/%s: its %s-level group %q is not in Expected", pod.Namespace, pod.Name, level, k)})
 					continue
 				}
 			}
@@ -176,7 +191,8 @@ func (p *ownerPlanner) plan(in Input, level Level) (Result, error) {
 
 	res.Groups, res.ConfigMaps = make([]GroupStatus, 0, len(p.order)), make([]DesiredConfigMap, 0, len(p.order))
 	slices.SortFunc(res.Unmatched, func(a, b UnmatchedPod) int {
-		return cmp.Or(natural.Compare(a.Pod, b.Pod), strings.Compare(a.Pod, b.Pod), strings.Compare(a.Reason, b.Reason))
+		return cmp.Or(natural.Compare(a.Pod, b.Pod), strings.Compare(a.Pod, b.Pod), strings.Compare(string(a.Reason), string(b.Reason)),
+			strings.Compare(a.Message, b.Message))
 	})
 	var earliest time.Duration
 	for _, ge := range p.order {
@@ -192,13 +208,18 @@ func (p *ownerPlanner) plan(in Input, level Level) (Result, error) {
 		st := GroupStatus{Group: k, ConfigMapName: ge.cmName, Pods: len(refs), Expected: expected}
 		if !ge.cmValid {
 			// ConfigMapName always gives a valid name; never hand out one that is not.
-			st.Phase, st.Error = PhaseFailed, fmt.Errorf("group %s: ConfigMap name %q is not a valid DNS-1123 subdomain", k, ge.cmName)
+			st.Phase, st.Reason = PhaseFailed, ReasonInvalidConfigMapName
+			st.Error = fmt.Errorf("group %s: ConfigMap name %q is not a valid DNS-1123 subdomain", k, ge.cmName)
+			st.Message = st.Error.Error()
 			res.Groups = append(res.Groups, st)
 			res.Events = append(res.Events, failedEvent(in.Owner, st))
 			clear(ge.refs)
 			continue
 		}
 		cur := p.existing[st.ConfigMapName]
+		if cur != nil {
+			p.claimed[st.ConfigMapName] = struct{}{}
+		}
 		ready := 0
 		for _, r := range refs {
 			if r.entry != nil && r.entry.err == nil {
@@ -224,16 +245,30 @@ func (p *ownerPlanner) plan(in Input, level Level) (Result, error) {
 		conflict := cur != nil && !metav1.IsControlledBy(cur, &in.Owner.ObjectMeta)
 		switch {
 		case conflict:
-			st.Phase, st.Error = PhaseFailed, fmt.Errorf("ConfigMap %s/%s exists and is not controlled by %s %s", cur.Namespace, cur.Name, in.Owner.GVK.Kind, in.Owner.Name)
+			st.Phase, st.Reason = PhaseFailed, ReasonConfigMapConflict
+			st.Error = fmt.Errorf("ConfigMap %s/%s exists and is not controlled by %s %s", cur.Namespace, cur.Name, in.Owner.GVK.Kind, in.Owner.Name)
 		case parseErr != nil:
-			st.Phase, st.Error = PhaseFailed, parseErr
+			st.Phase, st.Reason, st.Error = PhaseFailed, ReasonInvalidAnnotation, parseErr
 		case len(refs) > expected:
-			st.Phase, st.Error = PhaseFailed, fmt.Errorf("group %s has %d pods, expected %d", k, len(refs), expected)
+			st.Phase, st.Reason = PhaseFailed, ReasonTooManyPods
+			st.Error = fmt.Errorf("group %s has %d pods, expected %d", k, len(refs), expected)
 		case expected == 0:
-			st.Phase = PhaseCompleted // scaled to zero: nothing to rank, the file stays empty
+			// Scaled to zero: nothing to rank, the file stays empty.
+			st.Phase, st.Reason = PhaseCompleted, ReasonScaledToZero
+			if ge.zeroMsg == "" {
+				ge.zeroMsg = fmt.Sprintf("group %s expects no pods: its table is empty", k)
+			}
+			st.Message = ge.zeroMsg
 		case ready < expected:
 			st.Phase = PhaseWaiting
 			st.Absent = absentMembers(in.Owner.Namespace, k, level, g, refs, expected)
+			if len(refs) < expected {
+				st.Reason = ReasonWaitingForPods
+				st.Message = fmt.Sprintf("group %s: waiting for pods: %d of %d exist%s", k, len(refs), expected, waitText(t, st))
+			} else {
+				st.Reason = ReasonWaitingForAnnotations
+				st.Message = fmt.Sprintf("group %s: waiting for annotations: %d of %d pods have one%s", k, ready, expected, waitText(t, st))
+			}
 			since := latestCreation(cur, refs, func(r podRef) *corev1.Pod { return r.pod })
 			if since.IsZero() {
 				since = in.Now
@@ -241,8 +276,9 @@ func (p *ownerPlanner) plan(in Input, level Level) (Result, error) {
 			if in.Timeout > 0 {
 				left := in.Timeout - in.Now.Sub(since)
 				if left <= 0 {
-					st.Phase = PhaseFailed
+					st.Phase, st.Reason = PhaseFailed, ReasonWaitTimedOut
 					st.Error = fmt.Errorf("group %s: %w: %d of %d pods ready after %s%s", k, ErrTimeout, ready, expected, in.Timeout, absentText(st.Absent))
+					st.Message = st.Error.Error() + missingText(t, st.Missing)
 				} else if earliest == 0 || left < earliest {
 					earliest = left
 				}
@@ -250,15 +286,21 @@ func (p *ownerPlanner) plan(in Input, level Level) (Result, error) {
 		default:
 			p.renderGroup(ge, t, bopts, limit)
 			if ge.err != nil {
-				st.Phase, st.Error = PhaseFailed, fmt.Errorf("group %s: %w", k, ge.err)
+				st.Phase, st.Reason, st.Error = PhaseFailed, ge.errReason, fmt.Errorf("group %s: %w", k, ge.err)
 			} else {
-				st.Phase = PhaseCompleted
+				st.Phase, st.Reason, st.Message = PhaseCompleted, ReasonGenerated, ge.doneMsg
 				content, contHash, podsHash = ge.content, ge.contHash, ge.podsHash
+			}
+		}
+		if st.Error != nil && st.Message == "" {
+			st.Message = st.Error.Error()
+			if !strings.HasPrefix(st.Message, "group ") {
+				st.Message = fmt.Sprintf("group %s: %s", k, st.Message)
 			}
 		}
 		clear(ge.refs) // keep the capacity, not the pods
 		for _, pod := range missing {
-			res.Events = append(res.Events, Event{Type: corev1.EventTypeNormal, Reason: ReasonAnnotationMissing,
+			res.Events = append(res.Events, kplan.Event{Type: corev1.EventTypeNormal, Reason: ReasonAnnotationMissing,
 				Object:  corev1.ObjectReference{APIVersion: "v1", Kind: "Pod", Namespace: pod.Namespace, Name: pod.Name, UID: pod.UID},
 				Message: fmt.Sprintf("pod has no %s annotation yet (group %s)", t.AnnotationName, k)})
 		}
@@ -273,19 +315,23 @@ func (p *ownerPlanner) plan(in Input, level Level) (Result, error) {
 		if cur != nil {
 			cmRef.UID = cur.UID
 		}
-		if dc.Action == ActionCreate {
-			res.Events = append(res.Events, Event{Type: corev1.EventTypeNormal, Reason: ReasonConfigMapCreated, Object: cmRef,
+		if dc.Action == kplan.ActionCreate {
+			res.Events = append(res.Events, kplan.Event{Type: corev1.EventTypeNormal, Reason: ReasonConfigMapCreated, Object: cmRef,
 				Message: fmt.Sprintf("ranktable ConfigMap for group %s", k)})
 		}
-		if st.Phase == PhaseCompleted && expected > 0 && dc.Action != ActionNone && (cur == nil || cur.Data[t.Filename] != content) {
-			res.Events = append(res.Events, Event{Type: corev1.EventTypeNormal, Reason: ReasonGenerated, Object: cmRef,
+		if st.Phase == PhaseCompleted && expected > 0 && dc.Action != kplan.ActionNone && (cur == nil || cur.Data[t.Filename] != content) {
+			res.Events = append(res.Events, kplan.Event{Type: corev1.EventTypeNormal, Reason: ReasonGenerated, Object: cmRef,
 				Message: fmt.Sprintf("ranktable for group %s: %d pods, content hash %s", k, ready, contHash)})
 		}
 		if st.Phase == PhaseFailed {
 			res.Events = append(res.Events, failedEvent(in.Owner, st))
 		}
 	}
+	if in.Expected != nil {
+		res.ConfigMaps, res.Events = p.deletions(in.Owner, res)
+	}
 	clear(p.existing)
+	clear(p.claimed)
 	for _, st := range res.Groups {
 		if st.Phase == PhaseWaiting {
 			res.RequeueAfter = cmp.Or(in.RequeueAfter, defaultRequeueAfter)
@@ -299,8 +345,50 @@ func (p *ownerPlanner) plan(in Input, level Level) (Result, error) {
 	return res, nil
 }
 
-func failedEvent(o Owner, st GroupStatus) Event {
-	return Event{Type: corev1.EventTypeWarning, Reason: ReasonGenerationFailed, Object: o.reference(), Message: st.Error.Error()}
+func failedEvent(o Owner, st GroupStatus) kplan.Event {
+	return kplan.Event{Type: corev1.EventTypeWarning, Reason: ReasonGenerationFailed, Object: o.reference(), Message: st.Message}
+}
+
+// deletions appends to res's ConfigMaps and events the deletion of every existing
+// ConfigMap of no group (in p.existing, not in p.claimed) that the owner controls and
+// that carries the ranktable label, in name order.
+func (p *ownerPlanner) deletions(o Owner, res Result) ([]DesiredConfigMap, []kplan.Event) {
+	var names []string
+	for name, cm := range p.existing {
+		if _, ok := p.claimed[name]; ok || cm.DeletionTimestamp != nil || cm.Labels[LabelComponent] != componentValue {
+			continue
+		}
+		if c := metav1.GetControllerOfNoCopy(cm); c != nil && c.UID == o.UID {
+			names = append(names, name)
+		}
+	}
+	slices.Sort(names)
+	for _, name := range names {
+		cm := p.existing[name]
+		res.ConfigMaps = append(res.ConfigMaps, DesiredConfigMap{Action: kplan.ActionDelete, ConfigMap: cm})
+		res.Events = append(res.Events, kplan.Event{Type: corev1.EventTypeNormal, Reason: ReasonConfigMapDeleted,
+			Object:  corev1.ObjectReference{APIVersion: "v1", Kind: "ConfigMap", Namespace: cm.Namespace, Name: cm.Name, UID: cm.UID},
+			Message: "ranktable ConfigMap of no expected group"})
+	}
+	return res.ConfigMaps, res.Events
+}
+
+// waitText lists a waiting group's pods without the annotation and its absent
+// members: "; without annotation A: ns/p, ...; absent: ...".
+func waitText(t *Template, st GroupStatus) string {
+	return missingText(t, st.Missing) + absentText(st.Absent)
+}
+
+// missingText names up to maxAbsentNamed pods without the annotation.
+func missingText(t *Template, missing []string) string {
+	if len(missing) == 0 {
+		return ""
+	}
+	s := "; without annotation " + t.AnnotationName + ": " + strings.Join(missing[:min(len(missing), maxAbsentNamed)], ", ")
+	if n := len(missing) - maxAbsentNamed; n > 0 {
+		s += fmt.Sprintf(" and %d more", n)
+	}
+	return s
 }
 
 func latestCreation[T any](cm *corev1.ConfigMap, refs []T, pod func(T) *corev1.Pod) time.Time {

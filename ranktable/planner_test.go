@@ -2,6 +2,7 @@ package ranktable
 
 import (
 	"fmt"
+	"github.com/kplan-dev/kplan"
 	"strconv"
 	"strings"
 	"testing"
@@ -24,7 +25,11 @@ func (s *apiServer) apply(res Result) []*corev1.ConfigMap {
 		s.cms = map[string]*corev1.ConfigMap{}
 	}
 	for _, d := range res.ConfigMaps {
-		if d.Action == ActionNone {
+		switch d.Action {
+		case kplan.ActionNone:
+			continue
+		case kplan.ActionDelete:
+			delete(s.cms, d.ConfigMap.Name)
 			continue
 		}
 		c := d.ConfigMap.DeepCopy()
@@ -108,14 +113,14 @@ func TestPlannerReusesUnchangedGroups(t *testing.T) {
 		k := d.Group
 		switch {
 		case k.Group == "ms-1":
-			if d.Action != ActionUpdate || !strings.Contains(d.ConfigMap.Data["ranktable.json"], "10.1.99.1") {
+			if d.Action != kplan.ActionUpdate || !strings.Contains(d.ConfigMap.Data["ranktable.json"], "10.1.99.1") {
 				t.Errorf("changed group: action %s", d.Action)
 			}
 			if unsafe.StringData(p.keptGroups()[groupCacheKey{o.UID, k}].content) == before[k] {
 				t.Error("the changed group was not re-rendered")
 			}
 		default:
-			if d.Action != ActionNone || d.ConfigMap != in.ConfigMaps[i] {
+			if d.Action != kplan.ActionNone || d.ConfigMap != in.ConfigMaps[i] {
 				t.Errorf("group %s: action %s, ConfigMap not the existing object", k, d.Action)
 			}
 			if unsafe.StringData(p.keptGroups()[groupCacheKey{o.UID, k}].content) != before[k] {
@@ -142,7 +147,7 @@ func TestPlannerUnchangedPodsDoNotAllocate(t *testing.T) {
 		in.ConfigMaps = srv.apply(res)
 		res, _ = p.Plan(in) // records the verified ConfigMap versions
 		for _, d := range res.ConfigMaps {
-			if d.Action != ActionNone {
+			if d.Action != kplan.ActionNone {
 				t.Fatalf("group %s: action %s on an unchanged input", d.Group, d.Action)
 			}
 		}
@@ -158,7 +163,7 @@ func TestPlannerHashes(t *testing.T) {
 	o := testOwner("qwen-inference")
 	tm := mustLibrary(t, LibraryMindIERole, LoadOptions{})
 	pods := designPods(o)
-	res, err := NewPlanner().Plan(Input{Owner: o, Template: tm, Pods: pods, Now: t0})
+	res, err := NewPlanner().Plan(Input{Owner: o, Template: tm, Pods: pods, Grouping: designGrouping, Now: t0})
 	if err != nil || res.Groups[0].Phase != PhaseCompleted {
 		t.Fatal(err, res.Groups)
 	}

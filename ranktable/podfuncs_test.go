@@ -62,7 +62,7 @@ devices:
 		t.Fatalf("ParseAnnotation without a pod: %v", err)
 	}
 	p := NewPlanner()
-	in := Input{Owner: o, Template: tm, Pods: pods, Now: t0}
+	in := Input{Owner: o, Template: tm, Pods: pods, Grouping: designGrouping, Now: t0}
 	res, err := p.Plan(in)
 	if err != nil || res.Groups[0].Phase != PhaseCompleted {
 		t.Fatal(err, res.Groups)

@@ -3,10 +3,13 @@ package ranktable
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
+	"slices"
 	"strconv"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/kplan-dev/kplan"
 	"github.com/kplan-dev/kplan/internal/natural"
 	corev1 "k8s.io/api/core/v1"
 	"pgregory.net/rapid"
@@ -213,6 +216,7 @@ func TestPlanIsDeterministicAndPure(t *testing.T) {
 		if !resultsEqual(a, b) {
 			t.Fatal("shuffled input gave another plan")
 		}
+		checkReasons(t, a)
 		if diff := cmp.Diff(frozen, pods, exact.Options); diff != "" {
 			t.Fatalf("Plan changed its pods (-before +after):\n%s", diff)
 		}
@@ -264,7 +268,8 @@ func TestPlannerEqualsPlan(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		p := NewPlanner()
 		tm, timestamp := templates[0], ""
-		exp := map[GroupKey]int{{"ms-0", "worker-0"}: 2, {"ms-1", "worker-0"}: 2}
+		allGroups := map[GroupKey]int{{"ms-0", "worker-0"}: 2, {"ms-1", "worker-0"}: 2}
+		exp := maps.Clone(allGroups)
 		pods := map[string]*corev1.Pod{}
 		var cms []*corev1.ConfigMap
 		var srv apiServer
@@ -281,7 +286,22 @@ func TestPlannerEqualsPlan(t *testing.T) {
 			if err != nil || !resultsEqual(got, want) {
 				t.Fatalf("Planner result differs from Plan (err %v)", err)
 			}
+			checkReasons(t, got)
+			for _, d := range got.ConfigMaps {
+				if _, expected := exp[d.Group]; expected == (d.Action == kplan.ActionDelete) {
+					t.Fatalf("ConfigMap %s of group %q: %s, expected groups %v", d.ConfigMap.Name, d.Group, d.Action, exp)
+				}
+			}
 			cms = srv.apply(got)
+			// Applied, the plan leaves exactly the expected groups' ConfigMaps.
+			var wantCMs []string
+			for k := range exp {
+				wantCMs = append(wantCMs, ConfigMapName(o.Name, k))
+			}
+			slices.Sort(wantCMs)
+			if have := sortedNames(srv.cms); !slices.Equal(have, wantCMs) {
+				t.Fatalf("ConfigMaps %q after applying the plan, want %q", have, wantCMs)
+			}
 		}
 		t.Repeat(map[string]func(*rapid.T){
 			"switch template": func(t *rapid.T) {
@@ -320,6 +340,23 @@ func TestPlannerEqualsPlan(t *testing.T) {
 				k := rapid.SampledFrom(sortedPodNames(pods)).Draw(t, "pod")
 				np := pods[k].DeepCopy()
 				np.Labels[LabelGroupName] = map[bool]string{true: "ms-0", false: "ms-1"}[np.Labels[LabelGroupName] == "ms-1"]
+				np.ResourceVersion = nextRV()
+				pods[k] = np
+			},
+			"expect one group fewer or all again": func(t *rapid.T) {
+				if len(exp) == len(allGroups) {
+					delete(exp, rapid.SampledFrom([]GroupKey{{"ms-0", "worker-0"}, {"ms-1", "worker-0"}}).Draw(t, "group"))
+				} else {
+					exp = maps.Clone(allGroups)
+				}
+			},
+			"remove a grouping label": func(t *rapid.T) {
+				if len(pods) == 0 {
+					t.Skip("no pods")
+				}
+				k := rapid.SampledFrom(sortedPodNames(pods)).Draw(t, "pod")
+				np := pods[k].DeepCopy()
+				delete(np.Labels, rapid.SampledFrom([]string{LabelGroupName, LabelRoleID}).Draw(t, "label"))
 				np.ResourceVersion = nextRV()
 				pods[k] = np
 			},

@@ -1,8 +1,6 @@
 package rdma
 
 import (
-	"errors"
-	"fmt"
 	"slices"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -10,35 +8,50 @@ import (
 )
 
 // Allocate chooses PFs or VFs (and, for joint requests, GPUs) for req on the node inv
-// describes, given what used already holds. It never hands out anything used holds,
-// never mutates inv, used or req, and returns the same Allocation for the same inputs
-// whatever the order of the Device object's entries. The order of preference is in the
-// package documentation (Algorithm). On failure the error names the node and what ran
-// out, e.g.
+// describes, given what used already holds (nil: nothing). It never hands out
+// anything used holds, never mutates inv, used or req, and returns the same
+// Allocation for the same inputs whatever the order of the Device object's entries.
+// The order of preference is in the package documentation (Algorithm).
+//
+// Every error is an *Error that names the node and what ran out, and wraps exactly
+// one of ErrInsufficient and ErrUnsatisfiable. When the request would fit were the
+// devices in used free, the reason is ReasonInsufficientDevices and the message says
+// what is free now:
 //
 //	node n1: rdma: need 2 VFs matching {rdma-type=storage}, 1 free (PF 0000:3b:00.0: 0 of 8 free)
 //
-// Every error wraps exactly one of ErrInsufficient (the request would fit were the
-// devices in used free) and ErrUnsatisfiable (it would not fit even on an idle node,
-// or the arguments are invalid). Telling them apart costs a second allocation
-// attempt against an idle node, made only when the first one fails.
-func Allocate(inv *Inventory, used Used, req Request) (Allocation, error) {
+// When it would not fit even on an idle node (or the arguments are invalid), the
+// error wraps ErrUnsatisfiable with another reason, and the message says what the
+// node has:
+//
+//	node n1: rdma: need 12 VFs, node has 8 (PF 0000:3b:00.0: 4 VFs; PF 0000:5e:00.0: 4 VFs)
+//
+// Telling the two apart costs a second allocation attempt against an idle node, made
+// only when the first one fails and used holds something.
+func Allocate(inv *Inventory, used *Used, req Request) (Allocation, error) {
 	if inv == nil {
-		return Allocation{}, unsatisfiable(errors.New("rdma: allocate: nil inventory"))
+		return Allocation{}, newError(ReasonInvalidInventory, "rdma: allocate: nil inventory")
 	}
-	a, err := allocate(inv, &used, &req)
+	if used == nil {
+		used = &nothingUsed
+	}
+	a, err := allocate(inv, used, &req)
 	if err == nil {
 		return a, nil
 	}
-	if !used.IsEmpty() {
-		if _, idle := allocate(inv, &Used{}, &req); idle == nil {
-			return Allocation{}, &classified{ErrInsufficient, err}
-		}
+	if used.IsEmpty() {
+		return Allocation{}, err // the idle node's answer already
 	}
-	return Allocation{}, unsatisfiable(err)
+	if _, never := allocate(inv, &nothingUsed, &req); never != nil {
+		return Allocation{}, never // says what the node has, not what is free
+	}
+	return Allocation{}, &Error{Reason: ReasonInsufficientDevices, Message: err.Message}
 }
 
-func allocate(inv *Inventory, used *Used, req *Request) (Allocation, error) {
+// nothingUsed is an empty Used that is only read.
+var nothingUsed Used
+
+func allocate(inv *Inventory, used *Used, req *Request) (Allocation, *Error) {
 	p, err := newPlanner(inv, used, req)
 	if err != nil {
 		return Allocation{}, err
@@ -50,6 +63,7 @@ type planner struct {
 	inv    *Inventory
 	used   *Used
 	req    *Request
+	idle   bool // used holds nothing: a failure is for ever, and says what the node has
 	kind   Kind
 	sel    labels.Selector
 	vfSel  labels.Selector
@@ -74,10 +88,6 @@ type cand struct {
 // unit is a PF (vf = -1) or one of its VFs, by candidate index.
 type unit struct{ c, vf int32 }
 
-func (p *planner) errorf(format string, args ...any) error {
-	return fmt.Errorf("node %s: rdma: "+format, append([]any{p.inv.name}, args...)...)
-}
-
 func selector(s *metav1.LabelSelector) (labels.Selector, error) {
 	if s == nil {
 		return labels.Everything(), nil
@@ -85,20 +95,20 @@ func selector(s *metav1.LabelSelector) (labels.Selector, error) {
 	return metav1.LabelSelectorAsSelector(s)
 }
 
-func newPlanner(inv *Inventory, used *Used, req *Request) (*planner, error) {
-	p := &planner{inv: inv, used: used, req: req, kind: req.Kind}
+func newPlanner(inv *Inventory, used *Used, req *Request) (*planner, *Error) {
+	p := &planner{inv: inv, used: used, req: req, idle: used.IsEmpty(), kind: req.Kind}
 	if err := req.check(); err != nil {
-		return nil, p.errorf("request: %v", err)
+		return nil, p.fail(ReasonInvalidRequest, "request: %v", err)
 	}
 	var err error
 	if p.sel, err = selector(req.Selector); err != nil {
-		return nil, p.errorf("request: selector: %v", err)
+		return nil, p.fail(ReasonInvalidRequest, "request: selector: %v", err)
 	}
 	if p.vfSel, err = selector(req.VFSelector); err != nil {
-		return nil, p.errorf("request: vfSelector: %v", err)
+		return nil, p.fail(ReasonInvalidRequest, "request: vfSelector: %v", err)
 	}
 	if p.gpuSel, err = selector(req.GPUSelector); err != nil {
-		return nil, p.errorf("request: gpuSelector: %v", err)
+		return nil, p.fail(ReasonInvalidRequest, "request: gpuSelector: %v", err)
 	}
 	if p.kind == Auto {
 		switch {
@@ -112,14 +122,17 @@ func newPlanner(inv *Inventory, used *Used, req *Request) (*planner, error) {
 			p.kind = WholePF
 		default:
 			_, err := inv.modeOrError()
-			return nil, fmt.Errorf("%w; set the request's kind", err)
+			return nil, &Error{Reason: err.Reason, Message: err.Message + "; set the request's kind"}
 		}
 	}
 	p.buildCands()
 	if err := p.resolveDesignated(); err != nil {
 		return nil, err
 	}
-	return p, p.buildGPUs()
+	if err := p.buildGPUs(); err != nil {
+		return nil, err
+	}
+	return p, nil
 }
 
 // rootBusy reports whether other pods use any NIC on root.
@@ -232,31 +245,31 @@ func (c *cand) sharedAny(pf *pfInfo, u *Used) bool {
 	return false
 }
 
-func (p *planner) resolveDesignated() error {
+func (p *planner) resolveDesignated() *Error {
 	seen := map[BDF]bool{}
 	for _, b := range p.req.DesignatedVFs {
 		if seen[b] {
-			return p.errorf("designated VF %s named twice", b)
+			return p.fail(ReasonInvalidRequest, "designated VF %s named twice", b)
 		}
 		seen[b] = true
 		ref, ok := p.inv.vfAt[b]
 		if !ok {
-			return p.errorf("designated VF %s is not on the node", b)
+			return p.fail(ReasonTooFewDevices, "designated VF %s is not on the node", b)
 		}
 		pf := &p.inv.pfs[ref.pf]
 		ci := slices.IndexFunc(p.cands, func(c cand) bool { return c.pf == ref.pf })
 		if ci < 0 {
-			return p.errorf("designated VF %s: PF %s does not match the selectors", b, pf.bdf)
+			return p.fail(ReasonTooFewDevices, "designated VF %s: PF %s does not match the selectors", b, pf.bdf)
 		}
 		c := &p.cands[ci]
 		if c.reason != "" {
-			return p.errorf("designated VF %s: PF %s %s", b, pf.bdf, c.reason)
+			return p.fail(ReasonTooFewDevices, "designated VF %s: PF %s %s", b, pf.bdf, c.reason)
 		}
 		if has(p.used.vfs, b) {
-			return p.errorf("designated VF %s is in use", b)
+			return p.fail(ReasonTooFewDevices, "designated VF %s is in use", b)
 		}
 		if !slices.Contains(c.free, ref.vf) {
-			return p.errorf("designated VF %s does not match the VF selector", b)
+			return p.fail(ReasonTooFewDevices, "designated VF %s does not match the VF selector", b)
 		}
 		c.nDesig++
 		p.desig = append(p.desig, unit{int32(ci), ref.vf})
@@ -264,11 +277,11 @@ func (p *planner) resolveDesignated() error {
 	if p.req.OneVFPerPF || p.req.RailLabel != "" {
 		for i, c := range p.cands {
 			if c.nDesig > 1 {
-				return p.errorf("designated VFs: %d on PF %s, but one per PF (or rail) was asked", c.nDesig, p.inv.pfs[c.pf].bdf)
+				return p.fail(ReasonTopologyUnsatisfiable, "designated VFs: %d on PF %s, but one per PF (or rail) was asked", c.nDesig, p.inv.pfs[c.pf].bdf)
 			}
 			for j := range p.cands[:i] {
 				if p.req.RailLabel != "" && c.nDesig > 0 && p.cands[j].nDesig > 0 && c.rail == p.cands[j].rail {
-					return p.errorf("designated VFs: two on rail %s=%s", p.req.RailLabel, c.rail)
+					return p.fail(ReasonTopologyUnsatisfiable, "designated VFs: two on rail %s=%s", p.req.RailLabel, c.rail)
 				}
 			}
 		}
@@ -306,12 +319,12 @@ func (p *planner) want() int {
 	return n
 }
 
-func (p *planner) run() (Allocation, error) {
+func (p *planner) run() (Allocation, *Error) {
 	if p.want() == 0 && !p.req.joint() {
 		return Allocation{Node: p.inv.name}, nil // nothing asked: trivially met
 	}
 	groups := p.groups()
-	var lastErr error
+	var lastErr *Error
 	for _, g := range groups {
 		units, gpus, err := p.pickGroup(g)
 		if err == nil {

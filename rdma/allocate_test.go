@@ -33,7 +33,7 @@ func TestErrorSaysWhatRanOut(t *testing.T) {
 		nic(1, "0000:af:00.0", "pci0000:ae", 1, map[string]string{"rdma-type": "storage"}, vfRange(0, 0xaf, 2)...),
 		nic(2, "0000:5e:00.0", "pci0000:5d", 0, map[string]string{"rdma-type": "compute"}, vfRange(0, 0x5e, 8)...),
 	)
-	var used Used
+	used := new(Used)
 	for _, v := range vfRange(0, 0x3b, 8) {
 		used.HoldVF(mustBDF(v))
 	}
@@ -56,7 +56,7 @@ func TestDesignStories(t *testing.T) {
 	}
 	t.Run("pod 1 gets a GPU and the RDMA1 PF beside it, pod 2 a VF of RDMA2", func(t *testing.T) {
 		inv := server(t)
-		var used Used
+		used := new(Used)
 		a1, err := Allocate(inv, used, Request{Kind: WholePF, Count: 1, Selector: sel("rdma", "RDMA1"), GPUs: 1, Joint: JointSamePCIe})
 		if err != nil {
 			t.Fatal(err)
@@ -85,7 +85,7 @@ func TestDesignStories(t *testing.T) {
 		}
 	})
 	t.Run("a kind-auto request on a node mixing PF and VF mode is an error", func(t *testing.T) {
-		_, err := Allocate(server(t), Used{}, Request{Count: 1})
+		_, err := Allocate(server(t), nil, Request{Count: 1})
 		if err == nil || !strings.Contains(err.Error(), "set the request's kind") {
 			t.Fatalf("got %v", err)
 		}
@@ -96,7 +96,7 @@ func TestDesignStories(t *testing.T) {
 			nic(1, "0000:5e:00.0", "pci0000:5d", 0, nil, vfRange(0, 0x5e, 2)...),
 			nic(2, "0000:5e:00.1", "pci0000:5d", 0, nil, vfRange(0, 0x5f, 2)...),
 		)
-		a, err := Allocate(inv, Used{}, Request{Count: 3, Scope: ScopePCIe})
+		a, err := Allocate(inv, nil, Request{Count: 3, Scope: ScopePCIe})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -108,8 +108,8 @@ func TestDesignStories(t *testing.T) {
 		if a.Units() != 3 {
 			t.Fatalf("got %d units", a.Units())
 		}
-		_, err = Allocate(inv, Used{}, Request{Count: 5, Scope: ScopePCIe})
-		want := "node n: rdma: need 5 VFs within one PCIe root, at most 4 free in any (pci0000:3a: 2 free; pci0000:5d: 4 free)"
+		_, err = Allocate(inv, nil, Request{Count: 5, Scope: ScopePCIe})
+		want := "node n: rdma: need 5 VFs within one PCIe root, none has more than 4 (pci0000:3a: 2; pci0000:5d: 4)"
 		if err == nil || err.Error() != want {
 			t.Fatalf("got %v\nwant %s", err, want)
 		}
@@ -120,7 +120,7 @@ func TestRailOptimisedNode(t *testing.T) {
 	inv := railNode(t)
 	compute := sel("rdma-type", "compute")
 	t.Run("8 GPUs get the 8 compute NICs, one per rail, never the storage NIC", func(t *testing.T) {
-		a, err := Allocate(inv, Used{}, Request{Kind: WholePF, Count: 8, Selector: compute, GPUs: 8, Joint: JointSamePCIe, RailLabel: "rail"})
+		a, err := Allocate(inv, nil, Request{Kind: WholePF, Count: 8, Selector: compute, GPUs: 8, Joint: JointSamePCIe, RailLabel: "rail"})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -134,7 +134,7 @@ func TestRailOptimisedNode(t *testing.T) {
 		}
 	})
 	t.Run("without a selector, round-robin still spreads NICs over all four switches", func(t *testing.T) {
-		a, err := Allocate(inv, Used{}, Request{Kind: WholePF, Count: 4, GPUs: 8, Joint: JointSamePCIe})
+		a, err := Allocate(inv, nil, Request{Kind: WholePF, Count: 4, GPUs: 8, Joint: JointSamePCIe})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -147,7 +147,7 @@ func TestRailOptimisedNode(t *testing.T) {
 		}
 	})
 	t.Run("2 GPUs and 2 NICs fit under one switch", func(t *testing.T) {
-		a, err := Allocate(inv, Used{}, Request{Kind: WholePF, Count: 2, Selector: compute, GPUs: 2, Joint: JointSamePCIe})
+		a, err := Allocate(inv, nil, Request{Kind: WholePF, Count: 2, Selector: compute, GPUs: 2, Joint: JointSamePCIe})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -159,7 +159,7 @@ func TestRailOptimisedNode(t *testing.T) {
 		}
 	})
 	t.Run("SamePCIe fails when a GPU switch has no free NIC, preferred still allocates", func(t *testing.T) {
-		var used Used
+		used := new(Used)
 		for _, g := range []int32{0, 1, 2, 3, 4, 5} {
 			used.HoldGPU(g)
 		}

@@ -103,12 +103,6 @@ func appendHex(buf []byte, v uint64, width int) []byte {
 	return append(buf, s...)
 }
 
-// valid reports whether every field is within its range, so that String and
-// ParseBDF round-trip.
-func (b BDF) valid() bool {
-	return b.Domain <= maxBDFDomain && b.Device <= 0x1f && b.Function <= 7
-}
-
 // Compare orders addresses numerically: -1 if b sorts before o, 1 after, 0 equal.
 func (b BDF) Compare(o BDF) int {
 	x, y := b.key(), o.key()

@@ -13,13 +13,13 @@ import (
 func BenchmarkAllocate(b *testing.B) {
 	inv := bigNode(b, 4, 2, 2, 8)
 	req := Request{Kind: VFs, Count: 8, GPUs: 8, Joint: JointSamePCIe, RailLabel: "rail"}
-	if a, err := Allocate(inv, Used{}, req); err != nil || a.Units() != 8 || len(a.GPUs) != 8 {
+	if a, err := Allocate(inv, nil, req); err != nil || a.Units() != 8 || len(a.GPUs) != 8 {
 		b.Fatalf("%+v %v", a, err)
 	}
 	b.Run("pfs=8,vfs=64,gpus=8", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
-			if _, err := Allocate(inv, Used{}, req); err != nil {
+			if _, err := Allocate(inv, nil, req); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -28,7 +28,7 @@ func BenchmarkAllocate(b *testing.B) {
 	// every even root's NIC taken, 32 GPUs and 32 NICs wanted (only the 32 odd roots
 	// qualify).
 	big := bigNode(b, 64, 2, 1, 0)
-	var used Used
+	used := new(Used)
 	for r := 0; r < 64; r += 2 {
 		used.HoldPF(big.pfs[r].bdf)
 	}
@@ -53,7 +53,7 @@ type filterNode struct {
 func filterCluster(b *testing.B, nodes int) []filterNode {
 	proto := bigNode(b, 4, 0, 2, 8)
 	var pods []*corev1.Pod
-	var used Used
+	used := new(Used)
 	for p := 0; p < 8; p++ {
 		a, err := Allocate(proto, used, Request{Count: 4})
 		if err != nil {

@@ -1,7 +1,6 @@
 package rdma
 
 import (
-	"errors"
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
@@ -48,10 +47,13 @@ const (
 const percentPerDevice = 100
 
 // Capacity is the node's koordinator.sh/rdma capacity under model. Unhealthy PFs (and
-// their VFs) do not count; a nil inventory is an error. The result has the single key ResourceRDMA.
+// their VFs) do not count. The result has the single key ResourceRDMA. The error is an
+// *Error: ReasonMixedNICModes for a node mixing modes under CountModel,
+// ReasonInvalidOptions for an unknown model, ReasonInvalidInventory for a nil
+// inventory.
 func Capacity(inv *Inventory, model CapacityModel) (corev1.ResourceList, error) {
 	if inv == nil {
-		return nil, errors.New("rdma: capacity: nil inventory")
+		return nil, newError(ReasonInvalidInventory, "rdma: capacity: nil inventory")
 	}
 	var n int64
 	switch model {
@@ -78,7 +80,7 @@ func Capacity(inv *Inventory, model CapacityModel) (corev1.ResourceList, error) 
 			}
 		}
 	default:
-		return nil, fmt.Errorf("rdma: %w", model.validate())
+		return nil, newError(ReasonInvalidOptions, "rdma: %v", model.validate())
 	}
 	return corev1.ResourceList{ResourceRDMA: *resource.NewQuantity(n, resource.DecimalSI)}, nil
 }

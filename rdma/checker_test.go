@@ -13,7 +13,7 @@ import (
 
 type spec struct {
 	node   Node
-	used   Used
+	used   *Used
 	req    Request
 	pfs    map[BDF]*DeviceInfo
 	vfPF   map[BDF]BDF               // VF -> PF
@@ -25,7 +25,10 @@ type spec struct {
 	gpuSel labels.Selector
 }
 
-func newSpec(n Node, used Used, req Request) (*spec, error) {
+func newSpec(n Node, used *Used, req Request) (*spec, error) {
+	if used == nil {
+		used = new(Used)
+	}
 	s := &spec{node: n, used: used, req: req, pfs: map[BDF]*DeviceInfo{}, vfPF: map[BDF]BDF{}, vfLbl: map[BDF]map[string]string{}, gpus: map[int32]*DeviceInfo{}}
 	withVF, withoutVF := 0, 0
 	for i := range n.Devices {

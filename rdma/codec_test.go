@@ -12,7 +12,7 @@ import (
 
 func TestEncodeAllocated(t *testing.T) {
 	inv := mustInv(t, "n1", nic(0, "0000:01:00.0", "pci0000:00", 0, nil, "0000:01:00.2", "0000:01:00.3"))
-	a, err := Allocate(inv, Used{}, Request{Count: 1})
+	a, err := Allocate(inv, nil, Request{Count: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -65,7 +65,7 @@ func TestDecodeAllocated(t *testing.T) {
 
 func TestPercentModelEncodesWholePFsAsHundred(t *testing.T) {
 	inv := mustInv(t, "n1", nic(0, "0000:01:00.0", "r", 0, nil))
-	a, err := Allocate(inv, Used{}, Request{Count: 1})
+	a, err := Allocate(inv, nil, Request{Count: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -138,7 +138,7 @@ func compact(t *testing.T, m json.RawMessage) string {
 // GPUs (WithGPUs) must keep them exactly, and refuse to encode over other GPUs.
 func TestEncodeAllocatedKeepsTheGPUPluginsEntries(t *testing.T) {
 	inv := bigNode(t, 4, 2, 2, 0)
-	a, err := Allocate(inv, Used{}, Request{Kind: WholePF, Count: 1, WithGPUs: []int32{0}})
+	a, err := Allocate(inv, nil, Request{Kind: WholePF, Count: 1, WithGPUs: []int32{0}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -160,7 +160,7 @@ func TestEncodeAllocatedKeepsTheGPUPluginsEntries(t *testing.T) {
 	}
 
 	t.Run("GPUs chosen jointly are written whole when no GPU plugin wrote any", func(t *testing.T) {
-		a, err := Allocate(inv, Used{}, Request{Kind: WholePF, Count: 1, GPUs: 1})
+		a, err := Allocate(inv, nil, Request{Kind: WholePF, Count: 1, GPUs: 1})
 		if err != nil {
 			t.Fatal(err)
 		}

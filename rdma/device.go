@@ -2,8 +2,6 @@ package rdma
 
 import (
 	"encoding/json"
-	"errors"
-	"fmt"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 )
@@ -30,26 +28,26 @@ const MaxDevices = 4096
 // conditions, status) are ignored. An object of another apiVersion or kind, without a
 // name, with malformed spec.devices or with more than MaxDevices entries is an error
 // naming the object and field; apiVersion and kind may be absent (as in objects
-// converted from typed clients). The result is not validated: pass it to NewInventory.
-// obj is not mutated.
+// converted from typed clients). The error is an *Error with ReasonInvalidInventory.
+// The result is not validated: pass it to NewInventory. obj is not mutated.
 func NodeFromDevice(obj *unstructured.Unstructured) (Node, error) {
 	if obj == nil || obj.Object == nil {
-		return Node{}, errors.New("rdma: node from device: nil object")
+		return Node{}, newError(ReasonInvalidInventory, "rdma: node from device: nil object")
 	}
 	name := obj.GetName()
 	what := "Device " + name
 	if av := obj.GetAPIVersion(); av != "" && av != DeviceGroup+"/"+DeviceVersion {
-		return Node{}, fmt.Errorf("rdma: %s: apiVersion %q, want %s/%s", what, av, DeviceGroup, DeviceVersion)
+		return Node{}, newError(ReasonInvalidInventory, "rdma: %s: apiVersion %q, want %s/%s", what, av, DeviceGroup, DeviceVersion)
 	}
 	if k := obj.GetKind(); k != "" && k != DeviceKind {
-		return Node{}, fmt.Errorf("rdma: %s: kind %q, want %s", what, k, DeviceKind)
+		return Node{}, newError(ReasonInvalidInventory, "rdma: %s: kind %q, want %s", what, k, DeviceKind)
 	}
 	if name == "" {
-		return Node{}, errors.New("rdma: Device: metadata.name is empty (it must be the node's name)")
+		return Node{}, newError(ReasonInvalidInventory, "rdma: Device: metadata.name is empty (it must be the node's name)")
 	}
 	devices, found, err := unstructured.NestedFieldNoCopy(obj.Object, "spec", "devices")
 	if err != nil {
-		return Node{}, fmt.Errorf("rdma: %s: spec.devices: %w", what, err)
+		return Node{}, newError(ReasonInvalidInventory, "rdma: %s: spec.devices: %v", what, err)
 	}
 	n := Node{Name: name}
 	if !found || devices == nil {
@@ -57,22 +55,22 @@ func NodeFromDevice(obj *unstructured.Unstructured) (Node, error) {
 	}
 	list, ok := devices.([]any)
 	if !ok {
-		return Node{}, fmt.Errorf("rdma: %s: spec.devices: a %T, want a list", what, devices)
+		return Node{}, newError(ReasonInvalidInventory, "rdma: %s: spec.devices: a %T, want a list", what, devices)
 	}
 	if len(list) > MaxDevices {
-		return Node{}, fmt.Errorf("rdma: %s: spec.devices: %d entries, at most %d", what, len(list), MaxDevices)
+		return Node{}, newError(ReasonInvalidInventory, "rdma: %s: spec.devices: %d entries, at most %d", what, len(list), MaxDevices)
 	}
 	n.Devices = make([]DeviceInfo, len(list))
 	for i, d := range list {
 		if _, ok := d.(map[string]any); !ok {
-			return Node{}, fmt.Errorf("rdma: %s: spec.devices[%d]: a %T, want an object", what, i, d)
+			return Node{}, newError(ReasonInvalidInventory, "rdma: %s: spec.devices[%d]: a %T, want an object", what, i, d)
 		}
 		b, err := json.Marshal(d)
 		if err != nil {
-			return Node{}, fmt.Errorf("rdma: %s: spec.devices[%d]: %w", what, i, err)
+			return Node{}, newError(ReasonInvalidInventory, "rdma: %s: spec.devices[%d]: %v", what, i, err)
 		}
 		if err := json.Unmarshal(b, &n.Devices[i]); err != nil {
-			return Node{}, fmt.Errorf("rdma: %s: spec.devices[%d]: %w", what, i, err)
+			return Node{}, newError(ReasonInvalidInventory, "rdma: %s: spec.devices[%d]: %v", what, i, err)
 		}
 	}
 	return n, nil

@@ -66,10 +66,32 @@
 //     is one unit per GPU root, or Count if more: koordinator's 2/2/3/4 NICs for
 //     3/4/6/8 GPUs on two-GPU roots.
 //
-// Failures name the node and what ran out: the count needed, the selectors, how many
-// are free, and the PFs that ran out (or all when none did), e.g.
-// "node n1: rdma: need 2 VFs matching {rdma-type=storage}, 1 free (PF 0000:3b:00.0: 0
-// of 8 free)".
+// Failures name the node and what ran out: the count needed, the selectors, and the
+// PFs that ran out or cannot be used (or all when none did). A request that would fit
+// were other pods' devices free says how many are free, e.g. "node n1: rdma: need 2
+// VFs matching {rdma-type=storage}, 1 free (PF 0000:3b:00.0: 0 of 8 free)"; one that
+// cannot fit even on an idle node says what the node has, e.g. "node n1: rdma: need
+// 12 GPUs, node has 8" (see Errors).
+//
+// # Errors
+//
+// The errors of [NodeFromDevice], [NewInventory], [Capacity], [RequestFromPod],
+// [Request.Validate], [UsedByPods], [AllocationFromPod], [Allocate], [Fits] and [Score]
+// are [*Error] values: a Reason, an UpperCamelCase constant valid as it is as a
+// metav1.Condition's Reason, an event's reason or the first reason of a scheduler
+// status, and a human-readable Message that names the node (or pod) and what is wrong.
+// The Reason decides the sentinel the error wraps, so errors.Is tells "not now" from
+// "never":
+//
+//   - [ReasonInsufficientDevices] wraps [ErrInsufficient]: the node has the devices,
+//     other pods hold them now.
+//   - [ReasonTooFewDevices], [ReasonTopologyUnsatisfiable], [ReasonMixedNICModes],
+//     [ReasonInvalidRequest], [ReasonInvalidInventory] and [ReasonInvalidOptions] wrap
+//     [ErrUnsatisfiable]: not even an idle node would fit the request.
+//   - [ReasonInvalidAllocation] wraps neither: a pod's annotation on the node cannot be
+//     read, so what the node's pods hold is not known until that pod changes or goes.
+//
+// Every error of Allocate, Fits and Score wraps exactly one of the two sentinels.
 //
 // # Invariants
 //
@@ -137,26 +159,28 @@
 //
 //   - Device objects: watch koordinator's Device ([DeviceGroup], [DeviceVersion],
 //     [DeviceResource]) and build each node's [Inventory] once per object version with
-//     [NodeFromDevice] and [NewInventory]. An inventory error makes the node
-//     unschedulable for RDMA pods (UnschedulableAndUnresolvable) until the object
-//     changes.
+//     [NodeFromDevice] and [NewInventory]. An inventory error (ReasonInvalidInventory,
+//     wrapping ErrUnsatisfiable) makes the node unschedulable for RDMA pods
+//     (UnschedulableAndUnresolvable) until the object changes.
 //   - PreFilter: [RequestFromPod] once per pod; skip the pod when the [Request]
 //     [Request.IsZero] (return Skip). A decoding error or a failing [Request.Validate]
-//     means the pod fits no node: UnschedulableAndUnresolvable.
+//     (ReasonInvalidRequest, wrapping ErrUnsatisfiable) means the pod fits no node:
+//     UnschedulableAndUnresolvable.
 //   - State: keep one [Used] per node across cycles. Build it from the node's pods'
 //     annotations with [UsedByPods] (at start-up, and after a restart, so nothing is
 //     handed out twice); then Reserve calls [Used.Add] with the pod's [Allocation],
 //     Unreserve and pod deletion call [Used.Remove] with the same Allocation (or, when
 //     only the pod is at hand, with [AllocationFromPod]). Used counts holders, so
 //     releasing one pod never frees a device another pod also holds (GPU shares).
-//     A Used copied by assignment shares its state: give snapshots a [Used.Clone].
+//     A Used lives behind a pointer (go vet reports a copy by value): give snapshots
+//     a [Used.Clone].
 //   - Filter: [Fits]. Every error it (and [Allocate], [Score]) returns wraps exactly
 //     one sentinel, tested with errors.Is:
 //     [ErrInsufficient] (the devices exist but are held now) maps to
 //     framework.Unschedulable, so the pod is retried when pods go and preemption may
 //     help; [ErrUnsatisfiable] (not even an idle node would fit it) maps to
-//     framework.UnschedulableAndUnresolvable. The error's text is the reason to show
-//     in the status and in events.
+//     framework.UnschedulableAndUnresolvable. The [*Error]'s Reason and Message go
+//     into the status (and events) as they are.
 //   - Score: [Score], 0..[MaxScore].
 //   - Reserve: [Allocate] (the same result Filter saw for the same Used), then
 //     [Used.Add].
@@ -174,7 +198,7 @@
 // # Example
 //
 //	inv, err := rdma.NewInventory(node)          // once per Device object
-//	used, err := rdma.UsedByPods(inv, podsOnNode) // what is taken
+//	used, err := rdma.UsedByPods(inv, podsOnNode) // what is taken, a *Used
 //	req, err := rdma.RequestFromPod(pod, rdma.CountModel)
 //	alloc, err := rdma.Allocate(inv, used, req)
 //	value, err := rdma.EncodeAllocated(pod.Annotations[rdma.AnnotationDeviceAllocated], alloc, rdma.CountModel)

@@ -52,7 +52,7 @@ func Example() {
 	}
 	// Filter and Score, per node, against what the node's pods hold (nothing yet).
 	// Score: 1 of the root's 2 VFs left free, (2-1)*100/2 = 50.
-	var used rdma.Used
+	used := new(rdma.Used)
 	fmt.Println("fits:", rdma.Fits(inv, used, req))
 	score, err := rdma.Score(inv, used, req, rdma.ScoreOptions{Strategy: rdma.LeastAllocated})
 	fmt.Println("score:", score, err)
@@ -86,7 +86,7 @@ func Example() {
 	// GPU 0 VF 0000:18:00.2 on pci0000:17
 	// {"gpu":[{"minor":0,"resources":{"koordinator.sh/gpu-core":"100","koordinator.sh/gpu-memory-ratio":"100"}}],"rdma":[{"minor":0,"resources":{"koordinator.sh/rdma":"1"},"id":"0000:18:00.0","extension":{"vfs":[{"minor":-1,"busID":"0000:18:00.2"}]},"busID":"0000:18:00.0"}]}
 	// held after restart: GPUs [0] VFs [0000:18:00.2]
-	// a second pod: true node gpu-node-1: rdma: need 1 GPUs, 0 free
+	// a second pod: true node gpu-node-1: rdma: need 1 GPU, 0 free
 }
 
 func ExampleAllocate() {
@@ -107,14 +107,14 @@ func ExampleAllocate() {
 		panic(err)
 	}
 	storage := &metav1.LabelSelector{MatchLabels: map[string]string{"rdma-type": "storage"}}
-	a, err := rdma.Allocate(inv, rdma.Used{}, rdma.Request{Count: 2, Selector: storage})
+	a, err := rdma.Allocate(inv, nil, rdma.Request{Count: 2, Selector: storage})
 	if err != nil {
 		panic(err)
 	}
 	for _, n := range a.NICs {
 		fmt.Println("PF", n.BDF, "VFs", n.VFs)
 	}
-	var used rdma.Used
+	used := new(rdma.Used)
 	used.Add(a)
 	_, err = rdma.Allocate(inv, used, rdma.Request{Count: 1, Selector: storage})
 	fmt.Println(err)
@@ -137,7 +137,7 @@ func ExampleAllocate_joint() {
 			VFGroups: []rdma.VirtualFunctionGroup{{VFs: []rdma.VirtualFunction{{Minor: 0, BusID: "0000:af:00.2"}, {Minor: 1, BusID: "0000:af:00.3"}}}}},
 	}}
 	inv, _ := rdma.NewInventory(node)
-	a, err := rdma.Allocate(inv, rdma.Used{}, rdma.Request{Count: 1, GPUs: 1, Joint: rdma.JointSamePCIe})
+	a, err := rdma.Allocate(inv, nil, rdma.Request{Count: 1, GPUs: 1, Joint: rdma.JointSamePCIe})
 	if err != nil {
 		panic(err)
 	}
@@ -159,7 +159,7 @@ func ExampleEncodeAllocated() {
 			VFGroups: []rdma.VirtualFunctionGroup{{VFs: []rdma.VirtualFunction{{Minor: 0, BusID: "0000:af:00.2"}, {Minor: 1, BusID: "0000:af:00.3"}}}}},
 	}}
 	inv, _ := rdma.NewInventory(node)
-	a, _ := rdma.Allocate(inv, rdma.Used{}, rdma.Request{Count: 1})
+	a, _ := rdma.Allocate(inv, nil, rdma.Request{Count: 1})
 	value, err := rdma.EncodeAllocated(`{"gpu":[{"minor":0}]}`, a, rdma.CountModel)
 	fmt.Println(value, err)
 	// Output: {"gpu":[{"minor":0}],"rdma":[{"minor":0,"resources":{"koordinator.sh/rdma":"1"},"id":"0000:18:00.0","extension":{"vfs":[{"minor":-1,"busID":"0000:18:00.2"}]},"busID":"0000:18:00.0"}]} <nil>
@@ -259,8 +259,8 @@ func ExampleScore() {
 			VFGroups: []rdma.VirtualFunctionGroup{{VFs: []rdma.VirtualFunction{{Minor: 0, BusID: "0000:af:00.2"}, {Minor: 1, BusID: "0000:af:00.3"}}}}},
 	}}
 	inv, _ := rdma.NewInventory(node)
-	least, _ := rdma.Score(inv, rdma.Used{}, rdma.Request{Count: 1}, rdma.ScoreOptions{Strategy: rdma.LeastAllocated})
-	most, _ := rdma.Score(inv, rdma.Used{}, rdma.Request{Count: 1}, rdma.ScoreOptions{Strategy: rdma.MostAllocated})
+	least, _ := rdma.Score(inv, nil, rdma.Request{Count: 1}, rdma.ScoreOptions{Strategy: rdma.LeastAllocated})
+	most, _ := rdma.Score(inv, nil, rdma.Request{Count: 1}, rdma.ScoreOptions{Strategy: rdma.MostAllocated})
 	fmt.Println(least, most) // 3 VFs: (3-1)*100/3 = 66, 1*100/3 = 33
 	// Output: 66 33
 }
@@ -285,7 +285,7 @@ func ExampleRequestFromPod() {
 		Requests: corev1.ResourceList{rdma.ResourceRDMA: resource.MustParse("1")}}}}
 	req, _ := rdma.RequestFromPod(pod, rdma.CountModel)
 	inv, _ := rdma.NewInventory(node)
-	a, _ := rdma.Allocate(inv, rdma.Used{}, req)
+	a, _ := rdma.Allocate(inv, nil, req)
 	fmt.Println(req.All, a.Units())
 	// Output: true 2
 }
@@ -382,8 +382,8 @@ func ExampleUsed_Add() {
 			VFGroups: []rdma.VirtualFunctionGroup{{VFs: []rdma.VirtualFunction{{Minor: 0, BusID: "0000:af:00.2"}, {Minor: 1, BusID: "0000:af:00.3"}}}}},
 	}}
 	inv, _ := rdma.NewInventory(node)
-	a, _ := rdma.Allocate(inv, rdma.Used{}, rdma.Request{Count: 1, Exclusive: rdma.ExclusivePCIe})
-	var used rdma.Used
+	a, _ := rdma.Allocate(inv, nil, rdma.Request{Count: 1, Exclusive: rdma.ExclusivePCIe})
+	used := new(rdma.Used)
 	used.Add(a)
 	fmt.Println(used.VFs(), used.ExclusiveRoots())
 	// The root is held exclusively, so only the storage NIC's VFs remain.
@@ -410,7 +410,7 @@ func ExampleEncodeAllocated_gpuPluginShares() {
 			VFGroups: []rdma.VirtualFunctionGroup{{VFs: []rdma.VirtualFunction{{Minor: 0, BusID: "0000:af:00.2"}, {Minor: 1, BusID: "0000:af:00.3"}}}}},
 	}}
 	inv, _ := rdma.NewInventory(node)
-	a, _ := rdma.Allocate(inv, rdma.Used{}, rdma.Request{Count: 1, WithGPUs: []int32{0}, Joint: rdma.JointSamePCIe})
+	a, _ := rdma.Allocate(inv, nil, rdma.Request{Count: 1, WithGPUs: []int32{0}, Joint: rdma.JointSamePCIe})
 	value, err := rdma.EncodeAllocated(`{"gpu":[{"minor":0,"resources":{"koordinator.sh/gpu-core":"50"}}]}`, a, rdma.CountModel)
 	fmt.Println(value, err)
 	// Output: {"gpu":[{"minor":0,"resources":{"koordinator.sh/gpu-core":"50"}}],"rdma":[{"minor":0,"resources":{"koordinator.sh/rdma":"1"},"id":"0000:18:00.0","extension":{"vfs":[{"minor":-1,"busID":"0000:18:00.2"}]},"busID":"0000:18:00.0"}]} <nil>
@@ -430,7 +430,7 @@ func ExampleEntries() {
 			VFGroups: []rdma.VirtualFunctionGroup{{VFs: []rdma.VirtualFunction{{Minor: 0, BusID: "0000:af:00.2"}, {Minor: 1, BusID: "0000:af:00.3"}}}}},
 	}}
 	inv, _ := rdma.NewInventory(node)
-	a, _ := rdma.Allocate(inv, rdma.Used{}, rdma.Request{Kind: rdma.WholePF, Count: 1, Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"rdma-type": "storage"}}})
+	a, _ := rdma.Allocate(inv, nil, rdma.Request{Kind: rdma.WholePF, Count: 1, Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"rdma-type": "storage"}}})
 	for _, model := range []rdma.CapacityModel{rdma.CountModel, rdma.PercentModel} {
 		e := rdma.Entries(a, model)[0]
 		q := e.Resources[rdma.ResourceRDMA]
@@ -506,8 +506,8 @@ func ExampleErrInsufficient() {
 	}}
 	inv, _ := rdma.NewInventory(node)
 	storage := &metav1.LabelSelector{MatchLabels: map[string]string{"rdma-type": "storage"}}
-	a, _ := rdma.Allocate(inv, rdma.Used{}, rdma.Request{Count: 2, Selector: storage})
-	var used rdma.Used
+	a, _ := rdma.Allocate(inv, nil, rdma.Request{Count: 2, Selector: storage})
+	used := new(rdma.Used)
 	used.Add(a)
 	for _, req := range []rdma.Request{{Count: 1, Selector: storage}, {Count: 3, Selector: storage}} {
 		err := rdma.Fits(inv, used, req)
@@ -520,7 +520,31 @@ func ExampleErrInsufficient() {
 	}
 	// Output:
 	// Unschedulable: node n1: rdma: need 1 VF matching {rdma-type=storage}, 0 free (PF 0000:af:00.0: 0 of 2 free)
-	// UnschedulableAndUnresolvable: node n1: rdma: need 3 VFs matching {rdma-type=storage}, 0 free (PF 0000:af:00.0: 0 of 2 free)
+	// UnschedulableAndUnresolvable: node n1: rdma: need 3 VFs matching {rdma-type=storage}, node has 2 (PF 0000:af:00.0: 2 VFs)
+}
+
+// A controller reports an error as it is: the reason goes into a condition (or an
+// event) unchanged, the message beside it. Here a node's NICs mix PF and VF modes, so
+// its capacity cannot be counted.
+func ExampleError() {
+	minor := func(m int32) *int32 { return &m }
+	inv, _ := rdma.NewInventory(rdma.Node{Name: "n1", Devices: []rdma.DeviceInfo{
+		{Type: rdma.RDMA, Minor: minor(0), UUID: "0000:18:00.0", Health: true},
+		{Type: rdma.RDMA, Minor: minor(1), UUID: "0000:af:00.0", Health: true,
+			VFGroups: []rdma.VirtualFunctionGroup{{VFs: []rdma.VirtualFunction{{Minor: 0, BusID: "0000:af:00.2"}}}}},
+	}})
+	_, err := rdma.Capacity(inv, rdma.CountModel)
+	var e *rdma.Error
+	if errors.As(err, &e) {
+		c := metav1.Condition{Type: "RDMACapacityKnown", Status: metav1.ConditionFalse, Reason: string(e.Reason), Message: e.Message}
+		fmt.Println(c.Reason)
+		fmt.Println(c.Message)
+	}
+	fmt.Println("never:", errors.Is(err, rdma.ErrUnsatisfiable))
+	// Output:
+	// MixedNICModes
+	// node n1: rdma: healthy PFs with and without VFs on one node; a node's NICs must all be in PF or all in VF mode
+	// never: true
 }
 
 // Reserve adds a pod's allocation to the node's Used; Unreserve (or the pod's
@@ -539,7 +563,7 @@ func ExampleUsed_Remove() {
 			VFGroups: []rdma.VirtualFunctionGroup{{VFs: []rdma.VirtualFunction{{Minor: 0, BusID: "0000:af:00.2"}, {Minor: 1, BusID: "0000:af:00.3"}}}}},
 	}}
 	inv, _ := rdma.NewInventory(node)
-	var used rdma.Used
+	used := new(rdma.Used)
 	a, _ := rdma.Allocate(inv, used, rdma.Request{Count: 1, GPUs: 1})
 	used.Add(a)
 	share := rdma.Allocation{GPUs: []rdma.GPUAllocation{{Minor: 0}}} // a GPU plugin's pod
@@ -582,7 +606,7 @@ func ExampleNodeFromDevice() {
 	if err != nil {
 		panic(err)
 	}
-	a, err := rdma.Allocate(inv, rdma.Used{}, rdma.Request{Count: 1})
+	a, err := rdma.Allocate(inv, nil, rdma.Request{Count: 1})
 	fmt.Println(inv.Name(), a.NICs[0].VFs[0].BDF, err)
 	// Output: n1 0000:18:00.2 <nil>
 }

@@ -33,7 +33,7 @@ func FuzzDecodeAllocateHints(f *testing.F) {
 			}
 			return
 		}
-		if _, err := Allocate(inv, Used{}, req); err != nil && strings.Contains(err.Error(), "request:") {
+		if _, err := Allocate(inv, nil, req); err != nil && strings.Contains(err.Error(), "request:") {
 			t.Fatalf("decoded hints make an invalid request: %v", err)
 		}
 	})
@@ -68,6 +68,6 @@ func FuzzNodeFromDevice(f *testing.F) {
 				t.Fatalf("a tolerated error that is not a VF's: %v", e)
 			}
 		}
-		_, _ = Allocate(inv, Used{}, Request{Count: 1, GPUs: 1, NICPerGPURoot: true})
+		_, _ = Allocate(inv, nil, Request{Count: 1, GPUs: 1, NICPerGPURoot: true})
 	})
 }

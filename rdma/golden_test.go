@@ -32,7 +32,7 @@ func golden(t *testing.T, name string, got []byte) {
 // TestGoldenAnnotations renders the annotations of the rail-optimised node's stories.
 func TestGoldenAnnotations(t *testing.T) {
 	inv := railNode(t)
-	var used Used
+	used := new(Used)
 	var out bytes.Buffer
 	for _, step := range []struct {
 		name string

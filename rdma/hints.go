@@ -2,7 +2,6 @@ package rdma
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 	"slices"
 
@@ -145,14 +144,17 @@ func PodName(pod *corev1.Pod) string { return pod.Namespace + "/" + pod.Name }
 //
 // A zero quantity asks for no NICs, whatever the hints say. Quantities of
 // koordinator.sh/rdma, nvidia.com/gpu and koordinator.sh/gpu must be whole and not
-// negative (1.5, 500m, -100 and 1e30 are errors naming the resource). pod is not
-// mutated; a nil pod is an error.
+// negative (1.5, 500m, -100 and 1e30 are errors naming the resource). The error is
+// an *Error with ReasonInvalidRequest (ReasonInvalidOptions for an unknown model)
+// that names the pod. pod is not mutated; a nil pod is an error.
 func RequestFromPod(pod *corev1.Pod, model CapacityModel) (Request, error) {
 	if pod == nil {
-		return Request{}, errors.New("rdma: request from pod: nil pod")
+		return Request{}, newError(ReasonInvalidRequest, "rdma: request from pod: nil pod")
 	}
 	var req Request
-	fail := func(err error) (Request, error) { return Request{}, fmt.Errorf("pod %s: %w", PodName(pod), err) }
+	fail := func(err error) (Request, error) {
+		return Request{}, wrapError(ReasonInvalidRequest, "pod "+PodName(pod)+": ", err)
+	}
 	n, err := wholeRequest(pod, ResourceRDMA)
 	if err != nil {
 		return fail(err)
@@ -190,7 +192,7 @@ func RequestFromPod(pod *corev1.Pod, model CapacityModel) (Request, error) {
 			return fail(fmt.Errorf("resource %s: %d is neither at most 100 nor a multiple of 100", ResourceRDMA, n))
 		}
 	default:
-		return fail(model.validate())
+		return fail(newError(ReasonInvalidOptions, "%v", model.validate()))
 	}
 	req.Selector, req.VFSelector = h.Selector, h.VFSelector
 	req.Scope, req.Exclusive = h.RequiredTopologyScope, h.ExclusivePolicy

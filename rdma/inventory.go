@@ -2,7 +2,6 @@ package rdma
 
 import (
 	"cmp"
-	"fmt"
 	"regexp"
 	"slices"
 
@@ -52,8 +51,8 @@ type gpuInfo struct {
 	labels  map[string]string
 }
 
-// NewInventory validates n (see ValidateNode) and indexes it. The error names the node
-// and every invalid field. One problem does not reject the node: a VF whose busID is
+// NewInventory validates n (see ValidateNode) and indexes it. The error is an *Error
+// with ReasonInvalidInventory that names the node and every invalid field. One problem does not reject the node: a VF whose busID is
 // not a PCI address is left out (its PF and the other VFs stay usable) and reported by
 // Errors. n is not mutated and not retained except for its label maps, which must not
 // be changed afterwards.
@@ -69,7 +68,7 @@ func NewInventory(n Node) (*Inventory, error) {
 			}
 		}
 		if len(fatal) > 0 {
-			return nil, fmt.Errorf("node %s: %w", n.Name, errs.ToAggregate())
+			return nil, newError(ReasonInvalidInventory, "node %s: %v", n.Name, errs.ToAggregate())
 		}
 	}
 	inv := &Inventory{name: n.Name, byBDF: map[BDF]int32{}, vfAt: map[BDF]vfRef{}, gpuAt: map[int32]int{}, errs: skipped}
@@ -152,9 +151,9 @@ func (inv *Inventory) Name() string { return inv.name }
 // healthy), and an error when the node mixes both (the design requires one mode per
 // node). Unhealthy PFs do not count: a failed NIC that lost its VFs does not make a
 // VF-mode node mixed.
-func (inv *Inventory) modeOrError() (nicMode, error) {
+func (inv *Inventory) modeOrError() (nicMode, *Error) {
 	if inv.mode == modeMixed {
-		return modeMixed, fmt.Errorf("node %s: rdma: healthy PFs with and without VFs on one node; a node's NICs must all be in PF or all in VF mode", inv.name)
+		return modeMixed, newError(ReasonMixedNICModes, "node %s: rdma: healthy PFs with and without VFs on one node; a node's NICs must all be in PF or all in VF mode", inv.name)
 	}
 	return inv.mode, nil
 }

@@ -9,15 +9,15 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 )
 
-func (p *planner) buildGPUs() error {
+func (p *planner) buildGPUs() *Error {
 	if len(p.req.WithGPUs) > 0 {
 		for _, m := range p.req.WithGPUs {
 			i, ok := p.inv.gpuAt[m]
 			if !ok {
-				return p.errorf("withGPUs: GPU %d is not on the node", m)
+				return p.fail(ReasonTooFewDevices, "withGPUs: GPU %d is not on the node", m)
 			}
 			if slices.Contains(p.with, int32(i)) {
-				return p.errorf("withGPUs: GPU %d named twice", m)
+				return p.fail(ReasonInvalidRequest, "withGPUs: GPU %d named twice", m)
 			}
 			p.with = append(p.with, int32(i))
 		}
@@ -46,7 +46,7 @@ type rootStat struct {
 
 // pickGPUs chooses the GPUs of a joint request inside group g. need is the number of
 // NIC units (-1: all).
-func (p *planner) pickGPUs(g group, need int) ([]int32, error) {
+func (p *planner) pickGPUs(g group, need int) ([]int32, *Error) {
 	required := p.req.Joint == JointSamePCIe
 	if len(p.with) > 0 {
 		for _, gi := range p.with {
@@ -54,22 +54,22 @@ func (p *planner) pickGPUs(g group, need int) ([]int32, error) {
 			switch p.req.Scope {
 			case ScopePCIe:
 				if gp.root != g.key {
-					return nil, p.errorf("withGPUs: GPU %d is on PCIe root %q, outside %s", gp.minor, gp.root, g.key)
+					return nil, p.fail(ReasonTopologyUnsatisfiable, "withGPUs: GPU %d is on PCIe root %q, outside %s", gp.minor, gp.root, g.key)
 				}
 			case ScopeNUMANode:
 				if gp.numa == UnknownNUMANode || fmt.Sprintf("%011d", gp.numa) != g.key {
-					return nil, p.errorf("withGPUs: GPU %d is on NUMA node %d, outside the group", gp.minor, gp.numa)
+					return nil, p.fail(ReasonTopologyUnsatisfiable, "withGPUs: GPU %d is on NUMA node %d, outside %s", gp.minor, gp.numa, p.groupLabel(g))
 				}
 			}
 			if required && gp.root == "" {
-				return nil, p.errorf("SamePCIe: GPU %d has no known PCIe root", gp.minor)
+				return nil, p.fail(ReasonTopologyUnsatisfiable, "SamePCIe: GPU %d has no known PCIe root", gp.minor)
 			}
 		}
 		return p.with, nil
 	}
 	G := p.req.GPUs
 	if len(g.gpus) < G {
-		return nil, p.errorf("need %d GPUs%s, %d free", G, p.gpuMatching(), len(g.gpus))
+		return nil, p.fail(ReasonTooFewDevices, "need %s%s, %s", plural(G, "GPU"), p.gpuMatching(), p.hasGPUs(g))
 	}
 	stats := p.rootStats(g)
 	perRoot := p.req.NICPerGPURoot && need >= 0
@@ -275,10 +275,10 @@ func (p *planner) gpuMatching() string {
 	return " matching {" + p.gpuSel.String() + "}"
 }
 
-func (p *planner) samePCIeError(stats []rootStat, G, need int) error {
+func (p *planner) samePCIeError(stats []rootStat, G, need int) *Error {
 	var parts []string
 	for _, s := range stats {
-		parts = append(parts, fmt.Sprintf("%s: %d GPUs, %d %s", s.root, len(s.gpus), s.nics, p.unitName(2)))
+		parts = append(parts, fmt.Sprintf("%s: %s, %s", s.root, plural(len(s.gpus), "GPU"), plural(s.nics, p.unitName(1))))
 	}
 	what := "all " + p.unitName(2)
 	if need >= 0 {
@@ -287,6 +287,18 @@ func (p *planner) samePCIeError(stats []rootStat, G, need int) error {
 	detail := "no GPU has a known PCIe root"
 	if len(parts) > 0 {
 		detail = strings.Join(parts, "; ")
+		if !p.idle {
+			detail = "free: " + detail
+		}
 	}
-	return p.errorf("need %d GPUs%s and %s%s on the same PCIe roots (SamePCIe), no set of roots holds both (%s)", G, p.gpuMatching(), what, p.matching(), detail)
+	return p.fail(ReasonTopologyUnsatisfiable, "need %s%s and %s%s on the same PCIe roots (SamePCIe), no set of roots holds both (%s)", plural(G, "GPU"), p.gpuMatching(), what, p.matching(), detail)
+}
+
+// hasGPUs says how many GPUs group g offers the request: free ones, or, on an idle
+// node, the ones the node (or the group's PCIe root or NUMA node) has.
+func (p *planner) hasGPUs(g group) string {
+	if p.idle && p.req.Scope == ScopeDevice {
+		return fmt.Sprintf("node has %d", len(g.gpus)) // a PF's group offers the node's GPUs
+	}
+	return p.has(g, len(g.gpus))
 }

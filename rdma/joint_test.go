@@ -21,7 +21,7 @@ func TestSamePCIeIsComplete(t *testing.T) {
 		for g := 0; g < rapid.IntRange(1, 6).Draw(t, "gpus"); g++ {
 			n.Devices = append(n.Devices, gpuDev(int32(g), rapid.SampledFrom(roots).Draw(t, "groot"), 0))
 		}
-		var used Used
+		used := new(Used)
 		for _, d := range n.Devices {
 			if rapid.IntRange(0, 5).Draw(t, "used") == 0 {
 				if d.Type == GPU {
@@ -85,7 +85,7 @@ func bigNode(tb testing.TB, roots, gpusPer, nicsPer, vfsPer int) *Inventory {
 func TestSamePCIeOnLargeNodes(t *testing.T) {
 	t.Run("64 roots, 32 GPUs wanted with 32 NICs: the search does not give up", func(t *testing.T) {
 		inv := bigNode(t, 64, 2, 1, 0)
-		var used Used
+		used := new(Used)
 		// Take the NIC of every even root, so only odd roots can pair GPUs and NICs.
 		for r := 0; r < 64; r += 2 {
 			used.HoldPF(inv.pfs[r].bdf)
@@ -104,7 +104,7 @@ func TestSamePCIeOnLargeNodes(t *testing.T) {
 	})
 	t.Run("GPUs given by a GPU plugin place NICs on their roots", func(t *testing.T) {
 		inv := bigNode(t, 4, 2, 2, 0)
-		a, err := Allocate(inv, Used{}, Request{Kind: WholePF, Count: 2, WithGPUs: []int32{0, 6}, Joint: JointSamePCIe})
+		a, err := Allocate(inv, nil, Request{Kind: WholePF, Count: 2, WithGPUs: []int32{0, 6}, Joint: JointSamePCIe})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -114,7 +114,7 @@ func TestSamePCIeOnLargeNodes(t *testing.T) {
 	})
 	t.Run("PCIe scope combines with joint allocation", func(t *testing.T) {
 		inv := bigNode(t, 4, 2, 2, 0)
-		var used Used
+		used := new(Used)
 		used.HoldGPU(0)
 		a, err := Allocate(inv, used, Request{Kind: WholePF, Count: 2, GPUs: 2, Scope: ScopePCIe})
 		if err != nil {
@@ -127,15 +127,15 @@ func TestSamePCIeOnLargeNodes(t *testing.T) {
 	t.Run("NUMA -1 is never node 0", func(t *testing.T) {
 		inv := mustInv(t, "n", gpuDev(0, "pci0000:17", 0),
 			nic(0, "0000:3b:00.0", "pci0000:3a", -1, nil), nic(1, "0000:af:00.0", "pci0000:ae", 0, nil))
-		a, err := Allocate(inv, Used{}, Request{Count: 1, GPUs: 1})
+		a, err := Allocate(inv, nil, Request{Count: 1, GPUs: 1})
 		if err != nil {
 			t.Fatal(err)
 		}
 		if a.NICs[0].BDF.String() != "0000:af:00.0" {
 			t.Fatalf("took %s, the NIC of unknown NUMA node, over the GPU's NUMA node 0", a.NICs[0].BDF)
 		}
-		_, err = Allocate(inv, Used{}, Request{Count: 2, Scope: ScopeNUMANode})
-		if err == nil || !strings.Contains(err.Error(), "NUMA node 0: 1 free") {
+		_, err = Allocate(inv, nil, Request{Count: 2, Scope: ScopeNUMANode})
+		if err == nil || !strings.Contains(err.Error(), "none has more than 1 (NUMA node 0: 1)") {
 			t.Fatalf("got %v", err)
 		}
 	})
@@ -147,7 +147,7 @@ func TestSamePCIeCountsADesignatedVFAsItsRootsNIC(t *testing.T) {
 	inv := mustInv(t, "n1", gpuDev(0, "pci0000:3a", 0), gpuDev(1, "pci0000:ae", 1),
 		nic(0, "0000:3b:00.0", "pci0000:3a", 0, nil, vfRange(0, 0x3b, 2)...),
 		nic(1, "0000:af:00.0", "pci0000:ae", 1, nil, vfRange(0, 0xaf, 2)...))
-	a, err := Allocate(inv, Used{}, Request{Count: 2, GPUs: 2, Joint: JointSamePCIe, DesignatedVFs: []BDF{mustBDF("0000:3b:00.2")}})
+	a, err := Allocate(inv, nil, Request{Count: 2, GPUs: 2, Joint: JointSamePCIe, DesignatedVFs: []BDF{mustBDF("0000:3b:00.2")}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -162,7 +162,7 @@ func TestKoordinatorJointAllocationCases(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			var used Used
+			used := new(Used)
 			if c.Assigned != "" {
 				holder := koordPod(t, "assigned-pod", nil, map[string]string{AnnotationDeviceAllocated: c.Assigned})
 				if used, err = UsedByPods(inv, []*corev1.Pod{holder}); err != nil {
@@ -216,7 +216,7 @@ func TestJointPodGetsOneNICPerGPURoot(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				a, err := Allocate(inv, Used{}, req)
+				a, err := Allocate(inv, nil, req)
 				if err != nil {
 					t.Fatalf("%d GPUs %s: %v", gpus, scope, err)
 				}
@@ -251,7 +251,7 @@ func TestPercentRequestWithoutVFSelectorAsksForPFs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	a, err := Allocate(inv, Used{}, req)
+	a, err := Allocate(inv, nil, req)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -298,9 +298,9 @@ func TestRequestFromPodRejectsFractionalAndHugeQuantities(t *testing.T) {
 func TestNilArgumentsAreErrors(t *testing.T) {
 	inv := twoRootNode(t)
 	checks := map[string]func() error{
-		"Allocate":                  func() error { _, err := Allocate(nil, Used{}, Request{Count: 1}); return err },
-		"Fits":                      func() error { return Fits(nil, Used{}, Request{Count: 1}) },
-		"Score":                     func() error { _, err := Score(nil, Used{}, Request{Count: 1}, ScoreOptions{}); return err },
+		"Allocate":                  func() error { _, err := Allocate(nil, nil, Request{Count: 1}); return err },
+		"Fits":                      func() error { return Fits(nil, nil, Request{Count: 1}) },
+		"Score":                     func() error { _, err := Score(nil, nil, Request{Count: 1}, ScoreOptions{}); return err },
 		"Capacity":                  func() error { _, err := Capacity(nil, CountModel); return err },
 		"UsedByPods":                func() error { _, err := UsedByPods(nil, nil); return err },
 		"UsedByPods nil pod":        func() error { _, err := UsedByPods(inv, []*corev1.Pod{nil}); return err },
@@ -336,7 +336,7 @@ func TestPreferredJointAllocationDoesNotFragmentRoots(t *testing.T) {
 		nic(0, "0000:18:00.0", "pci0000:17", 0, nil, vfRange(0, 0x18, 2)...),
 		nic(1, "0000:3b:00.0", "pci0000:3a", 0, nil, vfRange(0, 0x3b, 2)...),
 		nic(2, "0000:5e:00.0", "pci0000:5d", 1, nil, vfRange(0, 0x5e, 2)...))
-	var used Used
+	used := new(Used)
 	used.HoldGPU(3)
 	for _, tc := range []struct {
 		gpus  int

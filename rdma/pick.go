@@ -2,6 +2,7 @@ package rdma
 
 import (
 	"cmp"
+	"fmt"
 	"slices"
 	"strings"
 )
@@ -117,7 +118,7 @@ func (t *taker) roundRobin(byRoot [][]int32, need int) {
 }
 
 // pickGroup allocates within one scope group.
-func (p *planner) pickGroup(g group) ([]unit, []int32, error) {
+func (p *planner) pickGroup(g group) ([]unit, []int32, *Error) {
 	need := p.want()
 	t := p.newTaker()
 	if !p.req.joint() {
@@ -179,7 +180,11 @@ func (p *planner) pickGroup(g group) ([]unit, []int32, error) {
 	t.roundRobin(byRoot, target)
 	if p.req.Joint == JointSamePCIe {
 		if need >= 0 && len(t.units) < need {
-			return nil, nil, p.errorf("need %s on the GPUs' PCIe roots %s (SamePCIe), %d free there", p.needText(need), strings.Join(roots, ", "), len(t.units))
+			there := fmt.Sprintf("%d free there", len(t.units))
+			if p.idle {
+				there = fmt.Sprintf("they have %d", len(t.units))
+			}
+			return nil, nil, p.fail(ReasonTopologyUnsatisfiable, "need %s on the GPUs' PCIe roots %s (SamePCIe), %s", p.needText(need), strings.Join(roots, ", "), there)
 		}
 		for i, cs := range byRoot {
 			got := false
@@ -187,12 +192,15 @@ func (p *planner) pickGroup(g group) ([]unit, []int32, error) {
 				got = got || slices.Contains(cs, u.c)
 			}
 			if !got && (need != 0 || len(p.desig) > 0 || p.req.NICPerGPURoot) {
-				return nil, nil, p.errorf("SamePCIe: no free NIC on GPU PCIe root %s", roots[i])
+				if p.idle {
+					return nil, nil, p.fail(ReasonTopologyUnsatisfiable, "SamePCIe: no usable NIC%s on GPU PCIe root %s", p.matching(), roots[i])
+				}
+				return nil, nil, p.fail(ReasonTopologyUnsatisfiable, "SamePCIe: no free NIC%s on GPU PCIe root %s", p.matching(), roots[i])
 			}
 		}
 		for _, u := range t.units {
 			if r := p.inv.pfs[p.cands[u.c].pf].root; !slices.Contains(roots, r) {
-				return nil, nil, p.errorf("SamePCIe: designated VF %s is on PCIe root %q, not a GPU's", p.inv.pfs[p.cands[u.c].pf].vfs[u.vf].bdf, r)
+				return nil, nil, p.fail(ReasonTopologyUnsatisfiable, "SamePCIe: designated VF %s is on PCIe root %q, not a GPU's", p.inv.pfs[p.cands[u.c].pf].vfs[u.vf].bdf, r)
 			}
 		}
 	} else {
@@ -206,7 +214,7 @@ func (p *planner) pickGroup(g group) ([]unit, []int32, error) {
 }
 
 // checkCount turns a short allocation into the error that says what ran out.
-func (p *planner) checkCount(g group, t *taker, need int) error {
+func (p *planner) checkCount(g group, t *taker, need int) *Error {
 	if need < 0 {
 		if len(t.units) == 0 {
 			return p.shortage(g, need)

@@ -1,32 +1,31 @@
 package rdma
 
 import (
-	"errors"
-	"fmt"
 	"slices"
 
 	corev1 "k8s.io/api/core/v1"
 )
 
 // UsedByPods computes what the given pods hold on the node: the sum of
-// AllocationFromPod over the pods, as Used.Add records it. Pods that have finished
-// (Succeeded or Failed) hold nothing. Errors name the pod and the field; a nil
-// inventory or pod is an error. Pods are not mutated.
-func UsedByPods(inv *Inventory, pods []*corev1.Pod) (Used, error) {
+// AllocationFromPod over the pods, as Used.Add records it, in a new Used. Pods that
+// have finished (Succeeded or Failed) hold nothing. The error is an *Error (see
+// AllocationFromPod) naming the pod and the field; a nil inventory or pod is an
+// error. Pods are not mutated.
+func UsedByPods(inv *Inventory, pods []*corev1.Pod) (*Used, error) {
 	if inv == nil {
-		return Used{}, errors.New("rdma: used by pods: nil inventory")
+		return nil, newError(ReasonInvalidInventory, "rdma: used by pods: nil inventory")
 	}
-	var u Used
+	u := new(Used)
 	for i, pod := range pods {
 		if pod == nil {
-			return Used{}, fmt.Errorf("rdma: used by pods: pods[%d] is nil", i)
+			return nil, newError(ReasonInvalidAllocation, "rdma: used by pods: pods[%d] is nil", i)
 		}
 		if pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed {
 			continue
 		}
 		a, err := AllocationFromPod(inv, pod)
 		if err != nil {
-			return Used{}, err
+			return nil, err
 		}
 		u.Add(a)
 	}
@@ -40,18 +39,19 @@ func UsedByPods(inv *Inventory, pods []*corev1.Pod) (Used, error) {
 // holding the GPU. A pod without the annotation holds nothing. The pod's phase is not
 // looked at (UsedByPods skips finished pods). Used.Remove(AllocationFromPod(inv, pod))
 // releases exactly what Used.Add of the same value recorded, so a plugin can release
-// a deleted pod's devices from its annotations alone, e.g. after a restart. Errors
-// name the pod and the field. The pod is not mutated.
+// a deleted pod's devices from its annotations alone, e.g. after a restart. The error
+// is an *Error with ReasonInvalidAllocation (ReasonInvalidInventory for a nil
+// inventory) that names the pod and the field. The pod is not mutated.
 func AllocationFromPod(inv *Inventory, pod *corev1.Pod) (Allocation, error) {
 	switch {
 	case inv == nil:
-		return Allocation{}, errors.New("rdma: allocation from pod: nil inventory")
+		return Allocation{}, newError(ReasonInvalidInventory, "rdma: allocation from pod: nil inventory")
 	case pod == nil:
-		return Allocation{}, errors.New("rdma: allocation from pod: nil pod")
+		return Allocation{}, newError(ReasonInvalidAllocation, "rdma: allocation from pod: nil pod")
 	}
 	a, err := podAllocation(inv, pod)
 	if err != nil {
-		return Allocation{}, fmt.Errorf("pod %s: %w", PodName(pod), err)
+		return Allocation{}, newError(ReasonInvalidAllocation, "pod %s: %v", PodName(pod), err)
 	}
 	return a, nil
 }
@@ -131,7 +131,7 @@ func podAllocation(inv *Inventory, pod *corev1.Pod) (Allocation, error) {
 
 // Fits is the Filter phase: nil when req can be allocated on the node, else the error
 // Allocate would return.
-func Fits(inv *Inventory, used Used, req Request) error {
+func Fits(inv *Inventory, used *Used, req Request) error {
 	_, err := Allocate(inv, used, req)
 	return err
 }
@@ -161,7 +161,9 @@ type ScoreOptions struct {
 	TopologyWeight int64
 }
 
-// Score is the Score phase: 0..MaxScore for a node where req fits, else an error.
+// Score is the Score phase: 0..MaxScore for a node where req fits, else the error
+// Allocate would return (or, for invalid options, an *Error with
+// ReasonInvalidOptions).
 //
 //	base = (total - used - requested) * 100 / total    (LeastAllocated)
 //	base = (used + requested) * 100 / total            (MostAllocated)
@@ -169,21 +171,24 @@ type ScoreOptions struct {
 //
 // counting units (VFs or PFs, as allocated) on healthy PFs; a PF held whole counts all
 // its VFs.
-func Score(inv *Inventory, used Used, req Request, opts ScoreOptions) (int64, error) {
+func Score(inv *Inventory, used *Used, req Request, opts ScoreOptions) (int64, error) {
 	if inv == nil {
-		return 0, unsatisfiable(errors.New("rdma: score: nil inventory"))
+		return 0, newError(ReasonInvalidInventory, "rdma: score: nil inventory")
 	}
 	if opts.TopologyWeight < 0 || opts.TopologyWeight > 100 {
-		return 0, unsatisfiable(fmt.Errorf("rdma: topology weight %d is outside 0..100", opts.TopologyWeight))
+		return 0, newError(ReasonInvalidOptions, "rdma: topology weight %d is outside 0..100", opts.TopologyWeight)
 	}
 	switch opts.Strategy {
 	case "", LeastAllocated, MostAllocated:
 	default:
-		return 0, unsatisfiable(fmt.Errorf("rdma: score strategy %q is not LeastAllocated or MostAllocated", opts.Strategy))
+		return 0, newError(ReasonInvalidOptions, "rdma: score strategy %q is not LeastAllocated or MostAllocated", opts.Strategy)
 	}
 	a, err := Allocate(inv, used, req)
 	if err != nil {
 		return 0, err
+	}
+	if used == nil {
+		used = &nothingUsed
 	}
 	vf := len(a.NICs) > 0 && !a.NICs[0].Whole
 	var total, busy int64

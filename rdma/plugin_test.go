@@ -30,7 +30,7 @@ func twoRootNode(t testing.TB) *Inventory {
 
 func TestPCIeExclusivityIsHonouredLater(t *testing.T) {
 	inv := twoRootNode(t)
-	a, err := Allocate(inv, Used{}, Request{Count: 1, Exclusive: ExclusivePCIe})
+	a, err := Allocate(inv, nil, Request{Count: 1, Exclusive: ExclusivePCIe})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -38,7 +38,7 @@ func TestPCIeExclusivityIsHonouredLater(t *testing.T) {
 		t.Fatalf("got %+v", a)
 	}
 	t.Run("through Used.Add", func(t *testing.T) {
-		var used Used
+		used := new(Used)
 		used.Add(a)
 		b, err := Allocate(inv, used, Request{Count: 4})
 		if err != nil {
@@ -78,7 +78,7 @@ func TestPCIeExclusivityIsHonouredLater(t *testing.T) {
 		}
 	})
 	t.Run("a PCIe-exclusive request avoids roots that others use", func(t *testing.T) {
-		var used Used
+		used := new(Used)
 		used.HoldVF(mustBDF(vfRange(0, 0xaf, 1)[0]))
 		used.HoldVF(mustBDF(vfRange(0, 0x3b, 1)[0]))
 		_, err := Allocate(inv, used, Request{Count: 1, Exclusive: ExclusivePCIe})
@@ -121,7 +121,7 @@ func TestUsedByPods(t *testing.T) {
 
 func TestScore(t *testing.T) {
 	inv := twoRootNode(t) // 12 VFs
-	var used Used
+	used := new(Used)
 	for _, v := range vfRange(0, 0x3b, 2) {
 		used.HoldVF(mustBDF(v))
 	}

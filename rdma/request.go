@@ -129,30 +129,30 @@ func (r Request) IsZero() bool {
 // scope, exclusive and joint policies, selectors that parse, no designated VF named
 // twice, GPUs and WithGPUs not both set, no VF selector or designated VFs with kind
 // WholePF. Allocate makes the same checks; an error here means the request fits no
-// node.
+// node. The error is an *Error with ReasonInvalidRequest.
 func (r Request) Validate() error {
 	if err := r.check(); err != nil {
-		return fmt.Errorf("rdma: request: %w", err)
+		return newError(ReasonInvalidRequest, "rdma: request: %v", err)
 	}
 	for _, s := range []struct {
 		name string
 		sel  *metav1.LabelSelector
 	}{{"selector", r.Selector}, {"vfSelector", r.VFSelector}, {"gpuSelector", r.GPUSelector}} {
 		if _, err := selector(s.sel); err != nil {
-			return fmt.Errorf("rdma: request: %s: %w", s.name, err)
+			return newError(ReasonInvalidRequest, "rdma: request: %s: %v", s.name, err)
 		}
 	}
 	seen := make(map[BDF]bool, len(r.DesignatedVFs))
 	for _, b := range r.DesignatedVFs {
 		if seen[b] {
-			return fmt.Errorf("rdma: request: designated VF %s named twice", b)
+			return newError(ReasonInvalidRequest, "rdma: request: designated VF %s named twice", b)
 		}
 		seen[b] = true
 	}
 	seenGPU := make(map[int32]bool, len(r.WithGPUs))
 	for _, m := range r.WithGPUs {
 		if seenGPU[m] {
-			return fmt.Errorf("rdma: request: withGPUs: GPU %d named twice", m)
+			return newError(ReasonInvalidRequest, "rdma: request: withGPUs: GPU %d named twice", m)
 		}
 		seenGPU[m] = true
 	}

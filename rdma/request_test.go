@@ -11,7 +11,7 @@ func TestRequestErrors(t *testing.T) {
 	inv := mustInv(t, "n1", gpuDev(0, "pci0000:17", 0),
 		nic(0, "0000:3b:00.0", "pci0000:3a", 0, map[string]string{"t": "a"}, "0000:3b:00.2", "0000:3b:00.3"),
 		nic(1, "0000:5e:00.0", "pci0000:5d", 1, map[string]string{"t": "b"}, "0000:5e:00.2"))
-	var used Used
+	used := new(Used)
 	used.HoldVF(mustBDF("0000:3b:00.3"))
 	bad := &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "t", Operator: "Near"}}}
 	for _, tc := range []struct {
@@ -35,12 +35,13 @@ func TestRequestErrors(t *testing.T) {
 		{"a designated VF in use is named", Request{DesignatedVFs: []BDF{mustBDF("0000:3b:00.3")}}, "designated VF 0000:3b:00.3 is in use"},
 		{"a designated VF named twice is named", Request{DesignatedVFs: []BDF{mustBDF("0000:3b:00.2"), mustBDF("0000:3b:00.2")}}, "named twice"},
 		{"a designated VF outside the selector is named", Request{Selector: sel("t", "b"), DesignatedVFs: []BDF{mustBDF("0000:3b:00.2")}}, "PF 0000:3b:00.0 does not match the selectors"},
-		{"with one VF per PF, two designated VFs on the only two PFs leave no third", Request{OneVFPerPF: true, DesignatedVFs: []BDF{mustBDF("0000:3b:00.2"), mustBDF("0000:5e:00.2")}, Count: 3}, "need 3 VFs, 2 free"},
+		{"with one VF per PF, two designated VFs on the only two PFs leave no third", Request{OneVFPerPF: true, DesignatedVFs: []BDF{mustBDF("0000:3b:00.2"), mustBDF("0000:5e:00.2")}, Count: 3}, "need 3 VFs one per PF, node has 2 (PF 0000:3b:00.0: 2 VFs; PF 0000:5e:00.0: 1 VF)"},
 		{"a GPU given that is not on the node is named", Request{Count: 1, WithGPUs: []int32{9}}, "withGPUs: GPU 9 is not on the node"},
 		{"a GPU given twice is named", Request{Count: 1, WithGPUs: []int32{0, 0}}, "withGPUs: GPU 0 named twice"},
-		{"GPUs that ran out are counted", Request{Count: 1, GPUs: 2, GPUSelector: sel("x", "y")}, "need 2 GPUs matching {x=y}, 0 free"},
+		{"GPUs that no GPU matches are counted", Request{Count: 1, GPUs: 2, GPUSelector: sel("x", "y")}, "need 2 GPUs matching {x=y}, node has 0"},
 		{"all VFs with none free is explained", Request{All: true, Selector: sel("t", "a"), VFSelector: sel("g", "none")}, "need all VFs matching {t=a} with VFs {g=none}, none on the node"},
-		{"Device scope reports per PF", Request{Count: 3, Scope: ScopeDevice}, "need 3 VFs within one PF, at most 1 free in any (PF 0000:3b:00.0: 1 free; PF 0000:5e:00.0: 1 free)"},
+		{"Device scope reports per PF", Request{Count: 3, Scope: ScopeDevice}, "need 3 VFs within one PF, none has more than 2 (PF 0000:3b:00.0: 2; PF 0000:5e:00.0: 1)"},
+		{"Device scope reports what is free per PF when the PF could hold it", Request{Count: 2, Scope: ScopeDevice}, "need 2 VFs within one PF, at most 1 free in any (PF 0000:3b:00.0: 1 free; PF 0000:5e:00.0: 1 free)"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := Allocate(inv, used, tc.req)
@@ -64,7 +65,7 @@ func TestStrings(t *testing.T) {
 func TestGPUOnlyRequestOnAMixedNode(t *testing.T) {
 	inv := mustInv(t, "n1", gpuDev(0, "pci0000:17", 0), gpuDev(1, "pci0000:17", 0),
 		nic(0, "0000:18:00.0", "pci0000:17", 0, nil), nic(1, "0000:af:00.0", "pci0000:ae", 1, nil, "0000:af:00.2"))
-	a, err := Allocate(inv, Used{}, Request{GPUs: 2, Joint: JointSamePCIe})
+	a, err := Allocate(inv, nil, Request{GPUs: 2, Joint: JointSamePCIe})
 	if err != nil || len(a.GPUs) != 2 || len(a.NICs) != 0 {
 		t.Fatalf("got %+v %v", a, err)
 	}
@@ -73,8 +74,8 @@ func TestGPUOnlyRequestOnAMixedNode(t *testing.T) {
 func TestJointScopeErrorNamesTheFirstGroup(t *testing.T) {
 	inv := mustInv(t, "n1", gpuDev(0, "pci0000:17", 0), gpuDev(1, "pci0000:3a", 0),
 		nic(0, "0000:18:00.0", "pci0000:17", 0, nil), nic(1, "0000:3b:00.0", "pci0000:3a", 0, nil))
-	_, err := Allocate(inv, Used{}, Request{Count: 1, GPUs: 2, Scope: ScopePCIe})
-	want := "node n1: rdma: need the request within one PCIe root, none can hold it (first, pci0000:17: need 2 GPUs, 1 free)"
+	_, err := Allocate(inv, nil, Request{Count: 1, GPUs: 2, Scope: ScopePCIe})
+	want := "node n1: rdma: need the request within one PCIe root, none can hold it (first, pci0000:17: need 2 GPUs, pci0000:17 has 1)"
 	if err == nil || err.Error() != want {
 		t.Fatalf("got %v\nwant %s", err, want)
 	}

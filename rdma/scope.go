@@ -8,6 +8,9 @@ import (
 
 // Scope groups: which candidates and GPUs a requiredTopologyScope allows together.
 
+// nodeGroup is the key of the one group of ScopeNode: the whole node.
+const nodeGroup = "node"
+
 // group is a set of candidates and GPUs that a scope allows together.
 type group struct {
 	key   string
@@ -21,7 +24,7 @@ func (p *planner) groups() []group {
 		scope = ScopeNode
 	}
 	if scope == ScopeNode || (scope == ScopeDevice && p.want() == 0) {
-		g := group{key: "node", gpus: p.gpus}
+		g := group{key: nodeGroup, gpus: p.gpus}
 		for i := range p.cands {
 			g.cands = append(g.cands, int32(i))
 		}

@@ -119,7 +119,7 @@ func TestInventoryIsSafeToShare(t *testing.T) {
 	inv := railNode(t)
 	fresh := railNode(t)
 	req := Request{Kind: WholePF, Count: 8, Selector: sel("rdma-type", "compute"), GPUs: 8, Joint: JointSamePCIe, RailLabel: "rail"}
-	want, err := Allocate(inv, Used{}, req)
+	want, err := Allocate(inv, nil, req)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -130,7 +130,7 @@ func TestInventoryIsSafeToShare(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for i := 0; i < 50; i++ {
-				a, err := Allocate(inv, Used{}, req)
+				a, err := Allocate(inv, nil, req)
 				if err != nil {
 					errs <- err
 					return

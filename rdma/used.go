@@ -6,8 +6,15 @@ import (
 )
 
 // Used is what pods already hold on a node: PFs held whole, VFs, PFs and PCIe roots
-// held exclusively, and GPUs. The zero value holds nothing. Allocate reads it and never
-// changes it; Add, Remove and the Hold methods change the receiver.
+// held exclusively, and GPUs. Allocate reads it and never changes it; Add, Remove and
+// the Hold methods change it.
+//
+// Work with a Used through a pointer only: UsedByPods and Clone return one, new(Used)
+// is an empty one, and Allocate, Fits and Score take one (nil holds nothing). Copying
+// a Used by value would give two values sharing one state, so a Used carries a guard
+// that makes go vet report every copy (as it does for sync.Mutex); Clone makes an
+// independent copy, e.g. to try a pod on a snapshot. The reading methods treat a nil
+// *Used as holding nothing; the methods that change it need a non-nil one.
 //
 // Used counts holders: a device recorded twice (two pods sharing a GPU, or two pods'
 // annotations naming one VF) stays held until both are removed. So a scheduler plugin
@@ -15,18 +22,27 @@ import (
 // and Remove it at Unreserve or when the pod is deleted, and get back exactly the
 // state it had before the Add.
 //
-// A Used copied by assignment shares its state with the original: changing one
-// changes the other. Use Clone for an independent copy (e.g. to try a pod on a
-// snapshot). Allocate, Fits and Score take Used by value and never change it, so any
-// number of them may read one Used at once; Add, Remove and the Hold methods need the
-// caller's lock when other goroutines use the same Used.
+// Allocate, Fits, Score and the reading methods never change a Used, so any number of
+// them may read one Used at once; Add, Remove and the Hold methods need the caller's
+// lock when other goroutines use the same Used.
 type Used struct {
+	_    noCopy
 	pfs  map[BDF]int
 	vfs  map[BDF]int
 	exPF map[BDF]int
 	exRt map[string]int
 	gpus map[int32]int
 }
+
+// noCopy makes go vet's copylocks check report a Used copied by value: the check
+// flags any struct holding a type with Lock and Unlock methods.
+type noCopy struct{}
+
+// Lock is a no-op; it exists for go vet.
+func (*noCopy) Lock() {}
+
+// Unlock is a no-op; it exists for go vet.
+func (*noCopy) Unlock() {}
 
 func put[K comparable](m *map[K]int, k K) {
 	if *m == nil {
@@ -108,29 +124,57 @@ func (u *Used) Remove(a Allocation) {
 }
 
 // Clone returns an independent copy: changing either afterwards does not change the
-// other.
-func (u Used) Clone() Used {
-	return Used{pfs: maps.Clone(u.pfs), vfs: maps.Clone(u.vfs), exPF: maps.Clone(u.exPF), exRt: maps.Clone(u.exRt), gpus: maps.Clone(u.gpus)}
+// other. The clone of nil is an empty Used.
+func (u *Used) Clone() *Used {
+	if u == nil {
+		return new(Used)
+	}
+	return &Used{pfs: maps.Clone(u.pfs), vfs: maps.Clone(u.vfs), exPF: maps.Clone(u.exPF), exRt: maps.Clone(u.exRt), gpus: maps.Clone(u.gpus)}
 }
 
 // PFs lists the PFs held whole, in BDF order, each once.
-func (u Used) PFs() []BDF { return sortedBDFs(u.pfs) }
+func (u *Used) PFs() []BDF {
+	if u == nil {
+		return nil
+	}
+	return sortedBDFs(u.pfs)
+}
 
 // VFs lists the VFs in use, in BDF order, each once.
-func (u Used) VFs() []BDF { return sortedBDFs(u.vfs) }
+func (u *Used) VFs() []BDF {
+	if u == nil {
+		return nil
+	}
+	return sortedBDFs(u.vfs)
+}
 
 // ExclusivePFs lists the PFs held exclusively, in BDF order, each once.
-func (u Used) ExclusivePFs() []BDF { return sortedBDFs(u.exPF) }
+func (u *Used) ExclusivePFs() []BDF {
+	if u == nil {
+		return nil
+	}
+	return sortedBDFs(u.exPF)
+}
 
 // ExclusiveRoots lists the PCIe roots held exclusively, sorted, each once.
-func (u Used) ExclusiveRoots() []string { return slices.Sorted(maps.Keys(u.exRt)) }
+func (u *Used) ExclusiveRoots() []string {
+	if u == nil {
+		return nil
+	}
+	return slices.Sorted(maps.Keys(u.exRt))
+}
 
 // GPUs lists the GPU minors in use, sorted, each once.
-func (u Used) GPUs() []int32 { return slices.Sorted(maps.Keys(u.gpus)) }
+func (u *Used) GPUs() []int32 {
+	if u == nil {
+		return nil
+	}
+	return slices.Sorted(maps.Keys(u.gpus))
+}
 
-// IsEmpty reports whether u holds nothing.
-func (u Used) IsEmpty() bool {
-	return len(u.pfs)+len(u.vfs)+len(u.exPF)+len(u.exRt)+len(u.gpus) == 0
+// IsEmpty reports whether u holds nothing; a nil u holds nothing.
+func (u *Used) IsEmpty() bool {
+	return u == nil || len(u.pfs)+len(u.vfs)+len(u.exPF)+len(u.exRt)+len(u.gpus) == 0
 }
 
 func sortedBDFs(m map[BDF]int) []BDF {

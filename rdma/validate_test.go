@@ -112,7 +112,7 @@ func TestModeIgnoresUnhealthyPFs(t *testing.T) {
 	if m, err := inv.modeOrError(); err != nil || m != modeVF {
 		t.Fatalf("mode %v, %v; want VF mode", m, err)
 	}
-	a, err := Allocate(inv, Used{}, Request{Count: 2})
+	a, err := Allocate(inv, nil, Request{Count: 2})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -139,7 +139,7 @@ func TestMalformedVFAddressIsSkippedAndReported(t *testing.T) {
 	if len(got) != 2 || got[0].Field != "devices[0].vfGroups[0].vfs[0].busID" || got[1].Field != "devices[0].vfGroups[0].vfs[2].busID" {
 		t.Fatalf("inventory errors %v", got)
 	}
-	a, err := Allocate(inv, Used{}, Request{Count: 2})
+	a, err := Allocate(inv, nil, Request{Count: 2})
 	if err != nil || a.Units() != 2 || a.NICs[0].VFs[0].BDF.String() != "0000:3b:00.2" || a.NICs[1].VFs[0].BDF.String() != "0000:af:00.2" {
 		t.Fatalf("allocation %+v, %v", a, err)
 	}

@@ -7,39 +7,11 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/kplan-dev/kplan"
 	"github.com/kplan-dev/kplan/internal/canonhash"
 )
 
 // Cold pods: pods Plan leaves alone because they lack the set's sidecar or mounts.
-
-// ColdPod is a matched pod Plan never changes, with the reason.
-type ColdPod struct {
-	// Namespace is the pod's namespace.
-	Namespace string
-	// Name is the pod's name.
-	Name string
-	// Reason says why the pod is cold; never empty.
-	Reason ColdReason
-	// Message explains the reason for a person, naming the missing sidecar or the
-	// timestamps.
-	Message string
-}
-
-// ColdReason says why Plan leaves a pod alone. When both apply, ColdNotInjected is
-// reported.
-type ColdReason string
-
-const (
-	// ColdNotInjected means the pod lacks the set's reload sidecar
-	// ([ReloadSidecarName]): it was created before the set or its webhook, while
-	// injection was paused, or the webhook failed open. It can never confirm a
-	// revision.
-	ColdNotInjected ColdReason = "NotInjected"
-	// ColdCreatedBeforeContainersChange means the pod was created before
-	// status.lastContainersTimestamp, when spec.containers last changed, so it lacks
-	// the current mounts.
-	ColdCreatedBeforeContainersChange ColdReason = "CreatedBeforeContainersChange"
-)
 
 // coldStart returns status.lastContainersTimestamp and lastContainersHash for the
 // current spec.containers, and whether they changed. On the first reconcile the
@@ -84,7 +56,8 @@ func ceilSecond(t time.Time) time.Time {
 	return t
 }
 
-// coldKind is a ColdReason in one byte (podInfo is kept small: Plan holds one per pod).
+// coldKind is a cold pod's reason in one byte (podInfo is kept small: Plan holds one
+// per pod).
 type coldKind uint8
 
 const (
@@ -93,12 +66,12 @@ const (
 	coldBeforeContainers
 )
 
-func (k coldKind) reason() ColdReason {
+func (k coldKind) reason() kplan.Reason {
 	switch k {
 	case coldNotInjected:
-		return ColdNotInjected
+		return ReasonNotInjected
 	case coldBeforeContainers:
-		return ColdCreatedBeforeContainersChange
+		return ReasonCreatedBeforeContainersChange
 	}
 	return ""
 }
@@ -116,19 +89,22 @@ func coldOf(p *corev1.Pod, sidecar string, lastContainers *metav1.Time) coldKind
 }
 
 // coldPods lists the cold pods, in the pods' (name) order.
-func coldPods(pods []podInfo, sidecar string, lastContainers *metav1.Time) []ColdPod {
-	var out []ColdPod
+func coldPods(pods []podInfo, sidecar string, lastContainers *metav1.Time) []PodReason {
+	var out []PodReason
 	for i := range pods {
-		p := &pods[i]
-		if p.cold == coldNone {
-			continue
+		if p := &pods[i]; p.cold != coldNone {
+			out = append(out, coldReason(p, sidecar, lastContainers))
 		}
-		msg := "not injected (no reload sidecar " + sidecar + ")"
-		if p.cold == coldBeforeContainers {
-			msg = fmt.Sprintf("created %s, before status.lastContainersTimestamp %s (lacks the current mounts)",
-				p.pod.CreationTimestamp.UTC().Format(time.RFC3339), lastContainers.UTC().Format(time.RFC3339))
-		}
-		out = append(out, ColdPod{Namespace: p.pod.Namespace, Name: p.pod.Name, Reason: p.cold.reason(), Message: msg})
 	}
 	return out
+}
+
+// coldReason says why the cold pod p is cold.
+func coldReason(p *podInfo, sidecar string, lastContainers *metav1.Time) PodReason {
+	msg := "not injected (no reload sidecar " + sidecar + ")"
+	if p.cold == coldBeforeContainers {
+		msg = fmt.Sprintf("created %s, before status.lastContainersTimestamp %s (lacks the current mounts)",
+			p.pod.CreationTimestamp.UTC().Format(time.RFC3339), lastContainers.UTC().Format(time.RFC3339))
+	}
+	return PodReason{Namespace: p.pod.Namespace, Name: p.pod.Name, Reason: p.cold.reason(), Message: msg}
 }

@@ -37,7 +37,7 @@ func TestPlanColdStart(t *testing.T) {
 		set2.Status = res.Status
 		young := revPod("young", cur, cur, true)
 		young.CreationTimestamp = metav1.NewTime(now.Add(time.Minute))
-		res2 := mustPlan(t, Input{Set: set2, Hub: res.Hub, Pods: []*corev1.Pod{old, young}, Now: now.Add(2 * time.Minute)})
+		res2 := mustPlan(t, Input{Set: set2, Hub: res.Hub.ConfigMap, Pods: []*corev1.Pod{old, young}, Now: now.Add(2 * time.Minute)})
 		if len(res2.Pods) != 1 || res2.Pods[0].Name != "young" {
 			t.Errorf("patches %+v", res2.Pods)
 		}
@@ -71,7 +71,7 @@ func TestPlanLeavesPodsWithoutSidecarAlone(t *testing.T) {
 
 // Result.Cold lists the pods Plan leaves alone, with the reason, so callers need not
 // re-implement the rule.
-func TestPlanListsColdPods(t *testing.T) {
+func TestPlanListsPodReasons(t *testing.T) {
 	hub, revs := hubOf(t, data("cur"))
 	cur := revs[0]
 	// spec.containers last changed at t0+2m; revPod pods are created at t0+1m.
@@ -93,29 +93,29 @@ func TestPlanListsColdPods(t *testing.T) {
 		p.DeletionTimestamp = &d
 		return p
 	}
-	notInjected := ColdPod{Namespace: "ns", Reason: ColdNotInjected, Message: "not injected (no reload sidecar " + ReloadSidecarName("cms1") + ")"}
-	old := ColdPod{Namespace: "ns", Reason: ColdCreatedBeforeContainersChange,
+	notInjected := PodReason{Namespace: "ns", Reason: ReasonNotInjected, Message: "not injected (no reload sidecar " + ReloadSidecarName("cms1") + ")"}
+	old := PodReason{Namespace: "ns", Reason: ReasonCreatedBeforeContainersChange,
 		Message: "created 2025-02-14T17:01:00Z, before status.lastContainersTimestamp 2025-02-14T17:02:00Z (lacks the current mounts)"}
-	named := func(c ColdPod, name string) ColdPod { c.Name = name; return c }
+	named := func(c PodReason, name string) PodReason { c.Name = name; return c }
 	tests := []struct {
 		name    string
 		changed *metav1.Time // status.lastContainersTimestamp (the hash is current)
 		pods    []*corev1.Pod
-		want    []ColdPod
+		want    []PodReason
 	}{
 		{"a pod without the reload sidecar is listed as not injected", nil,
-			[]*corev1.Pod{young("a"), bare("b")}, []ColdPod{named(notInjected, "b")}},
+			[]*corev1.Pod{young("a"), bare("b")}, []PodReason{named(notInjected, "b")}},
 		{"a pod created before lastContainersTimestamp is listed with both times", &changed,
-			[]*corev1.Pod{revPod("a", cur, cur, true), young("b")}, []ColdPod{named(old, "a")}},
+			[]*corev1.Pod{revPod("a", cur, cur, true), young("b")}, []PodReason{named(old, "a")}},
 		{"an old pod without the sidecar is reported as not injected", &changed,
-			[]*corev1.Pod{bare("a")}, []ColdPod{named(notInjected, "a")}},
+			[]*corev1.Pod{bare("a")}, []PodReason{named(notInjected, "a")}},
 		{"warm pods are not listed and the list is nil", &changed,
 			[]*corev1.Pod{young("a"), young("b")}, nil},
 		{"terminating cold pods are not listed", &changed,
 			[]*corev1.Pod{terminating(bare("a")), terminating(revPod("b", cur, cur, true)), young("c")}, nil},
 		{"cold pods are listed in name order whatever the input order", &changed,
 			[]*corev1.Pod{bare("d"), young("c"), revPod("b", cur, cur, true), bare("a")},
-			[]ColdPod{named(notInjected, "a"), named(old, "b"), named(notInjected, "d")}},
+			[]PodReason{named(notInjected, "a"), named(old, "b"), named(notInjected, "d")}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

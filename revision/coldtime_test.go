@@ -45,7 +45,7 @@ func TestPodCreatedInTheSecondTheContainersChangedStaysColdAcrossReconciles(t *t
 	if !stored.Status.LastContainersTimestamp.Time.Equal(first.Status.LastContainersTimestamp.Time) {
 		t.Fatalf("stored timestamp %v differs from the written %v", stored.Status.LastContainersTimestamp, first.Status.LastContainersTimestamp)
 	}
-	second, err := Plan(Input{Set: stored, Pods: []*corev1.Pod{pod}, Hub: first.Hub, Now: now})
+	second, err := Plan(Input{Set: stored, Pods: []*corev1.Pod{pod}, Hub: first.Hub.ConfigMap, Now: now})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -181,6 +181,7 @@ func (in *ConfigMapSetStatus) DeepCopyInto(out *ConfigMapSetStatus) {
 	if in.LastContainersTimestamp != nil {
 		out.LastContainersTimestamp = in.LastContainersTimestamp.DeepCopy()
 	}
+	out.Conditions = copyConditions(in.Conditions)
 }
 
 // DeepCopy returns a deep copy of in (nil for nil).

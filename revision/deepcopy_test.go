@@ -32,7 +32,8 @@ func fullSet() *ConfigMapSet {
 			InjectStrategy:       ConfigMapSetInjectStrategy{Pause: true},
 		},
 		Status: ConfigMapSetStatus{ObservedGeneration: 2, CurrentRevision: "c", UpdateRevision: "u", CollisionCount: &cc,
-			MatchedPods: 3, UpdatedPods: 2, ReadyPods: 1, UpdatedReadyPods: 1, LastContainersTimestamp: &ts, LastContainersHash: "h"},
+			MatchedPods: 3, UpdatedPods: 2, ReadyPods: 1, UpdatedReadyPods: 1, LastContainersTimestamp: &ts, LastContainersHash: "h",
+			Conditions: []metav1.Condition{{Type: "Complete", Status: metav1.ConditionTrue, Reason: string(ReasonRolloutComplete), LastTransitionTime: ts}}},
 	}
 }
 
@@ -49,6 +50,7 @@ func mutate(s *ConfigMapSet) {
 	*s.Spec.UpdateStrategy.MaxUnavailable = intstr.FromInt32(9)
 	*s.Status.CollisionCount = 9
 	s.Status.LastContainersTimestamp.Time = now
+	s.Status.Conditions[0].Reason = "Changed"
 }
 
 func TestDeepCopy(t *testing.T) {

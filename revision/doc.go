@@ -5,11 +5,18 @@
 // # Overview
 //
 // A reconciler calls [Plan] once per reconcile with the set, its hub ConfigMap, the
-// matched pods and the time. Plan returns the hub to write, the pod patches, the new
-// status, events and the cold pods it leaves alone ([Result.Cold]). A mutating webhook calls [Inject] for new pods; the node side
-// calls [Restarts] and [MarkCurrent]; the reload sidecar calls [Hub.Files]. Building
-// blocks: [Validate], [RevisionHash], [Hub] ([DecodeHub], [Hub.Add], [Hub.Trim],
-// [Hub.HubConfigMap]), [KeysFor] and [Keys.Read], [ResolvePartition].
+// matched pods and the time. Plan returns the hub ConfigMap with what to do with it
+// (a kplan.Action: create, update or nothing), the pod patches, the new status,
+// events (kplan.Event, naming the set), the cold pods it leaves alone
+// ([Result.Cold]), why each pod that is not current waits ([Result.Waiting]) and
+// whether the rollout is complete as far as the partition allows
+// ([Result.Complete]). Every reason is a kplan.Reason constant of this package,
+// valid as is as an event's and a condition's reason. A mutating webhook calls
+// [Inject] for new pods: all or nothing, reporting what it injected as a
+// webhookpatch.Result. The node side calls [Restarts] and [MarkCurrent]; the reload
+// sidecar calls [Hub.Files]. Building blocks: [Validate], [RevisionHash], [Hub]
+// ([DecodeHub], [Hub.Add], [Hub.Trim], [Hub.HubConfigMap]), [KeysFor] and
+// [Keys.Read], [ResolvePartition].
 //
 //   - Every distinct spec.data is a revision named by [RevisionHash]: the first 16 hex
 //     digits of SHA-256 over a canonical, length-prefixed encoding of the data (and of
@@ -45,8 +52,8 @@
 //     injection was paused) are cold too, and count against maxUnavailable only
 //     when not ready, since they can never confirm a revision. Plan lists the
 //     non-terminating cold pods in [Result.Cold], in name order, each with a
-//     [ColdReason] ([ColdNotInjected] wins over
-//     [ColdCreatedBeforeContainersChange]) and a message.
+//     reason ([ReasonNotInjected] wins over
+//     [ReasonCreatedBeforeContainersChange]) and a message.
 //  3. Partition: kept = partition resolved against n ([ResolvePartition]: percent,
 //     fractional allowed, rounds up; below 100% with n > 1 at least one pod
 //     updates; clamped to [0, n]).
@@ -68,7 +75,16 @@
 //  8. Trim the hub to revisionHistoryLimit non-live revisions (default 10), oldest
 //     first; live revisions (current, U, every pod's wanted and current) are kept.
 //  9. Status counts pods after the plan; currentRevision becomes U once every pod is
-//     updated (wanted = current = U) and ready.
+//     updated (wanted = current = U) and ready. status.conditions are kept as given.
+//  10. Waiting: every pod that is not current (on U, confirmed and ready, and not
+//     sent back by a raised partition), in name order, with the first reason that
+//     applies: the budget of step 6 held it back ([ReasonMaxUnavailableReached],
+//     given to as many pods as steps 4 and 5 fell short of, in their order); its
+//     wanted revision is not confirmed ([ReasonRevisionNotConfirmed]); it is not
+//     ready ([ReasonPodNotReady]); it is kept on an older revision by the partition
+//     ([ReasonPartitioned]). A cold pod is [ReasonPartitioned] when it is ready on a
+//     confirmed revision and n - kept pods are on U, else it waits with its cold
+//     reason. Complete: every waiting pod is [ReasonPartitioned].
 //
 // The node side ([Restarts], [MarkCurrent]) works from the pod alone: the reload
 // sidecar restarts first; once it runs since after the wanted revision's timestamp,
@@ -88,6 +104,14 @@
 //     raised) go back to the current revision as far as the maxUnavailable budget
 //     allows; a plan never makes more pods unavailable than the budget (or than
 //     were unavailable already). Cold pods are never changed.
+//   - [Inject] is all or nothing: on any error the pod is exactly as it was, however
+//     far the injection got.
+//   - The hub always comes with an action: create when there was none, update when
+//     its data differ, kplan.ActionNone (and a copy of the hub read) when it holds
+//     them already.
+//   - Complete is true exactly when only the partition holds pods back; with
+//     partition 0 it means every pod runs U, confirmed and ready, and
+//     status.currentRevision is U.
 //   - Live revisions are never trimmed; the hub round-trips through Encode and
 //     DecodeHub; a hub over [MaxHubBytes] or pod annotations over 256 KiB are errors,
 //     never truncated. File names that are not valid ConfigMap keys (such as
@@ -101,9 +125,11 @@
 //     through Plan, restarts through Restarts and MarkCurrent, with random data,
 //     partition, pod, readiness and spec.containers changes; every step checks the
 //     partition, maxUnavailable, priority and rollback order, live revisions, hub
-//     round trip, status counts and labels, and a failure-free run must complete the
-//     rollout as far as the partition allows), by fuzz targets for every parser and by
-//     golden files for the hub, the patches and injected pods.
+//     round trip and action, status counts and labels, the waiting pods and their
+//     reasons, and a failure-free run must complete the rollout as far as the
+//     partition allows and say so), by a rapid property test of Inject on pods with
+//     obstacles at every step, by fuzz targets for every parser and by golden files
+//     for the hub, the patches and injected pods.
 //
 // # Differences from the design
 //
@@ -132,8 +158,11 @@
 //   - injectStrategy.pause pauses injection into new pods only; pods created
 //     meanwhile have no reload sidecar, and Plan leaves them alone (they still
 //     count in matchedPods, so the rollout does not complete while they exist).
-//   - The design does not say how a caller learns which pods are cold; Plan lists
-//     them in [Result.Cold] so callers need not re-implement the rule.
+//   - The design does not say how a caller learns which pods are cold, why pods
+//     wait or whether the rollout is done; Plan lists them in [Result.Cold] and
+//     [Result.Waiting] and says [Result.Complete], so callers need not re-implement
+//     the rules. The status gains conditions, which Plan keeps and the reconciler
+//     sets.
 //   - Terminating pods are ignored; pods older than the set count as cold on the first
 //     reconcile (they were never injected).
 //   - The reload sidecar is a native sidecar from Kubernetes 1.29 (not 1.28: the gate
@@ -142,6 +171,7 @@
 // # Example
 //
 // The package example runs a controller's reconciles end to end: a data change, the
-// hub, the partitioned selection and the status. The examples of [Plan], [Inject],
-// [Restarts], [MarkCurrent] and [Hub.Files] show each side on its own.
+// hub, the partitioned selection, the status and the pods the partition keeps. The
+// examples of [Plan] (cold pods, waiting pods and a condition set from them),
+// [Inject], [Restarts], [MarkCurrent] and [Hub.Files] show each side on its own.
 package revision

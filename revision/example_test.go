@@ -1,23 +1,27 @@
 package revision_test
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/kplan-dev/kplan/revision"
+	"github.com/kplan-dev/kplan/webhookpatch"
 )
 
 // The main flow of a ConfigMapSet controller, end to end: the first reconcile
 // creates the hub and gives every pod revision A; the node side confirms it. Then
 // spec.data changes with partition 50%: the hub gains revision B, two of the four
 // pods are selected for it (in name order), and once the node side confirms B on
-// them the status counts two updated pods, A still current.
+// them the status counts two updated pods, A still current, and the rollout is
+// complete as far as the partition allows: the other two pods wait for it.
 func Example() {
 	now := time.Date(2025, 2, 14, 17, 51, 48, 0, time.UTC)
 	set := &revision.ConfigMapSet{
@@ -46,9 +50,9 @@ func Example() {
 		if err != nil {
 			panic(err)
 		}
-		if res.Hub != nil {
-			hub = res.Hub // the reconciler writes it and reads it back next time
-		}
+		// The reconciler creates or updates the hub as res.Hub.Action says
+		// (nothing for kplan.ActionNone), and reads it back next time.
+		hub = res.Hub.ConfigMap
 		set.Status = res.Status
 		for _, patch := range res.Pods {
 			for i, p := range pods {
@@ -64,9 +68,9 @@ func Example() {
 	}
 
 	res := reconcile(now)
-	fmt.Println("hub", hub.Name, "revisions", res.Revisions, "patched", len(res.Pods), "pods")
+	fmt.Println(res.Hub.Action, "hub", hub.Name, "revisions", res.Revisions, "patched", len(res.Pods), "pods")
 	res = reconcile(now)
-	fmt.Println("current", res.Status.CurrentRevision)
+	fmt.Println("current", res.Status.CurrentRevision, "complete", res.Complete)
 
 	// New data, half the pods kept on the current revision.
 	set.Generation++
@@ -82,13 +86,20 @@ func Example() {
 	st := res.Status
 	fmt.Printf("status: current %s, update %s, matched %d, updated %d, updated and ready %d\n",
 		st.CurrentRevision, st.UpdateRevision, st.MatchedPods, st.UpdatedPods, st.UpdatedReadyPods)
+	fmt.Println("complete", res.Complete)
+	for _, w := range res.Waiting {
+		fmt.Println(w.Name, w.Reason)
+	}
 	// Output:
-	// hub deploy-cms1-hub revisions [1b5d3bd378ca7b6c] patched 4 pods
-	// current 1b5d3bd378ca7b6c
+	// Create hub deploy-cms1-hub revisions [1b5d3bd378ca7b6c] patched 4 pods
+	// current 1b5d3bd378ca7b6c complete true
 	// hub revisions [1b5d3bd378ca7b6c f4c16993a53f5b40]
 	// sample-a -> f4c16993a53f5b40
 	// sample-b -> f4c16993a53f5b40
 	// status: current 1b5d3bd378ca7b6c, update f4c16993a53f5b40, matched 4, updated 2, updated and ready 2
+	// complete true
+	// sample-c Partitioned
+	// sample-d Partitioned
 }
 
 // Plan leaves cold pods alone and lists them with the reason: here one pod the
@@ -135,6 +146,60 @@ func ExamplePlan_coldPods() {
 	// cold: sample-b NotInjected: not injected (no reload sidecar cms-reload-deploy-cms1)
 }
 
+// Result.Waiting says why each pod that is not current waits, with reasons a
+// reconciler puts in a condition as they are. Here maxUnavailable 1 lets one pod
+// restart into the new revision at a time, so the others wait for the budget.
+func ExamplePlan_waiting() {
+	now := time.Date(2025, 2, 14, 17, 51, 48, 0, time.UTC)
+	one := intstr.FromInt32(1)
+	set := &revision.ConfigMapSet{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "demo", Name: "deploy-cms1", Generation: 3},
+		Spec: revision.ConfigMapSetSpec{
+			Selector:       &metav1.LabelSelector{MatchLabels: map[string]string{"app": "sample"}},
+			Data:           map[string]string{"settings.yaml": "value: ccc"},
+			Containers:     []revision.ContainerInjectSpec{{Name: "main", MountPath: "/data/conf1"}},
+			UpdateStrategy: revision.ConfigMapSetUpdateStrategy{RestartInjectedContainers: true, MaxUnavailable: &one},
+		},
+	}
+	// The hub holds the previous data, which every pod runs, ready.
+	added, _ := revision.Hub{}.Add(map[string]string{"settings.yaml": "value: bbb"}, 0)
+	hub, _ := added.Hub.HubConfigMap("demo", set.Name, nil)
+	set.Status.CurrentRevision = added.Name
+	keys, _ := revision.KeysFor(set.Name)
+	var pods []*corev1.Pod
+	for _, name := range []string{"sample-a", "sample-b", "sample-c"} {
+		pods = append(pods, &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Namespace: "demo", Name: name,
+				Annotations: map[string]string{keys.UpdateRevision: added.Name, keys.CurrentRevision: added.Name}},
+			Spec:   corev1.PodSpec{InitContainers: []corev1.Container{{Name: revision.ReloadSidecarName(set.Name)}}},
+			Status: corev1.PodStatus{Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}},
+		})
+	}
+	res, err := revision.Plan(revision.Input{Set: set, Hub: hub, Pods: pods, Now: now})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println("complete:", res.Complete)
+	for _, w := range res.Waiting {
+		fmt.Printf("%s %s\n", w.Name, w.Reason)
+	}
+	// A condition straight from the plan: the first pod's reason and message.
+	cond := metav1.Condition{Type: "Complete", Status: metav1.ConditionTrue, Reason: string(revision.ReasonRolloutComplete)}
+	if !res.Complete {
+		w := res.Waiting[0]
+		cond.Status, cond.Reason = metav1.ConditionFalse, string(w.Reason)
+		cond.Message = fmt.Sprintf("%d pods wait; %s: %s", len(res.Waiting), w.Name, w.Message)
+	}
+	fmt.Println(cond.Type, cond.Status, cond.Reason)
+	// Output:
+	// complete: false
+	// sample-a RevisionNotConfirmed
+	// sample-b MaxUnavailableReached
+	// sample-c MaxUnavailableReached
+	// Complete False RevisionNotConfirmed
+}
+
 func ExampleKeysFor() {
 	k, _ := revision.KeysFor("deploy-cms1")
 	fmt.Println(k.UpdateRevision)
@@ -175,9 +240,30 @@ func ExampleInject() {
 	}
 	fmt.Println(res.Changed, pod.Spec.InitContainers[0].Name, *pod.Spec.InitContainers[0].RestartPolicy)
 	fmt.Println(pod.Spec.Containers[0].VolumeMounts[0].MountPath, pod.Spec.Containers[0].VolumeMounts[0].ReadOnly)
+	for _, item := range res.Items {
+		fmt.Println(" ", item)
+	}
+
+	// A second set mounting into the same path conflicts half-way, after its volumes
+	// and sidecar: the pod is left as the first injection made it.
+	other := set.DeepCopy()
+	other.Name = "deploy-cms2"
+	before := pod.DeepCopy()
+	_, err = revision.Inject(pod, revision.InjectInput{
+		Set: other, KubeVersion: "v1.30.1", Sidecar: revision.SidecarOptions{Image: "reload:1"},
+		Now: time.Date(2025, 2, 14, 17, 51, 48, 0, time.UTC),
+	})
+	fmt.Println(errors.Is(err, webhookpatch.ErrConflict), equality.Semantic.DeepEqual(before, pod))
 	// Output:
 	// true cms-reload-deploy-cms1 Always
 	// /data/conf1 true
+	//   annotation/apps.kruise.io/configmapset.deploy-cms1.updateRevision
+	//   annotation/apps.kruise.io/configmapset.deploy-cms1.updateRevisionTimestamp
+	//   initContainer/cms-reload-deploy-cms1
+	//   mount/main//data/conf1
+	//   volume/cms-deploy-cms1
+	//   volume/cms-hub-deploy-cms1
+	// true true
 }
 
 func ExampleHub_Files() {

@@ -69,46 +69,8 @@ func FuzzDecodeHub(f *testing.F) {
 	})
 }
 
-// FuzzParseKey: a key parseKey accepts is exactly the key KeysFor builds for the name
-// and field it returns; anything else is rejected.
-func FuzzParseKey(f *testing.F) {
-	long := mustKeys(strings.Repeat("a", 40) + ".example.com")
-	for _, s := range []string{
-		testKeys.UpdateRevision, testKeys.CurrentRevisionTimestamp, testKeys.UpdateOrder, long.CurrentRevision,
-		"apps.kruise.io/configmapset..updateRevision", "apps.kruise.io/configmapset.a.b.c.currentRevision",
-		"apps.kruise.io/configmapset.A.updateRevision", "apps.kruise.io/configMapSet/cms1/revision",
-		"apps.kruise.io/configmapset.cms1.other", "", "apps.kruise.io/configmapset.cms1.", "x/configmapset.a.updateOrder",
-	} {
-		f.Add(s)
-	}
-	f.Fuzz(func(t *testing.T, key string) {
-		set, field, ok := parseKey(key)
-		if !ok {
-			if set != "" || field != "" {
-				t.Fatalf("rejected %q but returned %q %q", key, set, field)
-			}
-			return
-		}
-		if msgs := validation.IsQualifiedName(key); len(msgs) > 0 {
-			t.Fatalf("accepted invalid key %q: %v", key, msgs)
-		}
-		keys, err := KeysFor(set)
-		if err != nil {
-			t.Fatalf("accepted %q with set %q that KeysFor rejects: %v", key, set, err)
-		}
-		built := map[keyField]string{
-			fieldUpdateRevision: keys.UpdateRevision, fieldUpdateRevisionTimestamp: keys.UpdateRevisionTimestamp,
-			fieldCurrentRevision: keys.CurrentRevision, fieldCurrentRevisionTimestamp: keys.CurrentRevisionTimestamp,
-			fieldUpdateOrder: keys.UpdateOrder,
-		}[field]
-		if built != key {
-			t.Fatalf("parseKey(%q) = %q %q, but KeysFor builds %q", key, set, field, built)
-		}
-	})
-}
-
-// FuzzKeysFor: every name KeysFor accepts gives valid, distinct keys that parseKey
-// reads back to the (shortened) name.
+// FuzzKeysFor: every name KeysFor accepts gives valid, distinct keys, each the key
+// domain, "configmapset.", the (shortened) name and the field.
 func FuzzKeysFor(f *testing.F) {
 	for _, s := range []string{"cms1", "a", "a.b", strings.Repeat("x", 25), strings.Repeat("x", 26), strings.Repeat("ab.", 84) + "c", "", "A", "-a", "a..b"} {
 		f.Add(s)
@@ -127,9 +89,8 @@ func FuzzKeysFor(f *testing.F) {
 				t.Fatalf("key %q: %v (or repeated)", k, msgs)
 			}
 			seen[k] = true
-			set, _, ok := parseKey(k)
-			if !ok || set != names.Fit(name, maxSetNameInKey) {
-				t.Fatalf("parseKey(%q) = %q, %v", k, set, ok)
+			if prefix := keyDomain + "/" + keySetPrefix + names.Fit(name, maxSetNameInKey) + "."; !strings.HasPrefix(k, prefix) {
+				t.Fatalf("key %q does not start with %q", k, prefix)
 			}
 		}
 	})

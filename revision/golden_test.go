@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"sigs.k8s.io/yaml"
 
+	"github.com/kplan-dev/kplan"
 	"github.com/kplan-dev/kplan/internal/podfixture"
 	"github.com/kplan-dev/kplan/webhookpatch"
 )
@@ -55,7 +56,10 @@ func TestGoldenPlan(t *testing.T) {
 	set.Status.CurrentRevision, set.Status.UpdateRevision = revs[2], revs[2]
 	pods := []*corev1.Pod{revPod("p-0", revs[2], revs[2], true), revPod("p-1", revs[1], revs[1], true), revPod("p-2", revs[2], revs[2], true)}
 	res := mustPlan(t, Input{Set: set, Hub: hub, Pods: pods, Now: now})
-	golden(t, "plan-hub.golden.yaml", toYAML(t, res.Hub))
+	if res.Hub.Action != kplan.ActionUpdate {
+		t.Errorf("hub action %s, want %s", res.Hub.Action, kplan.ActionUpdate)
+	}
+	golden(t, "plan-hub.golden.yaml", toYAML(t, res.Hub.ConfigMap))
 	var out bytes.Buffer
 	for _, pp := range res.Pods {
 		b, err := pp.MergePatch()
@@ -65,7 +69,7 @@ func TestGoldenPlan(t *testing.T) {
 		out.WriteString(pp.Namespace + "/" + pp.Name + " " + string(b) + "\n")
 	}
 	for _, e := range res.Events {
-		out.WriteString("event " + e.Type + " " + e.Reason + ": " + e.Message + "\n")
+		out.WriteString("event " + e.Type + " " + string(e.Reason) + ": " + e.Message + "\n")
 	}
 	out.Write(toYAML(t, res.Status))
 	golden(t, "plan-patches.golden.txt", out.Bytes())

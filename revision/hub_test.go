@@ -176,11 +176,11 @@ func TestHubWithoutDataRoundTrips(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		h, err := DecodeHub(res.Hub)
+		h, err := DecodeHub(res.Hub.ConfigMap)
 		if err != nil || len(h.Revisions) != 1 || h.Revisions[0].Data == nil {
 			t.Fatalf("data %v: hub %+v, %v", d, h, err)
 		}
-		if _, err := Plan(Input{Set: newSet(d), Hub: res.Hub, Now: now}); err != nil {
+		if _, err := Plan(Input{Set: newSet(d), Hub: res.Hub.ConfigMap, Now: now}); err != nil {
 			t.Errorf("data %v: second reconcile: %v", d, err)
 		}
 	}

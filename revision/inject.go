@@ -83,8 +83,10 @@ type InjectInput struct {
 
 // InjectResult says what Inject did.
 type InjectResult struct {
-	// Changed is true when the pod was changed.
-	Changed bool
+	// Result says whether the pod changed and lists the items of the injection
+	// record (webhookpatch.RecordAnnotation, under [InjectorName]) that Inject added,
+	// changed or removed.
+	webhookpatch.Result
 	// Revision is the pod's wanted revision.
 	Revision string
 	// Pending lists containers selected by nameFrom that the pod does not have (yet):
@@ -92,15 +94,20 @@ type InjectResult struct {
 	Pending []string
 }
 
-// Inject mutates pod (deep-copy it first to diff with webhookpatch.Diff) so it serves
-// the set's files: an emptyDir, the hub ConfigMap volume, the reload sidecar (native or
-// with launch priority by Kubernetes version), read-only mounts in the selected
-// containers, and, if the pod has none, a wanted revision chosen so the partition holds
-// (the update revision while fewer than pods+1-partition pods run it, else the
-// current one) with its timestamp. It is idempotent, records what it injected under
-// InjectorName, and returns an error wrapping webhookpatch.ErrConflict when
-// another set already injected the same container and mountPath or sidecar. With
-// injectStrategy.pause it does nothing.
+// Inject changes pod so it serves the set's files: an emptyDir, the hub ConfigMap
+// volume, the reload sidecar (native or with launch priority by Kubernetes version),
+// read-only mounts in the selected containers, and, if the pod has none, a wanted
+// revision chosen so the partition holds (the update revision while fewer than
+// pods+1-partition pods run it, else the current one) with its timestamp. Deep-copy
+// pod first to diff the two with webhookpatch.Diff.
+//
+// It is all or nothing: on any error, including a conflict found after some objects
+// were injected, pod is left exactly as it was. It is idempotent, records what it
+// injected under [InjectorName], and returns an error wrapping
+// webhookpatch.ErrConflict when the pod already holds a same-named volume,
+// container, mount or annotation that differs and that Inject did not inject (such
+// as another set's sidecar on the same mountPath). The injected pod must pass
+// webhookpatch.Validate, or Inject fails. With injectStrategy.pause it does nothing.
 func Inject(pod *corev1.Pod, in InjectInput) (InjectResult, error) {
 	set := in.Set
 	if pod == nil {
@@ -130,35 +137,37 @@ func Inject(pod *corev1.Pod, in InjectInput) (InjectResult, error) {
 	if err != nil {
 		return InjectResult{}, err
 	}
-	orig := pod.DeepCopy()
-	res, err := inject(pod, in, keys, mode)
+	inj := webhookpatch.Injector{Name: InjectorName(set.Name)}
+	var res InjectResult
+	applied, err := inj.Apply(pod, func(work *corev1.Pod) error {
+		if res, err = inject(work, in, inj, keys, mode); err != nil {
+			return err
+		}
+		if errs := webhookpatch.Validate(work); len(errs) > 0 {
+			return fmt.Errorf("injected pod is invalid: %w", errs.ToAggregate())
+		}
+		return nil
+	})
 	if err != nil {
-		*pod = *orig // all or nothing
 		return InjectResult{}, fmt.Errorf("%s: %w", who, err)
 	}
-	if errs := webhookpatch.Validate(pod); len(errs) > 0 {
-		*pod = *orig
-		return InjectResult{}, fmt.Errorf("%s: injected pod is invalid: %w", who, errs.ToAggregate())
-	}
+	res.Result = applied
 	return res, nil
 }
 
-func inject(pod *corev1.Pod, in InjectInput, keys Keys, mode webhookpatch.SidecarMode) (InjectResult, error) {
+// inject injects into pod (the copy Inject's Apply works on); on error the caller
+// drops the copy.
+func inject(pod *corev1.Pod, in InjectInput, inj webhookpatch.Injector, keys Keys, mode webhookpatch.SidecarMode) (InjectResult, error) {
 	set := in.Set
-	inj := webhookpatch.Injector{Name: InjectorName(set.Name)}
 	var res InjectResult
-	note := func(ch bool, err error) error {
-		res.Changed = res.Changed || ch
-		return err
-	}
 	vol, hubVol := VolumeName(set.Name), HubVolumeName(set.Name)
 	optional := true
-	if err := note(inj.EnsureVolume(pod, corev1.Volume{Name: vol, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}})); err != nil {
+	if _, err := inj.EnsureVolume(pod, corev1.Volume{Name: vol, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}); err != nil {
 		return res, err
 	}
-	if err := note(inj.EnsureVolume(pod, corev1.Volume{Name: hubVol, VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{
+	if _, err := inj.EnsureVolume(pod, corev1.Volume{Name: hubVol, VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{
 		LocalObjectReference: corev1.LocalObjectReference{Name: HubName(set.Name)}, Optional: &optional,
-	}}})); err != nil {
+	}}}); err != nil {
 		return res, err
 	}
 	sidecar := corev1.Container{
@@ -175,7 +184,7 @@ func inject(pod *corev1.Pod, in InjectInput, keys Keys, mode webhookpatch.Sideca
 			{Name: vol, MountPath: SidecarDataPath},
 		},
 	}
-	if err := note(inj.EnsureSidecar(pod, sidecar, mode)); err != nil {
+	if _, err := inj.EnsureSidecar(pod, sidecar, mode); err != nil {
 		return res, err
 	}
 	for i, c := range set.Spec.Containers {
@@ -188,7 +197,7 @@ func inject(pod *corev1.Pod, in InjectInput, keys Keys, mode webhookpatch.Sideca
 			continue
 		}
 		m := corev1.VolumeMount{Name: vol, MountPath: c.MountPath, ReadOnly: true}
-		if err := note(inj.EnsureVolumeMount(pod, m, webhookpatch.ContainerSelector{Names: []string{name}})); err != nil {
+		if _, err := inj.EnsureVolumeMount(pod, m, webhookpatch.ContainerSelector{Names: []string{name}}); err != nil {
 			return res, fmt.Errorf("spec.containers[%d]: %w", i, err)
 		}
 	}
@@ -197,10 +206,10 @@ func inject(pod *corev1.Pod, in InjectInput, keys Keys, mode webhookpatch.Sideca
 		return res, nil
 	}
 	res.Revision = initialRevision(set, in.Pods)
-	if err := note(inj.EnsureAnnotation(pod, keys.UpdateRevision, res.Revision)); err != nil {
+	if _, err := inj.EnsureAnnotation(pod, keys.UpdateRevision, res.Revision); err != nil {
 		return res, err
 	}
-	if err := note(inj.EnsureAnnotation(pod, keys.UpdateRevisionTimestamp, FormatTimestamp(in.Now))); err != nil {
+	if _, err := inj.EnsureAnnotation(pod, keys.UpdateRevisionTimestamp, FormatTimestamp(in.Now)); err != nil {
 		return res, err
 	}
 	return res, nil

@@ -86,41 +86,6 @@ func KeysFor(setName string) (Keys, error) {
 	return keys, nil
 }
 
-// keyField says which of a set's keys a key is.
-type keyField string
-
-// The fields of a set's keys.
-const (
-	fieldUpdateRevision           keyField = suffixUpdateRevision
-	fieldUpdateRevisionTimestamp  keyField = suffixUpdateRevisionTimestamp
-	fieldCurrentRevision          keyField = suffixCurrentRevision
-	fieldCurrentRevisionTimestamp keyField = suffixCurrentRevisionTimestamp
-	fieldUpdateOrder              keyField = suffixUpdateOrder
-)
-
-// parseKey splits a key written by KeysFor into the set name as it appears in the key
-// (shortened for long names) and the field. ok is false for any other key.
-func parseKey(key string) (setInKey string, field keyField, ok bool) {
-	rest, found := strings.CutPrefix(key, keyDomain+"/"+keySetPrefix)
-	if !found {
-		return "", "", false
-	}
-	dot := strings.LastIndexByte(rest, '.')
-	if dot <= 0 {
-		return "", "", false
-	}
-	setInKey, f := rest[:dot], keyField(rest[dot+1:])
-	switch f {
-	case fieldUpdateRevision, fieldUpdateRevisionTimestamp, fieldCurrentRevision, fieldCurrentRevisionTimestamp, fieldUpdateOrder:
-	default:
-		return "", "", false
-	}
-	if len(setInKey) > maxSetNameInKey || len(validation.IsDNS1123Subdomain(setInKey)) > 0 {
-		return "", "", false
-	}
-	return setInKey, f, true
-}
-
 // PodState is a pod's revision state as its annotations hold it. Zero values mean the
 // annotation is absent.
 type PodState struct {

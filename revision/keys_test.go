@@ -75,12 +75,8 @@ func TestKeysAreValidForEveryValidName(t *testing.T) {
 			if errs := validation.IsQualifiedName(key); len(errs) > 0 {
 				t.Fatalf("%q: %v", key, errs)
 			}
-			setIn, _, ok := parseKey(key)
-			if !ok {
-				t.Fatalf("parseKey(%q) failed", key)
-			}
-			if len(name) <= maxSetNameInKey && setIn != name {
-				t.Fatalf("parseKey(%q) set %q, want %q", key, setIn, name)
+			if len(name) <= maxSetNameInKey && !strings.HasPrefix(key, keyDomain+"/"+keySetPrefix+name+".") {
+				t.Fatalf("key %q does not hold the set name %q verbatim", key, name)
 			}
 		}
 		for _, n := range []string{ReloadSidecarName(name), VolumeName(name), HubVolumeName(name), InjectorName(name)} {
@@ -92,28 +88,6 @@ func TestKeysAreValidForEveryValidName(t *testing.T) {
 			t.Fatalf("hub name %q: %v", HubName(name), errs)
 		}
 	})
-}
-
-func TestParseKey(t *testing.T) {
-	tests := []struct {
-		name, key string
-		ok        bool
-		field     keyField
-	}{
-		{"a current-revision key parses", "apps.kruise.io/configmapset.cms1.currentRevision", true, fieldCurrentRevision},
-		{"the label key parses", "apps.kruise.io/configmapset.a.b.updateOrder", true, fieldUpdateOrder},
-		{"an unknown field does not", "apps.kruise.io/configmapset.cms1.revision", false, ""},
-		{"the design's invalid key does not", "apps.kruise.io/configMapSet/cms1/revision", false, ""},
-		{"an empty set name does not", "apps.kruise.io/configmapset..updateRevision", false, ""},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			_, f, ok := parseKey(tt.key)
-			if ok != tt.ok || f != tt.field {
-				t.Errorf("parseKey(%q) = %q, %v", tt.key, f, ok)
-			}
-		})
-	}
 }
 
 func TestPodStateRoundTrip(t *testing.T) {

@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"pgregory.net/rapid"
 
+	"github.com/kplan-dev/kplan"
 	"github.com/kplan-dev/kplan/internal/exact"
 )
 
@@ -127,12 +128,17 @@ func (m *machine) plan(t *rapid.T, pure bool) Result {
 
 	// The hub round-trips and keeps order; live revisions are never trimmed; at most
 	// the limit of non-live revisions stays, and none is dropped below it.
-	hubCM := m.hub
-	if res.Hub != nil {
-		hubCM = res.Hub
-		if res.Hub.Name != "cms1-hub" || res.Hub.Namespace != "ns" {
-			t.Fatalf("hub %s/%s", res.Hub.Namespace, res.Hub.Name)
+	hubCM := res.Hub.ConfigMap
+	if hubCM == nil || hubCM.Name != "cms1-hub" || hubCM.Namespace != "ns" {
+		t.Fatalf("hub %+v", res.Hub)
+	}
+	switch wantAction := map[bool]kplan.Action{true: kplan.ActionCreate, false: kplan.ActionUpdate}[m.hub == nil]; {
+	case m.hub != nil && m.hub.Data[HubDataKey] == hubCM.Data[HubDataKey]:
+		if res.Hub.Action != kplan.ActionNone || gocmp.Diff(m.hub, hubCM, exact.Options) != "" {
+			t.Fatalf("the hub is unchanged, but the plan says %s %+v", res.Hub.Action, hubCM)
 		}
+	case res.Hub.Action != wantAction:
+		t.Fatalf("hub action %s, want %s", res.Hub.Action, wantAction)
 	}
 	h, err := DecodeHub(hubCM)
 	if err != nil {
@@ -323,6 +329,73 @@ func (m *machine) plan(t *rapid.T, pure bool) Result {
 		t.Fatalf("observedGeneration %d, generation %d", got.ObservedGeneration, m.set.Generation)
 	}
 
+	// Waiting names exactly the pods that do not run the update confirmed and ready,
+	// in name order, each with a reason its state bears out; Complete says that only
+	// the partition holds pods back.
+	var wantWaiting, gotWaiting []string
+	for _, p := range pods {
+		v := after[p.Name]
+		// A pod on the update that a raised partition sends back, held by the budget.
+		sentBack := aAfter > want && slices.ContainsFunc(res.Waiting, func(w PodReason) bool {
+			return w.Name == p.Name && w.Reason == ReasonMaxUnavailableReached
+		})
+		if v.wanted != update || v.current != update || !v.ready || sentBack {
+			wantWaiting = append(wantWaiting, p.Name)
+		}
+	}
+	onlyPartition, budget := true, 0
+	for _, w := range res.Waiting {
+		if w.Reason == ReasonMaxUnavailableReached {
+			budget++
+		}
+	}
+	for _, w := range res.Waiting {
+		gotWaiting = append(gotWaiting, w.Name)
+		v := after[w.Name]
+		ok := w.Message != ""
+		switch w.Reason {
+		case ReasonPartitioned:
+			// Kept: want pods are on the update, or will be once the pods waiting for
+			// the budget move.
+			ok = ok && v.ready && v.wanted != "" && v.wanted == v.current && v.wanted != update && aAfter+budget >= want
+		case ReasonRevisionNotConfirmed:
+			ok = ok && !cold[w.Name] && v.wanted != v.current
+		case ReasonPodNotReady:
+			ok = ok && !cold[w.Name] && !v.ready && v.wanted == v.current
+		case ReasonMaxUnavailableReached:
+			mu, _ := resolveMaxUnavailable(us.MaxUnavailable, n)
+			ua := 0
+			for _, a := range after {
+				if a.unavailable() {
+					ua++
+				}
+			}
+			ok = ok && restart && !cold[w.Name] && ua >= mu
+		case ReasonNotInjected, ReasonCreatedBeforeContainersChange:
+			ok = ok && cold[w.Name] && slices.ContainsFunc(res.Cold, func(c PodReason) bool { return c.Name == w.Name && c.Reason == w.Reason })
+		default:
+			ok = false
+		}
+		if !ok {
+			t.Fatalf("pod %s waits with %s (%s), but its state is %+v (cold %v, %d of %d on the update, want %d)", w.Name, w.Reason, w.Message, v, cold[w.Name], aAfter, n, want)
+		}
+		onlyPartition = onlyPartition && w.Reason == ReasonPartitioned
+	}
+	if !slices.Equal(gotWaiting, wantWaiting) {
+		t.Fatalf("Waiting %v, want %v", gotWaiting, wantWaiting)
+	}
+	if res.Complete != onlyPartition {
+		t.Fatalf("Complete = %v, Waiting %+v", res.Complete, res.Waiting)
+	}
+	if res.Complete && kept == 0 && res.Status.CurrentRevision != update {
+		t.Fatalf("complete with partition 0, but the current revision is %s, not %s", res.Status.CurrentRevision, update)
+	}
+	for _, pp := range res.Pods {
+		if res.Complete && pp.Annotations != nil {
+			t.Fatalf("complete, but pod %s is asked for a revision", pp.Name)
+		}
+	}
+
 	// The update-order label marks exactly the pods asked for a revision they have
 	// not confirmed.
 	for name, v := range after {
@@ -335,9 +408,7 @@ func (m *machine) plan(t *rapid.T, pure bool) Result {
 	}
 
 	// Apply.
-	if res.Hub != nil {
-		m.hub = res.Hub
-	}
+	m.hub = res.Hub.ConfigMap
 	m.set.Status = res.Status
 	for _, p := range applyPatches(pods, res.Pods) {
 		m.pods[p.Name] = p

@@ -256,6 +256,22 @@ func (m *machine) settle(t *rapid.T) {
 	if allUpdated && (m.set.Status.CurrentRevision != update || int(m.set.Status.UpdatedReadyPods) != n) {
 		t.Fatalf("every pod runs %s but the status is %+v", update, m.set.Status)
 	}
+	// Settled, the plan says the rollout is complete, unless a cold pod it can never
+	// change is one the partition wants on the update (or has not confirmed its
+	// revision).
+	wantComplete := true
+	for _, p := range m.podList() {
+		st, _ := testKeys.Read(p)
+		if !isColdAt(p, m.set.Status.LastContainersTimestamp) && hasContainer(p, ReloadSidecarName(m.set.Name)) {
+			continue
+		}
+		if !st.Updated() || (st.UpdateRevision != update && onUpdate < n-kept) {
+			wantComplete = false
+		}
+	}
+	if res.Complete != wantComplete {
+		t.Fatalf("settled: Complete = %v, want %v; waiting %+v", res.Complete, wantComplete, res.Waiting)
+	}
 }
 
 func TestStateMachine(t *testing.T) {

@@ -137,9 +137,7 @@ func TestEveryOutputIsAcceptedAsTheNextInput(t *testing.T) {
 		next := set.DeepCopy()
 		next.Status = res.Status
 		next = roundTrip(t, "the set with the new status", next)
-		if res.Hub != nil {
-			hub = roundTrip(t, "the hub", res.Hub)
-		}
+		hub = roundTrip(t, "the hub", res.Hub.ConfigMap)
 		stored := []*corev1.Pod{roundTrip(t, "the injected pod", fresh)}
 		for _, p := range applyPatches(pods, res.Pods) {
 			stored = append(stored, roundTrip(t, "pod "+p.Name, p))

@@ -70,13 +70,3 @@ func applyMap(m map[string]string, ch map[string]*string) map[string]string {
 	}
 	return m
 }
-
-// Event is something a reconciler may record on the ConfigMapSet.
-type Event struct {
-	// Type is corev1.EventTypeNormal or corev1.EventTypeWarning.
-	Type string
-	// Reason is a short UpperCamelCase machine-readable reason, e.g. "RevisionCreated".
-	Reason string
-	// Message is a human-readable description.
-	Message string
-}

@@ -9,6 +9,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apivalidation "k8s.io/apimachinery/pkg/api/validation"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/kplan-dev/kplan"
 )
 
 // Input is what Plan reads for one reconcile. Plan never changes it.
@@ -24,24 +26,53 @@ type Input struct {
 	Now time.Time
 }
 
-// Result is what one reconcile should write.
+// Result is what one reconcile should write, and where the rollout stands.
 type Result struct {
-	// Hub is the hub ConfigMap to create or update, or nil when unchanged.
-	Hub *corev1.ConfigMap
+	// Hub is the hub ConfigMap after the plan and what to do with it: create it,
+	// update it (it carries the resourceVersion of Input.Hub), or nothing, when
+	// Input.Hub already holds it (the ConfigMap is then a copy of Input.Hub).
+	Hub DesiredConfigMap
 	// Revisions are the hub's revision names after the plan, oldest first.
 	Revisions []string
-	// Pods are the pod patches, ordered by namespace and name.
+	// Pods are the pod patches, ordered by namespace and name. Only pods that change
+	// are listed; each patch is an update of the pod's metadata.
 	Pods []PodPatch
-	// Status is the set's new status.
+	// Status is the set's new status. Its conditions are Input.Set's, unchanged:
+	// a reconciler sets its own from Complete and Waiting.
 	Status ConfigMapSetStatus
-	// Events describe what changed, in a fixed order.
-	Events []Event
+	// Events describe what changed, in a fixed order. Each names the set as its
+	// Object.
+	Events []kplan.Event
 	// Cold are the non-terminating pods Plan leaves alone, ordered by namespace and
-	// name: pods without the set's reload sidecar and pods created before
-	// status.lastContainersTimestamp (see [ColdReason]). Plan never patches them and
-	// the rollout cannot complete while they exist; re-creating them lets the webhook
-	// inject them. Nil when every pod is warm.
-	Cold []ColdPod
+	// name: pods without the set's reload sidecar ([ReasonNotInjected]) and pods
+	// created before status.lastContainersTimestamp
+	// ([ReasonCreatedBeforeContainersChange]). Plan never patches them;
+	// re-creating them lets the webhook inject them. Nil when every pod is warm.
+	Cold []PodReason
+	// Waiting lists every non-terminating pod that is not current once the plan is
+	// carried out, ordered by namespace and name, with why it waits. A pod is
+	// current when it runs the update revision, confirmed and ready, and a raised
+	// partition does not send it back. The reasons: [ReasonRevisionNotConfirmed],
+	// [ReasonPodNotReady], [ReasonMaxUnavailableReached] (as many pods as the
+	// partition still needs moved, first in update or rollback order),
+	// [ReasonPartitioned], or a cold pod's reason when the rollout needs that pod.
+	// Nil when every pod is current.
+	Waiting []PodReason
+	// Complete is true when the rollout has gone as far as the partition allows:
+	// every pod that is not current waits with [ReasonPartitioned] only (with
+	// partition 0, every pod runs the update revision, confirmed and ready). No pod
+	// is asked for another revision until the spec or the pods change; the plan may
+	// still write the hub (a trim) and remove the update-order label from pods that
+	// just confirmed their revision.
+	Complete bool
+}
+
+// DesiredConfigMap is a ConfigMap a plan wants, with what to do with it.
+type DesiredConfigMap struct {
+	// Action is kplan.ActionCreate, kplan.ActionUpdate or kplan.ActionNone.
+	Action kplan.Action
+	// ConfigMap is the ConfigMap as it should be; never nil.
+	ConfigMap *corev1.ConfigMap
 }
 
 // podInfo is Plan's view of one pod.
@@ -52,6 +83,7 @@ type podInfo struct {
 	cold      coldKind // why Plan leaves the pod alone; coldNone when it does not
 	injected  bool     // carries the set's reload sidecar
 	target    string   // wanted revision after the plan
+	refused   string   // the revision the maxUnavailable budget kept the pod from; "" when none
 	changed   bool
 	labelNow  bool
 	labelWant bool
@@ -65,9 +97,10 @@ type revState struct {
 // Plan plans one reconcile of a ConfigMapSet, as the package doc describes. Terminating
 // pods (with a deletion timestamp) are ignored; cold pods (created before
 // status.lastContainersTimestamp) and pods without the set's reload sidecar are
-// counted but never changed, and listed in [Result.Cold]. Bad input (an invalid spec, a corrupt
-// hub, an unparsable pod annotation, a pod listed twice, a zero Now) is an error naming
-// the object and field; a hub or pod annotations that would exceed their size limits are errors.
+// counted but never changed, and listed in [Result.Cold]. Bad input (an invalid spec, a
+// corrupt hub, a hub ConfigMap of another name or namespace, an unparsable pod
+// annotation, a pod listed twice, a zero Now) is an error naming the object and field;
+// a hub or pod annotations that would exceed their size limits are errors.
 func Plan(in Input) (Result, error) {
 	set := in.Set
 	if set == nil {
@@ -84,6 +117,9 @@ func Plan(in Input) (Result, error) {
 	if err != nil {
 		return Result{}, err
 	}
+	if h := in.Hub; h != nil && (h.Namespace != set.Namespace || h.Name != HubName(set.Name)) {
+		return Result{}, fmt.Errorf("%s: configmap %s/%s is not its hub (%s/%s)", who, h.Namespace, h.Name, set.Namespace, HubName(set.Name))
+	}
 	hub, err := DecodeHub(in.Hub)
 	if err != nil {
 		return Result{}, err
@@ -97,20 +133,25 @@ func Plan(in Input) (Result, error) {
 		return Result{}, fmt.Errorf("%s: spec.data: %w", who, err)
 	}
 	hub, update := add.Hub, add.Name
-	var events []Event
+	var events []kplan.Event
+	ref := setRef(set)
+	event := func(typ string, reason kplan.Reason, msg string) {
+		events = append(events, kplan.Event{Type: typ, Reason: reason, Object: ref, Message: msg})
+	}
 	if add.CollisionCount != cc {
-		events = append(events, Event{corev1.EventTypeWarning, "HashCollision", fmt.Sprintf("revision hash collided; collision count is now %d", add.CollisionCount)})
+		event(corev1.EventTypeWarning, ReasonHashCollision, fmt.Sprintf("revision hash collided; collision count is now %d", add.CollisionCount))
 	}
 	if add.Created {
-		events = append(events, Event{corev1.EventTypeNormal, "RevisionCreated", "revision " + update + " created"})
+		event(corev1.EventTypeNormal, ReasonRevisionCreated, "revision "+update+" created")
 	} else if add.Moved {
-		events = append(events, Event{corev1.EventTypeNormal, "RevisionRestored", "data equals old revision " + update + "; moved to newest"})
+		event(corev1.EventTypeNormal, ReasonRevisionRestored, "data equals old revision "+update+"; moved to newest")
 	}
 
 	status := ConfigMapSetStatus{
 		ObservedGeneration: set.Generation,
 		CurrentRevision:    set.Status.CurrentRevision,
 		UpdateRevision:     update,
+		Conditions:         copyConditions(set.Status.Conditions),
 	}
 	if add.CollisionCount > 0 || set.Status.CollisionCount != nil {
 		c := add.CollisionCount
@@ -119,7 +160,7 @@ func Plan(in Input) (Result, error) {
 	lastTS, containersHash, changed := coldStart(set, in.Now)
 	status.LastContainersTimestamp, status.LastContainersHash = lastTS, containersHash
 	if changed {
-		events = append(events, Event{corev1.EventTypeNormal, "ContainersChanged", "spec.containers changed; only pods created from now on get the new mounts"})
+		event(corev1.EventTypeNormal, ReasonContainersChanged, "spec.containers changed; only pods created from now on get the new mounts")
 	}
 
 	sidecar := ReloadSidecarName(set.Name)
@@ -136,10 +177,10 @@ func Plan(in Input) (Result, error) {
 		return Result{}, fmt.Errorf("%s: spec.updateStrategy.%w", who, err)
 	}
 	if sel.updated > 0 {
-		events = append(events, Event{corev1.EventTypeNormal, "PodsUpdated", fmt.Sprintf("%d pods set to revision %s", sel.updated, update)})
+		event(corev1.EventTypeNormal, ReasonPodsUpdated, fmt.Sprintf("%d pods set to revision %s", sel.updated, update))
 	}
 	if sel.rolledBack > 0 {
-		events = append(events, Event{corev1.EventTypeNormal, "PodsRolledBack", fmt.Sprintf("%d pods set back to revision %s", sel.rolledBack, status.CurrentRevision)})
+		event(corev1.EventTypeNormal, ReasonPodsRolledBack, fmt.Sprintf("%d pods set back to revision %s", sel.rolledBack, status.CurrentRevision))
 	}
 
 	patches, err := buildPatches(pods, keys, set.Spec.InjectUpdateOrder, in.Now)
@@ -163,26 +204,63 @@ func Plan(in Input) (Result, error) {
 	}
 	hub, dropped := hub.Trim(limit, func(n string) bool { return live[n] })
 	if len(dropped) > 0 {
-		events = append(events, Event{corev1.EventTypeNormal, "RevisionsTrimmed", fmt.Sprintf("%d old revisions removed from the hub", len(dropped))})
+		event(corev1.EventTypeNormal, ReasonRevisionsTrimmed, fmt.Sprintf("%d old revisions removed from the hub", len(dropped)))
 	}
 
-	countStatus(&status, pods, update)
+	assigned := countStatus(&status, pods, update)
 	if status.UpdatedReadyPods == status.MatchedPods && status.CurrentRevision != update {
 		status.CurrentRevision = update
-		events = append(events, Event{corev1.EventTypeNormal, "RolloutComplete", "every pod runs revision " + update})
+		event(corev1.EventTypeNormal, ReasonRolloutComplete, "every pod runs revision "+update)
 	}
 
 	out := Result{Revisions: hub.names(), Pods: patches, Status: status, Events: events, Cold: coldPods(pods, sidecar, lastTS)}
-	enc, err := hub.Encode()
-	if err != nil {
+	out.Waiting, out.Complete = waiting(pods, update, sel, assigned, set.Spec.UpdateStrategy.RestartInjectedContainers, sidecar, lastTS)
+	if out.Hub, err = desiredHub(hub, set, in.Hub); err != nil {
 		return Result{}, err
 	}
-	if in.Hub == nil || in.Hub.Data[HubDataKey] != enc || in.Hub.Name != HubName(set.Name) || len(in.Hub.Data) != 1 {
-		if out.Hub, err = hub.HubConfigMap(set.Namespace, set.Name, in.Hub); err != nil {
-			return Result{}, err
-		}
-	}
 	return out, nil
+}
+
+// desiredHub returns the hub's ConfigMap and what to do with it, given the one read
+// (nil when there is none).
+func desiredHub(hub Hub, set *ConfigMapSet, read *corev1.ConfigMap) (DesiredConfigMap, error) {
+	enc, err := hub.Encode()
+	if err != nil {
+		return DesiredConfigMap{}, err
+	}
+	if read != nil && read.Data[HubDataKey] == enc && len(read.Data) == 1 && len(read.BinaryData) == 0 {
+		return DesiredConfigMap{Action: kplan.ActionNone, ConfigMap: read.DeepCopy()}, nil
+	}
+	cm, err := hub.HubConfigMap(set.Namespace, set.Name, read)
+	if err != nil {
+		return DesiredConfigMap{}, err
+	}
+	if read == nil {
+		return DesiredConfigMap{Action: kplan.ActionCreate, ConfigMap: cm}, nil
+	}
+	return DesiredConfigMap{Action: kplan.ActionUpdate, ConfigMap: cm}, nil
+}
+
+// setRef is the reference events name the set by: its kind and API version as its
+// TypeMeta gives them (kind ConfigMapSet when empty).
+func setRef(set *ConfigMapSet) corev1.ObjectReference {
+	kind := set.Kind
+	if kind == "" {
+		kind = "ConfigMapSet"
+	}
+	return corev1.ObjectReference{Kind: kind, APIVersion: set.APIVersion, Namespace: set.Namespace, Name: set.Name, UID: set.UID}
+}
+
+// copyConditions returns a deep copy of conds (nil for none).
+func copyConditions(conds []metav1.Condition) []metav1.Condition {
+	if conds == nil {
+		return nil
+	}
+	out := make([]metav1.Condition, len(conds))
+	for i := range conds {
+		conds[i].DeepCopyInto(&out[i])
+	}
+	return out
 }
 
 // readPods reads every non-terminating pod's state, ordered by namespace and name.
@@ -301,11 +379,15 @@ func checkAnnotationSize(pod *corev1.Pod, keys, vals [2]string) error {
 	return nil
 }
 
-// countStatus fills the pod counts from the pods' states after the plan.
-func countStatus(st *ConfigMapSetStatus, pods []podInfo, update string) {
+// countStatus fills the pod counts from the pods' states after the plan, and returns
+// how many pods the plan asks for the update revision.
+func countStatus(st *ConfigMapSetStatus, pods []podInfo, update string) (assigned int) {
 	for i := range pods {
 		p := &pods[i]
 		st.MatchedPods++
+		if p.target == update {
+			assigned++
+		}
 		updated := p.target == update && p.state.CurrentRevision == update
 		if updated {
 			st.UpdatedPods++
@@ -317,4 +399,5 @@ func countStatus(st *ConfigMapSetStatus, pods []podInfo, update string) {
 			}
 		}
 	}
+	return assigned
 }

@@ -6,9 +6,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
+
+	"github.com/kplan-dev/kplan"
+	"github.com/kplan-dev/kplan/internal/exact"
 )
 
 var now = t0.Add(time.Hour)
@@ -53,10 +57,10 @@ func TestPlanFirstReconcile(t *testing.T) {
 	res := mustPlan(t, Input{Set: set, Pods: pods, Now: now})
 
 	t.Run("the hub is created with the one revision", func(t *testing.T) {
-		if res.Hub == nil || res.Hub.Name != "cms1-hub" || res.Hub.Namespace != "ns" {
+		if cm := res.Hub.ConfigMap; res.Hub.Action != kplan.ActionCreate || cm.Name != "cms1-hub" || cm.Namespace != "ns" {
 			t.Fatalf("hub = %+v", res.Hub)
 		}
-		h, err := DecodeHub(res.Hub)
+		h, err := DecodeHub(res.Hub.ConfigMap)
 		if err != nil || len(h.Revisions) != 1 || h.Revisions[0].Name != RevisionHash(data("aaa"), 0) {
 			t.Fatalf("hub %v, %v", h, err)
 		}
@@ -121,7 +125,7 @@ func TestPlanPartitionAndPriority(t *testing.T) {
 		after[2] = revPod("c", upd, upd, true) // c confirmed the update
 		set2 := set.DeepCopy()
 		set2.Spec.UpdateStrategy.Partition = &intstr.IntOrString{Type: intstr.Int, IntVal: 5}
-		res2 := mustPlan(t, Input{Set: set2, Hub: res.Hub, Pods: after, Now: now})
+		res2 := mustPlan(t, Input{Set: set2, Hub: res.Hub.ConfigMap, Pods: after, Now: now})
 		w := wanted(after, res2)
 		// 5 kept -> 1 updated; d and e have not confirmed: e (reverse name) then d go back.
 		if w["c"] != upd || w["d"] != cur || w["e"] != cur {
@@ -166,10 +170,13 @@ func TestPlanRolloutCompletes(t *testing.T) {
 	if res.Status.CurrentRevision != revs[1] || res.Status.UpdatedReadyPods != 2 {
 		t.Errorf("status %+v", res.Status)
 	}
-	if res.Hub != nil {
-		t.Errorf("unchanged hub rewritten")
+	if res.Hub.Action != kplan.ActionNone {
+		t.Errorf("unchanged hub rewritten: %s", res.Hub.Action)
 	}
-	if len(res.Events) != 1 || res.Events[0].Reason != "RolloutComplete" {
+	if diff := cmp.Diff(hub, res.Hub.ConfigMap, exact.Options); diff != "" || res.Hub.ConfigMap == hub {
+		t.Errorf("an unchanged hub is not a copy of the one read (-read +result):\n%s", diff)
+	}
+	if len(res.Events) != 1 || res.Events[0].Reason != ReasonRolloutComplete {
 		t.Errorf("events %+v", res.Events)
 	}
 }
@@ -229,7 +236,7 @@ func TestPlanUpdateOrderLabel(t *testing.T) {
 		p.Annotations[testKeys.CurrentRevision] = res.Status.UpdateRevision
 		set2 := set.DeepCopy()
 		set2.Status = res.Status
-		res2 := mustPlan(t, Input{Set: set2, Hub: res.Hub, Pods: []*corev1.Pod{p}, Now: now})
+		res2 := mustPlan(t, Input{Set: set2, Hub: res.Hub.ConfigMap, Pods: []*corev1.Pod{p}, Now: now})
 		if len(res2.Pods) != 1 || res2.Pods[0].Labels[testKeys.UpdateOrder] != nil || res2.Pods[0].Annotations != nil {
 			t.Errorf("patch %+v", res2.Pods)
 		}
@@ -267,6 +274,10 @@ func TestPlanErrors(t *testing.T) {
 		{"annotations over 256 KiB are an error", Input{Set: newSet(data("b")), Hub: hub, Pods: []*corev1.Pod{big}}, "pod ns/y: metadata.annotations"},
 		{"a hub over 1 MiB is an error naming the sizes", Input{Set: newSet(map[string]string{"f": strings.Repeat("x", MaxHubBytes)})}, "more than the 1048576"},
 		{"a missing set is an error", Input{}, "no ConfigMapSet"},
+		{"a hub of another name is not the set's hub", Input{Set: newSet(data("a")), Hub: func() *corev1.ConfigMap { h := hub.DeepCopy(); h.Name = "other-hub"; return h }()},
+			"configmapset ns/cms1: configmap ns/other-hub is not its hub (ns/cms1-hub)"},
+		{"a hub of another namespace is not the set's hub", Input{Set: newSet(data("a")), Hub: func() *corev1.ConfigMap { h := hub.DeepCopy(); h.Namespace = "elsewhere"; return h }()},
+			"configmap elsewhere/cms1-hub is not its hub"},
 	}
 	t.Run("a patch that does not grow full annotations is fine", func(t *testing.T) {
 		res, err := Plan(Input{Set: newSet(data("b")), Hub: hub, Pods: []*corev1.Pod{bigHeld}, Now: now})
@@ -299,5 +310,39 @@ func TestPlanErrorDoesNotDependOnPodOrder(t *testing.T) {
 	_, err2 := Plan(Input{Set: newSet(data("x")), Pods: []*corev1.Pod{b, a}, Now: now})
 	if err1 == nil || err2 == nil || err1.Error() != err2.Error() || !strings.Contains(err1.Error(), "pod ns/a: annotation "+testKeys.UpdateRevisionTimestamp) {
 		t.Errorf("%v / %v", err1, err2)
+	}
+}
+
+// Every event names the set as its Object, with the kind and API version the set's
+// TypeMeta gives (kind ConfigMapSet when it is empty, as a typed client leaves it).
+func TestPlanEventsNameTheSet(t *testing.T) {
+	for _, tm := range []metav1.TypeMeta{{}, {APIVersion: "apps.kplan.dev/v1alpha1", Kind: "ConfigMapSet"}} {
+		set := newSet(data("a"))
+		set.TypeMeta, set.UID = tm, "set-uid"
+		res := mustPlan(t, Input{Set: set, Pods: []*corev1.Pod{revPod("a", "", "", true)}, Now: now})
+		want := corev1.ObjectReference{Kind: "ConfigMapSet", APIVersion: tm.APIVersion, Namespace: "ns", Name: "cms1", UID: "set-uid"}
+		if len(res.Events) == 0 {
+			t.Fatal("no events")
+		}
+		for _, e := range res.Events {
+			if e.Object != want {
+				t.Errorf("event %s names %+v, want %+v", e.Reason, e.Object, want)
+			}
+		}
+	}
+}
+
+// Plan copies the set's conditions into the new status, which a reconciler then
+// updates from Complete and Waiting; the copy shares nothing with the input.
+func TestPlanKeepsTheSetsConditions(t *testing.T) {
+	set := newSet(data("a"))
+	set.Status.Conditions = []metav1.Condition{{Type: "Complete", Status: metav1.ConditionFalse, Reason: string(ReasonPodNotReady), LastTransitionTime: metav1.NewTime(t0)}}
+	res := mustPlan(t, Input{Set: set, Now: now})
+	if diff := cmp.Diff(set.Status.Conditions, res.Status.Conditions, exact.Options); diff != "" {
+		t.Errorf("conditions (-set +status):\n%s", diff)
+	}
+	res.Status.Conditions[0].Reason = "Changed"
+	if set.Status.Conditions[0].Reason != string(ReasonPodNotReady) {
+		t.Error("changing the result's conditions changed the set's")
 	}
 }

@@ -11,9 +11,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"pgregory.net/rapid"
 
-	"github.com/kplan-dev/kplan/internal/podfixture"
-
+	"github.com/kplan-dev/kplan"
 	"github.com/kplan-dev/kplan/internal/exact"
+	"github.com/kplan-dev/kplan/internal/podfixture"
 )
 
 // drawInput draws a Plan input from arbitrary states, including ones the state
@@ -119,7 +119,7 @@ func TestPlanProperties(t *testing.T) {
 		if err != nil {
 			t.Fatalf("valid input: %v", err)
 		}
-		h, err := DecodeHub(cmpOr(res.Hub, in.Hub))
+		h, err := DecodeHub(res.Hub.ConfigMap)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -149,13 +149,13 @@ func TestPlanProperties(t *testing.T) {
 		// reason (not injected wins), and none of them is patched.
 		var wantCold []string
 		for _, p := range in.Pods {
-			reason := ColdReason("")
+			var reason kplan.Reason
 			switch {
 			case p.DeletionTimestamp != nil:
 			case !hasContainer(p, ReloadSidecarName("cms1")):
-				reason = ColdNotInjected
+				reason = ReasonNotInjected
 			case isColdAt(p, res.Status.LastContainersTimestamp):
-				reason = ColdCreatedBeforeContainersChange
+				reason = ReasonCreatedBeforeContainersChange
 			}
 			if reason != "" {
 				wantCold = append(wantCold, p.Namespace+"/"+p.Name+" "+string(reason))
@@ -181,11 +181,4 @@ func TestPlanProperties(t *testing.T) {
 			}
 		}
 	})
-}
-
-func cmpOr(a, b *corev1.ConfigMap) *corev1.ConfigMap {
-	if a != nil {
-		return a
-	}
-	return b
 }

@@ -6,9 +6,16 @@ import (
 	"slices"
 )
 
-// selection counts what selectPods changed.
+// selection counts what selectPods changed, with the numbers the waiting pods'
+// messages quote.
 type selection struct {
-	updated, rolledBack, repaired int
+	updated, rolledBack int
+	// kept is the partition resolved against the pods; want = pods - kept.
+	kept, want int
+	// maxUnavailable is the budget resolved against the pods, and unavailable the
+	// pods that are unavailable once the plan's changes land; both 0 without
+	// restartInjectedContainers.
+	maxUnavailable, unavailable int
 }
 
 // selectPods sets each pod's target revision so the partition holds, within the
@@ -22,6 +29,7 @@ func selectPods(set *ConfigMapSet, pods []podInfo, update string, hubIndex map[s
 		return sel, err
 	}
 	want := n - kept
+	sel.kept, sel.want = kept, want
 	current := set.Status.CurrentRevision
 	rollbackTo := ""
 	if _, ok := hubIndex[current]; ok && current != update {
@@ -42,16 +50,33 @@ func selectPods(set *ConfigMapSet, pods []podInfo, update string, hubIndex map[s
 			}
 		}
 		avail = mu - unavailable
+		sel.maxUnavailable, sel.unavailable = mu, unavailable
 	}
-	change := func(p *podInfo, target string) bool {
+	// refused collects, in the order they were tried, the pods the budget kept from
+	// a change; refuse marks the first n of them, the pods that would have changed.
+	var refused []int
+	change := func(i int, target string) bool {
+		p := &pods[i]
 		if !p.unavailable() {
 			if avail <= 0 {
+				refused = append(refused, i)
 				return false
 			}
 			avail--
+			if us.RestartInjectedContainers {
+				sel.unavailable++
+			}
 		}
 		p.target, p.changed = target, true
 		return true
+	}
+	refuse := func(n int, target string) {
+		for _, i := range refused[:min(max(n, 0), len(refused))] {
+			if pods[i].refused == "" {
+				pods[i].refused = target
+			}
+		}
+		refused = refused[:0]
 	}
 
 	assigned := 0
@@ -83,11 +108,12 @@ func selectPods(set *ConfigMapSet, pods []podInfo, update string, hubIndex map[s
 			if assigned >= want {
 				break
 			}
-			if change(&pods[i], update) {
+			if change(i, update) {
 				assigned++
 				sel.updated++
 			}
 		}
+		refuse(want-assigned, update)
 	case assigned > want && rollbackTo != "":
 		cand := make([]int, 0, len(warm))
 		for _, i := range warm {
@@ -109,11 +135,12 @@ func selectPods(set *ConfigMapSet, pods []podInfo, update string, hubIndex map[s
 			if assigned <= want {
 				break
 			}
-			if change(&pods[i], rollbackTo) {
+			if change(i, rollbackTo) {
 				assigned--
 				sel.rolledBack++
 			}
 		}
+		refuse(assigned-want, rollbackTo)
 	}
 	// Kept pods without a usable revision get the old revision, or the update when
 	// there is none: a pod cannot run a revision the hub does not hold.
@@ -126,8 +153,8 @@ func selectPods(set *ConfigMapSet, pods []podInfo, update string, hubIndex map[s
 		if to == "" {
 			to = update
 		}
-		if change(p, to) {
-			sel.repaired++
+		if !change(i, to) {
+			refuse(1, to)
 		}
 	}
 	return sel, nil

@@ -118,4 +118,8 @@ type ConfigMapSetStatus struct {
 	LastContainersTimestamp *metav1.Time `json:"lastContainersTimestamp,omitempty"`
 	// LastContainersHash is the hash of spec.containers at LastContainersTimestamp.
 	LastContainersHash string `json:"lastContainersHash,omitempty"`
+	// Conditions are the reconciler's: Plan copies them from the set it is given and
+	// never sets one. A reconciler derives them from [Result].Complete and
+	// [Result].Waiting, whose reasons are valid condition reasons.
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
 }

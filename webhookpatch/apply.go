@@ -12,21 +12,32 @@ import (
 // report with it too.
 type Result struct {
 	// Changed reports whether the pod changed. A pod whose only difference is a nil
-	// list or map made empty (or the reverse) is unchanged: both encode alike.
+	// list or map made empty (or the reverse), or a quantity or time written in
+	// another form, is unchanged: both encode alike (equality.Semantic).
 	Changed bool
-	// Items names the items of [RecordAnnotation] the injector added, changed or
-	// removed, sorted: "volume/ranktable", "env/inference/RANKTABLEFILE", ...
+	// Items names the items of [RecordAnnotation], under the injector's name, that
+	// the injection added, changed (a new content hash) or removed, sorted and
+	// without repeats: "env/inference/RANKTABLEFILE", "volume/ranktable", ... Items
+	// is empty when Changed is false.
 	Items []string
 }
 
-// Apply runs inject on a deep copy of pod. If inject returns nil, pod becomes the
-// copy; otherwise pod is left exactly as it was and Apply returns inject's error. So
-// however many Ensure calls inject makes, either all of them take effect or none
-// does. The Result compares pod before and after, and lists the record items of this
-// injector that changed.
+// Apply runs inject on a deep copy of pod. If inject returns nil and the copy differs
+// from pod, pod becomes the copy; if inject returns an error, pod is left exactly as
+// it was and Apply returns that error. So however many Ensure calls inject makes, and
+// whichever of them fails, either all of them take effect or none does. inject may
+// call any Injector's primitives, or change the copy directly.
+//
+// The Result compares pod before and after, and lists the record items of in.Name
+// that changed; items recorded under other injectors are not listed.
 //
 // A nil pod, a nil inject, an injector name that is not a DNS-1123 label or an
-// unreadable record annotation is an error, and inject is not called.
+// unreadable record annotation is an error, and inject is not called. A record
+// annotation that inject leaves unreadable is an error too, and pod is left as it
+// was.
+//
+// When pod changes, its fields are replaced by the copy's: a pointer into pod taken
+// before Apply (such as &pod.Spec.Containers[0]) still sees the old values.
 func (in Injector) Apply(pod *corev1.Pod, inject func(pod *corev1.Pod) error) (Result, error) {
 	if inject == nil {
 		return Result{}, fmt.Errorf("webhookpatch: nil inject function")

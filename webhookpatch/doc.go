@@ -18,7 +18,11 @@
 //     (names plus content hashes, no timestamps), so an injector can update its own
 //     objects, tell them apart from the user's, and [Injector.Strip] them;
 //   - a same-named object that differs and is not ours is a conflict error wrapping
-//     [ErrConflict], never silently kept or overwritten.
+//     [ErrConflict], never silently kept or overwritten;
+//   - an injection of several steps runs through [Injector.Apply], on a copy: when a
+//     step fails half-way the pod is left exactly as it was, and the [Result] says
+//     whether the pod changed and which recorded items were added, changed or
+//     removed.
 //
 // Sidecars run as native sidecars (init containers with restartPolicy Always) from
 // Kubernetes 1.29 on and as the first app container with OpenKruise's container launch
@@ -60,7 +64,9 @@
 //     the pod's annotations (the injection record included) over Kubernetes' 256 KiB
 //     limit (k8s.io/apimachinery/pkg/api/validation.TotalAnnotationSizeLimitB) returns
 //     an error instead.
-//   - A primitive that returns an error leaves the pod unchanged.
+//   - A primitive that returns an error leaves the pod unchanged; so does an
+//     [Injector.Apply] whose injection returns an error, whatever it changed before
+//     the error.
 //
 // # Differences from the design
 //

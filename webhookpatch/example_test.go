@@ -178,6 +178,54 @@ func ExampleInjector() {
 	// second invocation: 0 operations
 }
 
+// Apply makes an injection all or nothing: here the mount conflicts with one the
+// user wrote, after the volume and the init container were injected, and the pod
+// is left exactly as it was. Once the user's mount is gone the same injection
+// applies whole, and the Result lists what it injected.
+func ExampleInjector_Apply() {
+	in := webhookpatch.Injector{Name: "ranktable"}
+	inject := func(pod *corev1.Pod) error {
+		vol := corev1.Volume{Name: "ranktable", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{
+			LocalObjectReference: corev1.LocalObjectReference{Name: "qwen-prefill-ranktable"}}}}
+		if _, err := in.EnsureVolume(pod, vol); err != nil {
+			return err
+		}
+		wait := corev1.Container{Name: "wait-ranktable", Image: "busybox"}
+		if _, err := in.EnsureInitContainer(pod, wait); err != nil {
+			return err
+		}
+		mount := corev1.VolumeMount{Name: "ranktable", MountPath: "/etc/ascend/ranktable", ReadOnly: true}
+		_, err := in.EnsureVolumeMount(pod, mount, webhookpatch.ContainerSelector{})
+		return err
+	}
+
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "qwen-0"},
+		Spec: corev1.PodSpec{
+			Volumes: []corev1.Volume{{Name: "scratch", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}},
+			Containers: []corev1.Container{{Name: "engine", Image: "mindie:1",
+				VolumeMounts: []corev1.VolumeMount{{Name: "scratch", MountPath: "/etc/ascend/ranktable"}}}},
+		},
+	}
+	res, err := in.Apply(pod, inject)
+	fmt.Println("conflict:", errors.Is(err, webhookpatch.ErrConflict), res.Changed)
+	fmt.Println("volumes:", len(pod.Spec.Volumes), "init containers:", len(pod.Spec.InitContainers), "annotations:", len(pod.Annotations))
+
+	pod.Spec.Containers[0].VolumeMounts = nil
+	res, err = in.Apply(pod, inject)
+	fmt.Println("applied:", err, res.Changed)
+	for _, item := range res.Items {
+		fmt.Println(" ", item)
+	}
+	// Output:
+	// conflict: true false
+	// volumes: 1 init containers: 0 annotations: 0
+	// applied: <nil> true
+	//   initContainer/wait-ranktable
+	//   mount/engine//etc/ascend/ranktable
+	//   volume/ranktable
+}
+
 // A same-named volume the user wrote is never overwritten.
 func ExampleInjector_EnsureVolume_conflict() {
 	pod := &corev1.Pod{

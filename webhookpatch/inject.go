@@ -15,7 +15,9 @@ import (
 // Every Ensure method mutates the pod it is given (deep-copy first to keep the
 // original for [Diff]), returns whether it changed anything, and is idempotent: a
 // second call with the same input returns false and changes nothing. On a conflict it
-// returns an error wrapping [ErrConflict] and leaves the pod unchanged. An item the
+// returns an error wrapping [ErrConflict] and leaves the pod unchanged. Each call is
+// all or nothing on its own; [Injector.Apply] makes a sequence of calls all or
+// nothing. An item the
 // record says this injector owns is updated in place (its position is kept); an item
 // the injector does not own is never overwritten. An item that already exists exactly
 // as wanted but is not recorded is left alone and not recorded, so [Injector.Strip]

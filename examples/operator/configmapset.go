@@ -8,6 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
@@ -21,11 +22,13 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
+	"github.com/kplan-dev/kplan"
 	"github.com/kplan-dev/kplan/revision"
 )
 
 // ConfigMapSetReconciler writes each ConfigMapSet's hub ConfigMap, its pods' revision
-// annotations and its status, as revision.Plan says.
+// annotations and its status, as revision.Plan says, with the ConfigMapSetComplete
+// condition taken from the plan's Complete and Waiting.
 type ConfigMapSetReconciler struct {
 	Client client.Client
 	// Pods is the cache whose pod events trigger reconciles (nil: the manager's);
@@ -104,19 +107,18 @@ func (r *ConfigMapSetReconciler) Reconcile(ctx context.Context, req ctrl.Request
 		r.Recorder.Eventf(&set, nil, corev1.EventTypeWarning, "PlanFailed", "Reconcile", "%v", err)
 		return ctrl.Result{}, err
 	}
-	if res.Hub != nil {
-		if hub == nil {
-			labelHub(res.Hub)
-			if err := controllerutil.SetControllerReference(&set, res.Hub, r.Client.Scheme()); err != nil {
-				return ctrl.Result{}, err
-			}
-			err = r.Client.Create(ctx, res.Hub)
-		} else {
-			err = r.Client.Update(ctx, res.Hub)
+	switch cm := res.Hub.ConfigMap; res.Hub.Action {
+	case kplan.ActionCreate:
+		labelHub(cm)
+		if err := controllerutil.SetControllerReference(&set, cm, r.Client.Scheme()); err != nil {
+			return ctrl.Result{}, err
 		}
-		if err != nil {
-			return ctrl.Result{}, fmt.Errorf("hub ConfigMap %s/%s: %w", res.Hub.Namespace, res.Hub.Name, err)
-		}
+		err = r.Client.Create(ctx, cm)
+	case kplan.ActionUpdate:
+		err = r.Client.Update(ctx, cm)
+	}
+	if err != nil {
+		return ctrl.Result{}, fmt.Errorf("hub ConfigMap %s/%s: %w", res.Hub.ConfigMap.Namespace, res.Hub.ConfigMap.Name, err)
 	}
 	for _, p := range res.Pods {
 		patch, err := p.MergePatch()
@@ -128,14 +130,55 @@ func (r *ConfigMapSetReconciler) Reconcile(ctx context.Context, req ctrl.Request
 			return ctrl.Result{}, fmt.Errorf("pod %s/%s: %w", p.Namespace, p.Name, err)
 		}
 	}
+	meta.SetStatusCondition(&res.Status.Conditions, completeCondition(&set, res, r.Now()))
 	if !equality.Semantic.DeepEqual(set.Status, res.Status) {
 		set.Status = res.Status
 		if err := r.Client.Status().Update(ctx, &set); err != nil {
 			return ctrl.Result{}, err
 		}
 	}
+	// The events name the set (ev.Object); recording them on &set lets the scheme
+	// fill in the API group, which a typed Get leaves out of the set's TypeMeta.
 	for _, ev := range res.Events {
-		r.Recorder.Eventf(&set, nil, ev.Type, ev.Reason, "Reconcile", "%s", ev.Message)
+		r.Recorder.Eventf(&set, nil, ev.Type, string(ev.Reason), "Reconcile", "%s", ev.Message)
 	}
 	return ctrl.Result{}, nil
+}
+
+// ConfigMapSetComplete is the condition type the reconciler sets on a ConfigMapSet:
+// True when the rollout has gone as far as the partition allows
+// (revision.Result.Complete), with reason RolloutComplete, or Partitioned while the
+// partition keeps pods on older revisions; False with the reason and message of the
+// first pod that waits for something else (revision.Result.Waiting).
+const ConfigMapSetComplete = "Complete"
+
+// completeCondition is the ConfigMapSetComplete condition of the plan res, taken from
+// its Complete and Waiting as they are.
+func completeCondition(set *revision.ConfigMapSet, res revision.Result, now time.Time) metav1.Condition {
+	c := metav1.Condition{Type: ConfigMapSetComplete, ObservedGeneration: set.Generation, LastTransitionTime: metav1.NewTime(now)}
+	kept := 0
+	for _, w := range res.Waiting {
+		if w.Reason == revision.ReasonPartitioned {
+			kept++
+			continue
+		}
+		if c.Reason == "" {
+			c.Status, c.Reason = metav1.ConditionFalse, string(w.Reason)
+			c.Message = fmt.Sprintf("pod %s: %s", w.Name, w.Message)
+		}
+	}
+	switch {
+	case !res.Complete:
+		if n := len(res.Waiting) - kept; n > 1 {
+			c.Message = fmt.Sprintf("%d pods wait; %s", n, c.Message)
+		}
+	case kept > 0:
+		c.Status, c.Reason = metav1.ConditionTrue, string(revision.ReasonPartitioned)
+		c.Message = fmt.Sprintf("%d of %d pods run revision %s; the partition keeps %d on older revisions",
+			res.Status.MatchedPods-int32(kept), res.Status.MatchedPods, res.Status.UpdateRevision, kept)
+	default:
+		c.Status, c.Reason = metav1.ConditionTrue, string(revision.ReasonRolloutComplete)
+		c.Message = fmt.Sprintf("every pod runs revision %s", res.Status.UpdateRevision)
+	}
+	return c
 }

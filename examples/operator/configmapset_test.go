@@ -11,11 +11,14 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/kplan-dev/kplan"
+	"github.com/kplan-dev/kplan/examples/operator"
 	"github.com/kplan-dev/kplan/revision"
 )
 
@@ -122,6 +125,22 @@ func wantedRevisions(t *testing.T, ns string, set *revision.ConfigMapSet, pods [
 	return out
 }
 
+// waitCondition waits until the set's Complete condition has the status and reason
+// and a message starting with msg, observed at the set's generation.
+func waitCondition(t *testing.T, set *revision.ConfigMapSet, status metav1.ConditionStatus, reason kplan.Reason, msg string) {
+	t.Helper()
+	eventually(t, fmt.Sprintf("condition Complete=%s/%s", status, reason), func() error {
+		if err := admin.Get(context.Background(), client.ObjectKeyFromObject(set), set); err != nil {
+			return err
+		}
+		c := meta.FindStatusCondition(set.Status.Conditions, operator.ConfigMapSetComplete)
+		if c == nil || c.Status != status || c.Reason != string(reason) || !strings.HasPrefix(c.Message, msg) || c.ObservedGeneration != set.Generation {
+			return fmt.Errorf("condition %+v (generation %d)", c, set.Generation)
+		}
+		return nil
+	})
+}
+
 func countRevision(m map[string]string, rev string) int {
 	n := 0
 	for _, v := range m {
@@ -194,6 +213,10 @@ func TestConfigMapSetPartition(t *testing.T) {
 		}
 	})
 
+	t.Run("until the node side confirms revision 1, the set is not complete", func(t *testing.T) {
+		waitCondition(t, set, metav1.ConditionFalse, revision.ReasonRevisionNotConfirmed, "4 pods wait; pod web-0: asked for revision "+r1)
+	})
+
 	t.Run("revision 1 becomes current once every pod runs it", func(t *testing.T) {
 		for _, p := range pods {
 			runNode(t, ns, p, set)
@@ -207,6 +230,7 @@ func TestConfigMapSetPartition(t *testing.T) {
 			}
 			return nil
 		})
+		waitCondition(t, set, metav1.ConditionTrue, revision.ReasonRolloutComplete, "every pod runs revision "+r1)
 	})
 
 	t.Run("new data with partition 50% moves two of four pods", func(t *testing.T) {
@@ -249,6 +273,16 @@ func TestConfigMapSetPartition(t *testing.T) {
 			}
 			return nil
 		})
+		waitCondition(t, set, metav1.ConditionFalse, revision.ReasonRevisionNotConfirmed, "2 pods wait; pod web-")
+	})
+
+	t.Run("once the two confirm revision 2 the set is complete as far as the partition allows", func(t *testing.T) {
+		for name, rev := range wantedRevisions(t, ns, set, pods) {
+			if rev == r2 {
+				runNode(t, ns, name, set)
+			}
+		}
+		waitCondition(t, set, metav1.ConditionTrue, revision.ReasonPartitioned, "2 of 4 pods run revision "+r2+"; the partition keeps 2 on older revisions")
 	})
 
 	t.Run("partition 100% rolls the two pods back", func(t *testing.T) {
@@ -328,6 +362,8 @@ func TestConfigMapSetCRDRoundTrip(t *testing.T) {
 		ObservedGeneration: 7, CurrentRevision: "c", UpdateRevision: "u", CollisionCount: &coll,
 		MatchedPods: 4, UpdatedPods: 3, ReadyPods: 2, UpdatedReadyPods: 1,
 		LastContainersTimestamp: &now, LastContainersHash: "h",
+		Conditions: []metav1.Condition{{Type: operator.ConfigMapSetComplete, Status: metav1.ConditionFalse, ObservedGeneration: 7,
+			LastTransitionTime: now, Reason: string(revision.ReasonPodNotReady), Message: "pod p: not ready"}},
 	}
 	if err := checkAllSet(reflect.ValueOf(spec), "spec"); err != nil {
 		t.Fatal(err)

@@ -7,8 +7,10 @@
 //     (on the ModelServing, as kthena does; kthena.io/ranktable-level there overrides
 //     the template's level). It loads the template ConfigMaps from the templates
 //     namespace, calls ranktable.Planner.Plan with the owner's pods (those labelled
-//     with its name that it controls) and ranktable ConfigMaps, creates and
-//     updates the ConfigMaps (re-reading and re-planning on resourceVersion conflicts),
+//     with its name that it controls), the serving groups its spec expects and the
+//     namespace's ConfigMaps, creates and updates the ConfigMaps and deletes those of
+//     groups no longer expected (re-reading and re-planning on resourceVersion
+//     conflicts),
 //     records the plan's events, exports the design's metrics and requeues as the plan
 //     says.
 //     Each owner gets the finalizer RanktableFinalizer on create; deleting the owner
@@ -17,15 +19,18 @@
 //     (servingv1.ConditionRanktableReady, beside the ModelServing controller's
 //     conditions; both write the status with its resourceVersion, so neither
 //     overwrites the other): True when every
-//     group is complete, False naming the waiting pods or the failed groups (a timed
-//     out group names the pods without the annotation, a parse failure the pod and
-//     field), with KServe's events on the transitions (RanktableReady,
+//     group is complete, False with the waiting or failed groups' own messages (a
+//     timed out group names the pods without the annotation, a parse failure the pod
+//     and field), with KServe's events on the transitions (RanktableReady,
 //     RanktableNotReady) and UpdateFailed when the status write fails.
 //     A template that breaks its render budget makes the condition False naming
 //     the template and the limit. Why the webhook never renders templates: README.md.
 //   - ConfigMapSetReconciler: ConfigMapSets (CRD apps.kplan.dev/v1alpha1, the
 //     revision package's types) get their hub ConfigMap, pod annotations and status
-//     from revision.Plan.
+//     from revision.Plan, and the condition ConfigMapSetComplete from the plan's
+//     Complete and Waiting: True (RolloutComplete, or Partitioned while the
+//     partition keeps pods on older revisions) or False with the reason and message
+//     of the first pod that waits.
 //   - ModelServingReconciler: ModelServings (CRD serving.examples.kplan.dev/v1alpha1,
 //     package examples/api/serving/v1alpha1): spec.replicas serving groups of
 //     roles, whose pods it creates directly, named <modelserving>-<role>-<group>-<member>
@@ -58,7 +63,8 @@
 //     koordinator.sh/rdma capacity and allocatable from koordinator's Device object
 //     with rdma.Capacity, under either capacity model.
 //   - PodMutator: a mutating admission webhook for pod CREATE that injects the ranktable
-//     volume, wait init container and mounts (ranktable.Inject) into the pods of an
+//     volume, wait init container and mounts (ranktable.PodConfigMapName names the
+//     table, ranktable.Inject mounts it in the engine containers) into the pods of an
 //     annotated ModelServing (their controller reference names it) and each matching
 //     ConfigMapSet's emptyDir, reload sidecar and mounts (revision.Inject, plus
 //     EnvSetName, EnvPodName and EnvPodNamespace for the reload agent, package

@@ -2,7 +2,6 @@ package operator
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -93,33 +92,18 @@ func (r *RanktableReconciler) finalize(ctx context.Context, ms *servingv1.ModelS
 	return client.IgnoreNotFound(r.Client.Patch(ctx, ms, client.RawPatch(types.MergePatchType, patch)))
 }
 
-// readyCondition sums up the plan's groups as the owner's RanktableReady condition.
-// Failed groups come first; a group that timed out names the pods still missing the
-// annotation and the annotation, a group that failed to parse or render carries the
-// planner's error (which names the pod and field).
-func readyCondition(res ranktable.Result, tmpl *ranktable.Template) metav1.Condition {
-	annotation := ranktable.DefaultAnnotationName
-	if tmpl != nil && tmpl.AnnotationName != "" {
-		annotation = tmpl.AnnotationName
-	}
+// readyCondition sums up the plan's groups as the owner's RanktableReady condition,
+// from the groups' own messages: failed groups come first (a group that timed out
+// names the pods still missing the annotation and the annotation, a group that
+// failed to parse or render names the pod and field).
+func readyCondition(res ranktable.Result) metav1.Condition {
 	var failed, waiting []string
 	for _, g := range res.Groups {
 		switch g.Phase {
 		case ranktable.PhaseFailed:
-			msg := fmt.Sprint(g.Error)
-			if !strings.HasPrefix(msg, "group ") {
-				msg = fmt.Sprintf("group %s: %s", g.Group, msg)
-			}
-			if errors.Is(g.Error, ranktable.ErrTimeout) && len(g.Missing) > 0 {
-				msg += fmt.Sprintf("; pods without annotation %s: %s", annotation, strings.Join(g.Missing, ", "))
-			}
-			failed = append(failed, msg)
+			failed = append(failed, g.Message)
 		case ranktable.PhaseWaiting:
-			msg := fmt.Sprintf("group %s: %d of %d pods", g.Group, g.Pods, g.Expected)
-			if len(g.Missing) > 0 {
-				msg += fmt.Sprintf(", pods without annotation %s: %s", annotation, strings.Join(g.Missing, ", "))
-			}
-			waiting = append(waiting, msg)
+			waiting = append(waiting, g.Message)
 		}
 	}
 	c := metav1.Condition{Type: servingv1.ConditionRanktableReady, Status: metav1.ConditionTrue, Reason: ReasonRanktableReady,

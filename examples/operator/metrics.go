@@ -19,7 +19,7 @@ var (
 	})
 	configMapUpdates = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "ranktable_configmap_updates_total",
-		Help: "Ranktable ConfigMaps written, by action (create, update).",
+		Help: "Ranktable ConfigMaps written, by action (create, update, delete).",
 	}, []string{"action"})
 )
 

@@ -22,6 +22,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
+	"github.com/kplan-dev/kplan"
 	servingv1 "github.com/kplan-dev/kplan/examples/api/serving/v1alpha1"
 	"github.com/kplan-dev/kplan/ranktable"
 )
@@ -181,7 +182,7 @@ func (r *RanktableReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 		return ctrl.Result{}, err
 	}
 	r.record(&ms, pods.Items, written, res)
-	result, err := r.setCondition(ctx, &ms, readyCondition(res, tmpl))
+	result, err := r.setCondition(ctx, &ms, readyCondition(res))
 	if result.IsZero() {
 		result.RequeueAfter = res.RequeueAfter
 	}
@@ -194,24 +195,30 @@ func retriable(err error) bool {
 	return apierrors.IsConflict(err) || apierrors.IsAlreadyExists(err)
 }
 
-// apply creates and updates the ConfigMaps the plan asks for and returns those it
-// wrote, with the API server's answer (name, UID) filled in.
+// apply creates, updates and deletes the ConfigMaps the plan asks for and returns
+// those it wrote, with the API server's answer (name, UID) filled in. A deletion
+// carries the UID and resourceVersion the plan saw as preconditions, so a ConfigMap
+// re-created or changed since is not deleted (the write fails with a conflict and
+// the reconcile plans again).
 func (r *RanktableReconciler) apply(ctx context.Context, desired []ranktable.DesiredConfigMap) ([]ranktable.DesiredConfigMap, error) {
 	var written []ranktable.DesiredConfigMap
 	for _, dc := range desired {
 		var err error
 		switch dc.Action {
-		case ranktable.ActionCreate:
+		case kplan.ActionCreate:
 			err = r.Client.Create(ctx, dc.ConfigMap)
-		case ranktable.ActionUpdate:
+		case kplan.ActionUpdate:
 			err = r.Client.Update(ctx, dc.ConfigMap) // carries resourceVersion: optimistic lock
+		case kplan.ActionDelete:
+			uid, rv := dc.ConfigMap.UID, dc.ConfigMap.ResourceVersion
+			err = client.IgnoreNotFound(r.Client.Delete(ctx, dc.ConfigMap, client.Preconditions{UID: &uid, ResourceVersion: &rv}))
 		default:
 			continue
 		}
 		if err != nil {
 			return written, fmt.Errorf("%s ConfigMap %s/%s: %w", dc.Action, dc.ConfigMap.Namespace, dc.ConfigMap.Name, err)
 		}
-		configMapUpdates.WithLabelValues(strings.ToLower(string(dc.Action))).Inc() // "create" or "update"
+		configMapUpdates.WithLabelValues(strings.ToLower(string(dc.Action))).Inc() // "create", "update" or "delete"
 		written = append(written, dc)
 	}
 	return written, nil

@@ -631,3 +631,52 @@ func describePodList(pods []corev1.Pod) []string {
 	}
 	return out
 }
+
+// TestRanktableScaleDownDeletesTable: a serving group scaled away loses its ranktable
+// ConfigMap (the plan knows the expected groups, so it deletes the table of one no
+// longer expected), with an event; the remaining group keeps its table.
+func TestRanktableScaleDownDeletesTable(t *testing.T) {
+	ctx := context.Background()
+	ns := newNamespace(t)
+	startMSKubelet(t, ns, kubeletDefaults.StartDelay)
+	ms := newOwner(t, ns, "shrink", 2, nil)
+	table := func(g string) string { return "shrink-" + g + "-worker-ranktable" }
+	for _, g := range []string{"0", "1"} {
+		eventually(t, "ConfigMap "+table(g), func() error {
+			return admin.Get(ctx, types.NamespacedName{Namespace: ns, Name: table(g)}, &corev1.ConfigMap{})
+		})
+	}
+	patch := client.RawPatch(types.MergePatchType, []byte(`{"spec":{"replicas":1}}`))
+	if err := admin.Patch(ctx, ms, patch); err != nil {
+		t.Fatal(err)
+	}
+	// The ModelServing controller picks the group to remove; the remaining one is
+	// that of the pods left.
+	var kept, gone string
+	eventually(t, "one serving group left, and only its table", func() error {
+		var pods corev1.PodList
+		if err := admin.List(ctx, &pods, client.InNamespace(ns)); err != nil {
+			return err
+		}
+		groups := map[string]bool{}
+		for _, p := range pods.Items {
+			groups[p.Labels[servingv1.LabelGroupIndex]] = true
+		}
+		if len(groups) != 1 {
+			return fmt.Errorf("pods of groups %v", groups)
+		}
+		kept, gone = "0", "1"
+		if groups["1"] {
+			kept, gone = "1", "0"
+		}
+		if err := admin.Get(ctx, types.NamespacedName{Namespace: ns, Name: table(kept)}, &corev1.ConfigMap{}); err != nil {
+			return fmt.Errorf("the remaining group's ConfigMap: %w", err)
+		}
+		err := admin.Get(ctx, types.NamespacedName{Namespace: ns, Name: table(gone)}, &corev1.ConfigMap{})
+		if err == nil {
+			return fmt.Errorf("ConfigMap %s of the removed group is still there", table(gone))
+		}
+		return client.IgnoreNotFound(err)
+	})
+	waitEvent(t, ns, string(ranktable.ReasonConfigMapDeleted), table(gone))
+}

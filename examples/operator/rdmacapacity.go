@@ -3,6 +3,7 @@ package operator
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
@@ -22,16 +23,15 @@ import (
 // DeviceGVK is koordinator's Device object: one per node, named like the node.
 var DeviceGVK = schema.GroupVersionKind{Group: rdma.DeviceGroup, Version: rdma.DeviceVersion, Kind: rdma.DeviceKind}
 
-// ReasonRDMACapacityInvalid is the Warning event on a node whose Device object cannot
-// be counted (malformed, or PFs in mixed modes under rdma.CountModel).
-const ReasonRDMACapacityInvalid = "RDMACapacityInvalid"
-
 // NodeRDMAReconciler keeps each node's status.capacity and status.allocatable of
 // koordinator.sh/rdma equal to rdma.Capacity of the node's koordinator Device object
 // under Model, so pods requesting RDMA pass the scheduler's resource fit check
 // (koordinator's RDMADeviceResource plugin does this in koord-manager). A node
 // without a Device object loses the resource; a Device that cannot be counted leaves
-// the node as it is, with a Warning event.
+// the node as it is, with a Warning event on the node whose reason and note are the
+// rdma error's Reason and Message as they are (rdma.ReasonInvalidInventory for a
+// malformed Device, rdma.ReasonMixedNICModes for PFs in mixed modes under
+// rdma.CountModel).
 type NodeRDMAReconciler struct {
 	Client   client.Client
 	Recorder events.EventRecorder
@@ -69,9 +69,13 @@ func (r *NodeRDMAReconciler) Reconcile(ctx context.Context, req ctrl.Request) (c
 		return ctrl.Result{}, err
 	default:
 		n, err := r.capacity(dev)
-		if err != nil {
-			r.Recorder.Eventf(&node, nil, corev1.EventTypeWarning, ReasonRDMACapacityInvalid, "Reconcile", "%v", err)
+		var rerr *rdma.Error
+		if errors.As(err, &rerr) { // the Device cannot be counted until it changes
+			r.Recorder.Eventf(&node, nil, corev1.EventTypeWarning, string(rerr.Reason), "Reconcile", "%s", rerr.Message)
 			return ctrl.Result{}, reconcile.TerminalError(err)
+		}
+		if err != nil {
+			return ctrl.Result{}, err
 		}
 		want = &n
 	}
@@ -85,7 +89,8 @@ func (r *NodeRDMAReconciler) Reconcile(ctx context.Context, req ctrl.Request) (c
 	return ctrl.Result{}, nil
 }
 
-// capacity counts a Device object under the reconciler's model.
+// capacity counts a Device object under the reconciler's model. Its errors are
+// rdma's, which name the Device object or its node.
 func (r *NodeRDMAReconciler) capacity(dev *unstructured.Unstructured) (int64, error) {
 	n, err := rdma.NodeFromDevice(dev)
 	if err != nil {
@@ -93,11 +98,11 @@ func (r *NodeRDMAReconciler) capacity(dev *unstructured.Unstructured) (int64, er
 	}
 	inv, err := rdma.NewInventory(n)
 	if err != nil {
-		return 0, fmt.Errorf("koordinator Device %s: %w", dev.GetName(), err)
+		return 0, err
 	}
 	rl, err := rdma.Capacity(inv, r.Model)
 	if err != nil {
-		return 0, fmt.Errorf("koordinator Device %s: %w", dev.GetName(), err)
+		return 0, err
 	}
 	q := rl[rdma.ResourceRDMA]
 	return q.Value(), nil

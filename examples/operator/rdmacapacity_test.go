@@ -174,6 +174,20 @@ func TestNodeRDMACapacity(t *testing.T) {
 				rdmaOf(t, prefix+"vf", "", "capacity removed with the Device")
 			})
 
+			t.Run("a malformed Device", func(t *testing.T) {
+				newNode(t, prefix+"bad")
+				dev := vfDevice(prefix+"bad", 2, 2, 0)
+				dev.Object["spec"].(map[string]any)["devices"].([]any)[1].(map[string]any)["id"] = "nic-1" // no PCI address
+				if err := admin.Create(ctx, dev); err != nil {
+					t.Fatal(err)
+				}
+				ev := waitEventCluster(t, string(rdma.ReasonInvalidInventory), prefix+"bad")
+				if want := "node " + prefix + `bad: devices[1].id: Invalid value: "nic-1": no topology.busID`; !strings.HasPrefix(ev, want) {
+					t.Errorf("event %q: want rdma's message, %q...", ev, want)
+				}
+				rdmaOf(t, prefix+"bad", "", "no capacity from a malformed Device")
+			})
+
 			t.Run("a mixed-mode Device", func(t *testing.T) {
 				newNode(t, prefix+"mixed")
 				if err := admin.Create(ctx, fixtureDevice(t, "one-nic-with-vfs-four-roots.json", prefix+"mixed")); err != nil {
@@ -183,9 +197,9 @@ func TestNodeRDMACapacity(t *testing.T) {
 					rdmaOf(t, prefix+"mixed", model.mixed, "mixed-mode capacity")
 					return
 				}
-				ev := waitEventCluster(t, operator.ReasonRDMACapacityInvalid, prefix+"mixed")
-				if !strings.Contains(ev, prefix+"mixed") {
-					t.Errorf("event %q does not name the Device", ev)
+				ev := waitEventCluster(t, string(rdma.ReasonMixedNICModes), prefix+"mixed")
+				if want := "node " + prefix + "mixed: rdma: healthy PFs with and without VFs on one node"; !strings.HasPrefix(ev, want) {
+					t.Errorf("event %q: want rdma's message, %q...", ev, want)
 				}
 				rdmaOf(t, prefix+"mixed", "", "no capacity from a Device that cannot be counted")
 			})

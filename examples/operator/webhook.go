@@ -116,12 +116,12 @@ func (m *PodMutator) injectRanktable(ctx context.Context, pod *corev1.Pod) error
 	if err != nil {
 		return err
 	}
-	level, err := ranktable.ResolveLevel(&ms, tmpl)
+	cmName, err := ranktable.PodConfigMapName(&ms, tmpl, ranktable.Grouping{}, pod)
 	if err != nil {
 		return err
 	}
 	_, err = ranktable.Inject(pod, ranktable.InjectOptions{
-		ConfigMapName: ranktable.ConfigMapName(ms.Name, ranktable.KeyOf(pod, level, ranktable.Grouping{})),
+		ConfigMapName: cmName,
 		Template:      tmpl,
 		Image:         m.WaitImage,
 		WaitTimeout:   m.WaitTimeout,

@@ -71,8 +71,11 @@ func rankTable(w io.Writer) error {
 	fmt.Fprintf(w, "template %s: engine %s, level %s, parser %s, file %s/%s\n\n",
 		tmpl.Name, tmpl.Engine, tmpl.Level, tmpl.ParserName, tmpl.MountPath, tmpl.Filename)
 
+	// The design's pods carry a role label and no serving-group label: the owner is
+	// one serving group.
 	in := ranktable.Input{
 		Owner: designOwner, Template: tmpl, Now: now, Timeout: 10 * time.Minute,
+		Grouping: ranktable.Grouping{SingleGroup: true},
 		Expected: map[ranktable.GroupKey]int{{Role: "worker"}: 2},
 		Pods:     []*corev1.Pod{designPod(0, true), designPod(1, false)},
 	}
@@ -118,7 +121,7 @@ func printRankTable(w io.Writer, res ranktable.Result) {
 		if len(g.Missing) > 0 {
 			fmt.Fprintf(w, ", waiting for the annotation of %s", strings.Join(g.Missing, ", "))
 		}
-		fmt.Fprintln(w)
+		fmt.Fprintf(w, " (%s)\n", g.Reason)
 	}
 	for _, c := range res.ConfigMaps {
 		fmt.Fprintf(w, "  ConfigMap %s: %s (%d bytes of table)\n", c.ConfigMap.Name, c.Action, len(c.ConfigMap.Data[ranktable.DefaultFilename]))

@@ -51,7 +51,7 @@ func jointAllocation(w io.Writer) error {
 		inv.Name(), rdma.ResourceRDMA, q.String())
 
 	// Another pod already holds GPU 0.
-	var used rdma.Used
+	used := new(rdma.Used)
 	used.HoldGPU(0)
 	req := rdma.Request{Count: 1, GPUs: 1, Joint: rdma.JointSamePCIe}
 	fmt.Fprintln(w, "GPU 0 is in use; the pod asks for 1 GPU and 1 VF on the same PCIe root (joint, SamePCIe)")

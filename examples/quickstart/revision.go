@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
+	"github.com/kplan-dev/kplan"
 	"github.com/kplan-dev/kplan/revision"
 )
 
@@ -70,8 +71,8 @@ func configMapSet(w io.Writer) error {
 			return err
 		}
 		fmt.Fprintln(w, title)
-		if res.Hub != nil {
-			hub = res.Hub
+		hub = res.Hub.ConfigMap // the reconciler writes it as res.Hub.Action says
+		if res.Hub.Action != kplan.ActionNone {
 			fmt.Fprintf(w, "  write hub ConfigMap %s: revisions %v (oldest first)\n", hub.Name, res.Revisions)
 		}
 		for _, p := range res.Pods {

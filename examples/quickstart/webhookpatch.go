@@ -25,8 +25,10 @@ func webhookPatch(w io.Writer) error {
 	if err != nil {
 		return err
 	}
-	key := ranktable.KeyOf(pod, tmpl.Level, ranktable.Grouping{})
-	cmName := ranktable.ConfigMapName(designOwner.Name, key)
+	cmName, err := ranktable.PodConfigMapName(&designOwner, tmpl, ranktable.Grouping{SingleGroup: true}, pod)
+	if err != nil {
+		return err
+	}
 	if _, err := ranktable.Inject(mutated, ranktable.InjectOptions{ConfigMapName: cmName, Template: tmpl}); err != nil {
 		return err
 	}

@@ -112,7 +112,7 @@ func TestDRAParity(t *testing.T) {
 	// What earlier claims hold, per node, in rdma's terms.
 	held := map[string]*rdma.Used{}
 	for name := range nodes {
-		held[name] = &rdma.Used{}
+		held[name] = new(rdma.Used)
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -138,10 +138,10 @@ func TestDRAParity(t *testing.T) {
 					return cond != nil && cond.Status == corev1.ConditionFalse, nil
 				})
 				for name, tn := range nodes {
-					if _, err := rdma.Allocate(tn.inv, *held[name], c.req); err == nil {
+					if _, err := rdma.Allocate(tn.inv, held[name], c.req); err == nil {
 						t.Errorf("DRA refuses the claim but rdma.Allocate fits it on %s", name)
 					}
-					if _, err := rdma.Allocate(tn.inv, rdma.Used{}, c.req); err == nil {
+					if _, err := rdma.Allocate(tn.inv, nil, c.req); err == nil {
 						t.Errorf("rdma.Allocate fits the claim on idle node %s; the case should never fit", name)
 					}
 				}
@@ -163,7 +163,7 @@ func TestDRAParity(t *testing.T) {
 			}
 			node := p.Spec.NodeName
 			tn := nodes[node]
-			want, err := rdma.Allocate(tn.inv, *held[node], c.req)
+			want, err := rdma.Allocate(tn.inv, held[node], c.req)
 			if err != nil {
 				t.Fatalf("DRA allocated on %s but rdma.Allocate refuses: %v", node, err)
 			}

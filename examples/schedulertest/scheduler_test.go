@@ -206,8 +206,9 @@ func TestConcurrentPodsNeverShareDevices(t *testing.T) {
 			continue
 		}
 		c := scheduledCondition(&pods[i])
-		if c == nil || c.Reason != corev1.PodReasonUnschedulable || !strings.Contains(c.Message, "not enough free RDMA devices now") || !strings.Contains(c.Message, "storage") {
-			t.Fatalf("pending pod %s: PodScheduled %+v, want Unschedulable naming the storage VFs that ran out", pods[i].Name, c)
+		if c == nil || c.Reason != corev1.PodReasonUnschedulable || !strings.Contains(c.Message, string(rdma.ReasonInsufficientDevices)) ||
+			!strings.Contains(c.Message, "need 1 VF matching {rdma-type=storage}, 0 free") {
+			t.Fatalf("pending pod %s: PodScheduled %+v, want Unschedulable with reason %s naming the storage VFs that ran out", pods[i].Name, c, rdma.ReasonInsufficientDevices)
 		}
 	}
 	// Free five VFs: five Pending pods take them.
@@ -298,8 +299,8 @@ func TestNeverFitIsUnresolvableAndNotRetried(t *testing.T) {
 			continue
 		}
 		c := scheduledCondition(&pods[i])
-		if c == nil || !strings.Contains(c.Message, "RDMA request can never fit") {
-			t.Fatalf("pod never: PodScheduled %+v, want the plugin's can-never-fit reason", c)
+		if c == nil || !strings.Contains(c.Message, string(rdma.ReasonTooFewDevices)) || !strings.Contains(c.Message, "need 5 VFs matching {rdma-type=storage}, node has 4") {
+			t.Fatalf("pod never: PodScheduled %+v, want reason %s and what the node has", c, rdma.ReasonTooFewDevices)
 		}
 	}
 	time.Sleep(3 * time.Second) // let start-up events (nodes, Device objects) pass

@@ -54,7 +54,7 @@ func benchNode() *rdma.Inventory {
 func BenchmarkAllocate(b *testing.B) {
 	inv := benchNode()
 	req := rdma.Request{Kind: rdma.VFs, Count: 2, GPUs: 2, Scope: rdma.ScopePCIe, Joint: rdma.JointSamePCIe}
-	var used rdma.Used
+	used := new(rdma.Used)
 	allocated := sets.New[structured.DeviceID]()
 	for m := int32(0); m < 4; m++ {
 		used.HoldGPU(m)

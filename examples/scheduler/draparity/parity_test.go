@@ -90,8 +90,8 @@ func genRequest(t *rapid.T, unit string) rdma.Request {
 
 // holdPrior allocates a few earlier requests with rdma.Allocate and returns what they
 // hold, both as rdma.Used and as DRA allocated device IDs.
-func holdPrior(t *rapid.T, inv *rdma.Inventory, unit string) (rdma.Used, sets.Set[structured.DeviceID]) {
-	var used rdma.Used
+func holdPrior(t *rapid.T, inv *rdma.Inventory, unit string) (*rdma.Used, sets.Set[structured.DeviceID]) {
+	used := new(rdma.Used)
 	ids := sets.New[structured.DeviceID]()
 	for i := rapid.IntRange(0, 3).Draw(t, "prior"); i > 0; i-- {
 		a, err := rdma.Allocate(inv, used, genRequest(t, unit))

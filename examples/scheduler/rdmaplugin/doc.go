@@ -10,8 +10,9 @@
 //   - Filter fits the request against the node's inventory and what bound pods (from
 //     their device-allocated annotations) and reserved pods (assumed, still binding)
 //     hold. Not enough free devices now is Unschedulable; a request the node can never
-//     satisfy is UnschedulableAndUnresolvable. The status message is rdma's error,
-//     naming the node and what ran out.
+//     satisfy is UnschedulableAndUnresolvable. The status carries rdma's reason
+//     (InsufficientDevices, TooFewDevices, ...) and message as they are: the message
+//     names the node and what ran out (what is free, or what the node has).
 //   - Score is rdma.Score (LeastAllocated or MostAllocated, plus a topology share).
 //   - Reserve allocates and holds the devices; Unreserve releases them.
 //   - Bind, when the plugin is the profile's first bind plugin (as in the checked-in

@@ -272,13 +272,13 @@ func readCycle(state fwk.CycleState) (*cycleData, error) {
 func (p *Plugin) PreFilter(ctx context.Context, state fwk.CycleState, pod *corev1.Pod, _ []fwk.NodeInfo) (*fwk.PreFilterResult, *fwk.Status) {
 	req, err := rdma.RequestFromPod(pod, p.model)
 	if err != nil {
-		return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, fmt.Sprintf("pod %s: RDMA request: %v", rdma.PodName(pod), err))
+		return nil, statusFor(err) // the request fits no node: UnschedulableAndUnresolvable
 	}
 	if req.IsZero() {
 		return nil, fwk.NewStatus(fwk.Skip)
 	}
 	if err := req.Validate(); err != nil {
-		return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, fmt.Sprintf("pod %s: RDMA request: %v", rdma.PodName(pod), err))
+		return nil, statusFor(err)
 	}
 	// Before the first allocation the plugin must have seen every bound pod's
 	// annotation, or it could hand out a device a bound pod holds.
@@ -350,19 +350,25 @@ func (p *Plugin) RemovePod(_ context.Context, state fwk.CycleState, _ *corev1.Po
 	return nil
 }
 
-// statusFor maps an rdma error to a scheduler status: ErrInsufficient (not enough free
-// now) is Unschedulable, anything else (ErrUnsatisfiable, a node without a valid
-// Device object) UnschedulableAndUnresolvable... except a missing Device object,
-// which may still appear.
+// statusFor turns an error into a scheduler status. An rdma error's reason and
+// message go in as they are, the reason first, so the scheduler's summary of a pod
+// that fits no node counts the nodes per reason ("3 InsufficientDevices"). The code
+// follows the sentinel the error wraps: rdma.ErrUnsatisfiable (not even an idle node
+// would fit the pod; a node with an invalid Device object; a pod whose request is
+// invalid) is UnschedulableAndUnresolvable, as preemption cannot help;
+// rdma.ErrInsufficient (not enough free now) is Unschedulable. So is an error that
+// wraps neither: a bound pod's annotation that cannot be read (the node is usable
+// again once that pod changes), or a node without a Device object (it may appear).
 func statusFor(err error) *fwk.Status {
-	switch {
-	case errors.Is(err, rdma.ErrInsufficient):
-		return fwk.NewStatus(fwk.Unschedulable, "not enough free RDMA devices now: "+err.Error())
-	case errors.Is(err, rdma.ErrUnsatisfiable):
-		return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, "RDMA request can never fit: "+err.Error())
-	default:
-		return fwk.NewStatus(fwk.Unschedulable, err.Error())
+	code := fwk.Unschedulable
+	if errors.Is(err, rdma.ErrUnsatisfiable) {
+		code = fwk.UnschedulableAndUnresolvable
 	}
+	var e *rdma.Error
+	if errors.As(err, &e) {
+		return fwk.NewStatus(code, string(e.Reason), e.Message)
+	}
+	return fwk.NewStatus(code, err.Error())
 }
 
 // Filter reports whether the pod's request fits on the node given what bound and
@@ -583,7 +589,7 @@ func (p *Plugin) couldEverFit(pod *corev1.Pod) bool {
 		if err != nil {
 			continue
 		}
-		if rdma.Fits(inv, rdma.Used{}, req) == nil {
+		if rdma.Fits(inv, nil, req) == nil {
 			return true
 		}
 	}

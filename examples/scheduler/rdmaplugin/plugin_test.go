@@ -637,3 +637,28 @@ func TestSignPod(t *testing.T) {
 		t.Errorf("SignPod of a pod with a broken hint = %v, want Unschedulable (not signed)", s)
 	}
 }
+
+// A pod whose request cannot be read or is invalid fits no node: PreFilter says so
+// with rdma's reason and message, as they are.
+func TestPreFilterRejectsAnInvalidRequest(t *testing.T) {
+	p := newTestPlugin(t, nil)
+	half := rdmaPod(t, "half", 1, 0)
+	half.Spec.Containers[0].Resources.Limits[rdma.ResourceRDMA] = resource.MustParse("1.5")
+	half.Spec.Containers[0].Resources.Requests[rdma.ResourceRDMA] = resource.MustParse("1.5")
+	broken := rdmaPod(t, "broken", 1, 0)
+	broken.Annotations[rdma.AnnotationDeviceAllocateHint] = `{"rdma":{"requiredTopologyScope":"Rack"}}`
+	for _, tc := range []struct {
+		pod     *corev1.Pod
+		message string
+	}{
+		{half, "pod ns/half: resource koordinator.sh/rdma: 1500m is not a whole number"},
+		{broken, `pod ns/broken: annotation scheduling.koordinator.sh/device-allocate-hint: rdma.requiredTopologyScope: unknown "Rack"`},
+	} {
+		t.Run(tc.pod.Name, func(t *testing.T) {
+			_, s := p.PreFilter(context.Background(), framework.NewCycleState(), tc.pod, nil)
+			if s.Code() != fwk.UnschedulableAndUnresolvable || !slices.Equal(s.Reasons(), []string{string(rdma.ReasonInvalidRequest), tc.message}) {
+				t.Fatalf("PreFilter = %v %q, want UnschedulableAndUnresolvable [%s %s]", s.Code(), s.Reasons(), rdma.ReasonInvalidRequest, tc.message)
+			}
+		})
+	}
+}

@@ -60,7 +60,7 @@ type cluster struct {
 // changes.
 type nodeCache struct {
 	gen     int64
-	used    rdma.Used
+	used    *rdma.Used
 	err     error
 	results map[string]*result // request key -> result
 }
@@ -211,7 +211,7 @@ func (c *cluster) setDevice(obj *unstructured.Unstructured) {
 		d.inv, err = rdma.NewInventory(n)
 	}
 	if err != nil {
-		d = nodeDevices{err: fmt.Errorf("device %s: %w", name, err)}
+		d = nodeDevices{err: err} // an *rdma.Error naming the Device object or node
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -301,16 +301,16 @@ func (c *cluster) inventoryLocked(node string) (*rdma.Inventory, error) {
 
 // state returns a node's inventory and what its pods (those ni has; nil: all) hold.
 // The Used must not be changed: it is shared until the node's state changes.
-func (c *cluster) state(node string, ni fwk.NodeInfo) (*rdma.Inventory, rdma.Used, error) {
+func (c *cluster) state(node string, ni fwk.NodeInfo) (*rdma.Inventory, *rdma.Used, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.stateLocked(node, ni)
 }
 
-func (c *cluster) stateLocked(node string, ni fwk.NodeInfo) (*rdma.Inventory, rdma.Used, error) {
+func (c *cluster) stateLocked(node string, ni fwk.NodeInfo) (*rdma.Inventory, *rdma.Used, error) {
 	inv, err := c.inventoryLocked(node)
 	if err != nil {
-		return nil, rdma.Used{}, err
+		return nil, nil, err
 	}
 	if e := c.cached(node, ni); e != nil {
 		return inv, e.used, e.err

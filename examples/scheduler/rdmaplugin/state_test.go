@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
+	"slices"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -13,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	fwk "k8s.io/kube-scheduler/framework"
 
+	"github.com/kplan-dev/kplan"
 	"github.com/kplan-dev/kplan/rdma"
 )
 
@@ -188,25 +190,47 @@ func TestClusterRebuiltFromAnnotations(t *testing.T) {
 	}
 }
 
+// TestStatusFor: a status carries rdma's reason and message as they are, the reason
+// first, with the code the error's sentinel implies.
 func TestStatusFor(t *testing.T) {
 	c := newCluster()
 	c.setDevice(device(t, "n1", 1, 0, 1, 2))
-	if _, err := c.reserve("a", "n1", nil, vfRequest(2)); err != nil {
+	if _, err := c.reserve("a", "n1", nil, vfRequest(1)); err != nil {
 		t.Fatal(err)
 	}
-	inv, used, _ := c.state("n1", nil)
+	bad := device(t, "n2", 1, 0, 1, 2) // its PF's address is not a PCI address
+	pf := bad.Object["spec"].(map[string]any)["devices"].([]any)[0].(map[string]any)
+	pf["id"] = "0000:zz:00.0"
+	delete(pf, "topology")
+	c.setDevice(bad)
+	c.setDevice(device(t, "n3", 1, 0, 1, 2))
+	c.setPod(&corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "odd", Namespace: "ns", UID: "odd", Annotations: map[string]string{rdma.AnnotationDeviceAllocated: "{"}},
+		Spec:       corev1.PodSpec{NodeName: "n3"},
+	})
 	for _, tc := range []struct {
-		name string
-		req  rdma.Request
-		code fwk.Code
+		name    string
+		node    string
+		req     rdma.Request
+		code    fwk.Code
+		reason  kplan.Reason
+		message string
 	}{
-		{"not enough free now is Unschedulable", vfRequest(1), fwk.Unschedulable},
-		{"more than the node has is UnschedulableAndUnresolvable", vfRequest(3), fwk.UnschedulableAndUnresolvable},
+		{"not enough free now is Unschedulable", "n1", vfRequest(2), fwk.Unschedulable, rdma.ReasonInsufficientDevices,
+			"node n1: rdma: need 2 VFs, 1 free (PF 0000:10:00.0: 1 of 2 free)"},
+		{"more than the node has is UnschedulableAndUnresolvable", "n1", vfRequest(3), fwk.UnschedulableAndUnresolvable, rdma.ReasonTooFewDevices,
+			"node n1: rdma: need 3 VFs, node has 2 (PF 0000:10:00.0: 2 VFs)"},
+		{"an invalid request is UnschedulableAndUnresolvable", "n1", rdma.Request{Count: -1}, fwk.UnschedulableAndUnresolvable, rdma.ReasonInvalidRequest,
+			"node n1: rdma: request: count -1 is negative"},
+		{"an invalid Device object is UnschedulableAndUnresolvable", "n2", vfRequest(1), fwk.UnschedulableAndUnresolvable, rdma.ReasonInvalidInventory,
+			`node n2: devices[0].id: Invalid value: "0000:zz:00.0": no topology.busID, and "0000:zz:00.0" is not a PCI address (domain:bus:device.function like 0000:3b:00.0): bus is not hex`},
+		{"a bound pod's unreadable annotation is Unschedulable", "n3", vfRequest(1), fwk.Unschedulable, rdma.ReasonInvalidAllocation,
+			"pod ns/odd: annotation scheduling.koordinator.sh/device-allocated: unexpected end of JSON input"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			s := statusFor(rdma.Fits(inv, used, tc.req))
-			if s.Code() != tc.code {
-				t.Fatalf("code %v (%s), want %v", s.Code(), s.Message(), tc.code)
+			s := statusFor(c.filter(tc.node, nil, tc.name, tc.req))
+			if s.Code() != tc.code || !slices.Equal(s.Reasons(), []string{string(tc.reason), tc.message}) {
+				t.Fatalf("code %v, reasons %q\nwant %v, [%s %s]", s.Code(), s.Reasons(), tc.code, tc.reason, tc.message)
 			}
 		})
 	}

@@ -56,6 +56,7 @@ type options struct {
 	timestamp          string
 	configMapsOnly     bool
 	ownerLabel         string
+	singleGroup        bool
 
 	// rollout
 	mode, target                   string

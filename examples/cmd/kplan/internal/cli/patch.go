@@ -31,6 +31,7 @@ the ConfigMapSet injection. Prints what was injected and the RFC 6902 patch.
 		fs.StringVar(&o.kubeVersion, "kube-version", "v1.31.0", "the cluster's version: native sidecars from v1.29")
 		fs.StringVar(&o.sidecarImage, "sidecar-image", "kplan/configmapset-reload:latest", "the ConfigMapSet reload sidecar's image")
 		fs.StringVar(&o.waitImage, "wait-image", ranktable.DefaultWaitImage, "the wait-ranktable init container's image")
+		fs.BoolVar(&o.singleGroup, "single-group", false, "the owner's pods carry no serving-group label: they are all one serving group")
 		fs.Var(&o.now, "now", "the current time, RFC 3339, written as the revision timestamp (default: the clock)")
 	},
 	run: runPatch,
@@ -70,11 +71,10 @@ func runPatch(o *options, objs []manifest.Object) (any, error) {
 		if err != nil {
 			return nil, err
 		}
-		level, err := ranktable.ResolveLevel(&owner, tmpl)
+		cmName, err := ranktable.PodConfigMapName(&owner, tmpl, ranktable.Grouping{SingleGroup: o.singleGroup}, pod)
 		if err != nil {
-			return nil, ownerObj.Errorf("%v", err)
+			return nil, fmt.Errorf("%s: %v", podObj, err)
 		}
-		cmName := ranktable.ConfigMapName(owner.Name, ranktable.KeyOf(pod, level, ranktable.Grouping{}))
 		if _, err := ranktable.Inject(mutated, ranktable.InjectOptions{ConfigMapName: cmName, Template: tmpl, Image: o.waitImage}); err != nil {
 			return nil, fmt.Errorf("%s: %v", podObj, err)
 		}

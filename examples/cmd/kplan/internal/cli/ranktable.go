@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	"github.com/kplan-dev/kplan"
 	"github.com/kplan-dev/kplan/examples/cmd/kplan/internal/manifest"
 	"github.com/kplan-dev/kplan/ranktable"
 )
@@ -26,8 +27,14 @@ the events to record and when to requeue.
 
 Pods belong to the owner through their controller ownerReference or, as kthena
 finds a ModelServing's pods, through the --owner-label label naming the owner.
-Pods that belong to no group are listed under unmatched, and each gets a warning
-on stderr. Unknown keys in the template ConfigMaps are warnings too.
+They are grouped by kthena's serving-group label (and role id or role label at
+role level); with --single-group, for owners whose pods carry no serving-group
+label, all the owner's pods are one serving group. Pods that belong to no group
+(another owner's, or without the labels their group needs) are listed under
+unmatched with the reason, and each gets a warning on stderr. Unknown keys in
+the template ConfigMaps are warnings too. Each group has a reason and message a
+reconciler sets on a condition; with --expect, ConfigMaps of the owner's groups
+no longer expected are deleted.
 
   kubectl get modelserving qwen -o yaml > owner.yaml
   kubectl get pods -l modelserving.volcano.sh/name=qwen -o yaml | kplan ranktable -f owner.yaml -f -
@@ -35,13 +42,14 @@ on stderr. Unknown keys in the template ConfigMaps are warnings too.
 	flags: func(fs *flag.FlagSet, o *options) {
 		fs.StringVar(&o.owner, "owner", "", "the owner, as name or namespace/name, when the input holds several")
 		fs.StringVar(&o.templatesNamespace, "templates-namespace", ranktable.DefaultTemplateNamespace, "namespace of the template ConfigMaps")
-		fs.Var(&o.expect, "expect", "expected pods of a group, as group/role=N, /role=N or group=N (repeatable; default: every group expects the pods it has)")
+		fs.Var(&o.expect, "expect", "expected pods of a group, as group/role=N or group=N, or /role=N with --single-group (repeatable; default: every group expects the pods it has)")
 		fs.StringVar(&o.order, "order", "natural", "rank order: natural, lexicographic or podindex")
 		fs.DurationVar(&o.timeout, "timeout", 0, "how long a group may wait for its pods' annotations (0: forever)")
 		fs.Var(&o.now, "now", "the current time, RFC 3339 (default: the clock)")
 		fs.StringVar(&o.timestamp, "timestamp", "", "the value templates see as .Timestamp")
 		fs.BoolVar(&o.configMapsOnly, "configmaps", false, "print only the ConfigMaps to create or update, as a v1 List for kubectl apply")
 		fs.StringVar(&o.ownerLabel, "owner-label", ranktable.LabelModelServingName, "pod label whose value names the owner (\"\": ownerReferences only)")
+		fs.BoolVar(&o.singleGroup, "single-group", false, "the owner's pods carry no serving-group label: they are all one serving group")
 	},
 	run: runRankTable,
 }
@@ -59,8 +67,9 @@ type rankTablePlan struct {
 }
 
 type unmatchedPod struct {
-	Pod    string `json:"pod"`
-	Reason string `json:"reason"`
+	Pod     string `json:"pod"`
+	Reason  string `json:"reason"`
+	Message string `json:"message"`
 }
 
 type groupStatus struct {
@@ -68,6 +77,8 @@ type groupStatus struct {
 	Role      string   `json:"role,omitempty"`
 	ConfigMap string   `json:"configMap"`
 	Phase     string   `json:"phase"`
+	Reason    string   `json:"reason"`
+	Message   string   `json:"message"`
 	Pods      int      `json:"pods"`
 	Expected  int      `json:"expected"`
 	Missing   []string `json:"missing,omitempty"`
@@ -129,7 +140,7 @@ func runRankTable(o *options, objs []manifest.Object) (any, error) {
 	}
 	in := ranktable.Input{
 		Owner: owner, Template: tmpl, Pods: pods, ConfigMaps: cms, Expected: expected, Order: order,
-		Timeout: o.timeout, Timestamp: o.timestamp, Grouping: ranktable.Grouping{OwnerLabel: o.ownerLabel},
+		Timeout: o.timeout, Timestamp: o.timestamp, Grouping: ranktable.Grouping{OwnerLabel: o.ownerLabel, SingleGroup: o.singleGroup},
 	}
 	if o.timeout > 0 {
 		in.Now = o.now.Time()
@@ -140,12 +151,12 @@ func runRankTable(o *options, objs []manifest.Object) (any, error) {
 	}
 	o.warnings = append(o.warnings, tmpl.Warnings...)
 	for _, u := range res.Unmatched {
-		o.warnings = append(o.warnings, fmt.Sprintf("pod %s is in no group of %s: it %s", u.Pod, ownerObj.ID(), u.Reason))
+		o.warnings = append(o.warnings, fmt.Sprintf("%s, so it is in no group of %s (%s)", u.Message, ownerObj.ID(), u.Reason))
 	}
 	if o.configMapsOnly {
 		list := objectList{APIVersion: "v1", Kind: "List", Items: []any{}}
 		for _, c := range res.ConfigMaps {
-			if c.Action != ranktable.ActionNone {
+			if c.Action == kplan.ActionCreate || c.Action == kplan.ActionUpdate {
 				list.Items = append(list.Items, withTypeMeta(c.ConfigMap))
 			}
 		}
@@ -158,6 +169,7 @@ func runRankTable(o *options, objs []manifest.Object) (any, error) {
 	for _, g := range res.Groups {
 		gs := groupStatus{
 			Group: g.Group.Group, Role: g.Group.Role, ConfigMap: g.ConfigMapName, Phase: string(g.Phase),
+			Reason: string(g.Reason), Message: g.Message,
 			Pods: g.Pods, Expected: g.Expected, Missing: g.Missing, Absent: g.Absent,
 		}
 		if g.Error != nil {
@@ -175,7 +187,7 @@ func runRankTable(o *options, objs []manifest.Object) (any, error) {
 		out.RequeueAfter = res.RequeueAfter.String()
 	}
 	for _, u := range res.Unmatched {
-		out.Unmatched = append(out.Unmatched, unmatchedPod{Pod: u.Pod, Reason: u.Reason})
+		out.Unmatched = append(out.Unmatched, unmatchedPod{Pod: u.Pod, Reason: string(u.Reason), Message: u.Message})
 	}
 	return out, nil
 }
@@ -303,7 +315,7 @@ func parseExpect(flags []string) (map[ranktable.GroupKey]int, error) {
 		key, n, ok := strings.Cut(f, "=")
 		count, err := strconv.Atoi(n)
 		if !ok || err != nil || count < 0 || key == "" {
-			return nil, usagef("--expect %q: want group/role=N, /role=N or group=N with N >= 0", f)
+			return nil, usagef("--expect %q: want group/role=N, group=N or (with --single-group) /role=N, with N >= 0", f)
 		}
 		group, role, _ := strings.Cut(key, "/")
 		m[ranktable.GroupKey{Group: group, Role: role}] = count

@@ -18,11 +18,11 @@ func TestRankTableWarnsAboutPodsInNoGroup(t *testing.T) {
 		warn   []string
 	}{
 		{"by the owner label", nil, true, []string{
-			`kplan ranktable: warning: pod default/llama-0-worker-0-0 is in no group of ModelServing default/qwen-inference: it has no controller ownerReference and its label modelserving.volcano.sh/name is "llama", not "qwen-inference"`,
+			`kplan ranktable: warning: pod default/llama-0-worker-0-0 has no controller ownerReference and its label modelserving.volcano.sh/name is "llama", not "qwen-inference", so it is in no group of ModelServing default/qwen-inference (PodNotOwned)`,
 		}},
 		{"by ownerReferences only", []string{"--owner-label="}, false, []string{
-			"kplan ranktable: warning: pod default/qwen-inference-0-worker-0-0 is in no group of ModelServing default/qwen-inference: it has no controller ownerReference",
-			"kplan ranktable: warning: pod default/qwen-inference-0-worker-0-1 is in no group of ModelServing default/qwen-inference: it has no controller ownerReference",
+			"kplan ranktable: warning: pod default/qwen-inference-0-worker-0-0 has no controller ownerReference, so it is in no group of ModelServing default/qwen-inference (PodNotOwned)",
+			"kplan ranktable: warning: pod default/qwen-inference-0-worker-0-1 has no controller ownerReference, so it is in no group of ModelServing default/qwen-inference (PodNotOwned)",
 		}},
 	} {
 		t.Run(c.name, func(t *testing.T) {

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"errors"
 	"flag"
 	"fmt"
 
@@ -18,7 +19,10 @@ node), the pod to place (its koordinator.sh/rdma request and device hint and
 joint-allocate annotations), and the other pods on the node (spec.nodeName),
 whose device-allocated annotations say what is taken. Prints the PFs and VFs
 (and GPUs) chosen, the device-allocated annotation to write, and the PCI
-addresses the CNI passes to the container.
+addresses the CNI passes to the container. When the pod does not fit, the error
+starts with rdma's reason: InsufficientDevices when other pods hold what it needs,
+another reason (TooFewDevices, TopologyUnsatisfiable, ...) when it never fits the
+node.
 
   kubectl get device node-1 -o yaml > device.yaml
   kubectl get pods -A --field-selector spec.nodeName=node-1 -o yaml > on-node.yaml
@@ -138,7 +142,7 @@ func runRDMA(o *options, objs []manifest.Object) (any, error) {
 	}
 	a, err := rdma.Allocate(inv, used, req)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %v", podObj, err)
+		return nil, fmt.Errorf("%s: %s", podObj, withReason(err))
 	}
 	if a.Units() == 0 && len(a.GPUs) == 0 {
 		return nil, podObj.Errorf("requests no %s", rdma.ResourceRDMA)
@@ -172,4 +176,14 @@ func runRDMA(o *options, objs []manifest.Object) (any, error) {
 	}
 	out.ExclusiveRoots = a.ExclusiveRoots
 	return out, nil
+}
+
+// withReason is an rdma error as a condition or an event shows it: the reason, then
+// the message.
+func withReason(err error) string {
+	var e *rdma.Error
+	if errors.As(err, &e) {
+		return string(e.Reason) + ": " + e.Message
+	}
+	return err.Error()
 }

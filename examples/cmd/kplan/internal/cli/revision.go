@@ -8,6 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/kplan-dev/kplan"
 	"github.com/kplan-dev/kplan/examples/cmd/kplan/internal/manifest"
 	"github.com/kplan-dev/kplan/revision"
 )
@@ -17,9 +18,11 @@ var revisionCommand = &command{
 	summary: "a ConfigMapSet reconcile: the hub, pod annotations and status (revision.Plan)",
 	usage: `The input holds the ConfigMapSet (any API group), its pods, and optionally its
 hub ConfigMap ({name}-hub). Pods in the set's namespace that its selector
-matches are planned; others are ignored. Prints the hub ConfigMap to write
-(when it changes), the revisions it holds, a merge patch per pod, the new
-status and the events.
+matches are planned; others are ignored. Prints what to do with the hub
+ConfigMap (Create, Update or None) and the ConfigMap when it changes, the
+revisions it holds, a merge patch per pod, the new status, the events, whether
+the rollout is complete as far as the partition allows, and why each pod that
+is not current waits.
 
 Cold pods are listed with the reason and never patched: pods without the set's
 reload sidecar (created before the set or its webhook, or while injection was
@@ -39,24 +42,31 @@ webhook injects them; until then the rollout cannot complete.
 }
 
 type revisionPlan struct {
-	Set            string                      `json:"set"`
-	UpdateRevision string                      `json:"updateRevision"`
-	Revisions      []string                    `json:"revisions"`
-	Hub            *corev1.ConfigMap           `json:"hub,omitempty"`
-	Pods           []podPatchOut               `json:"pods"`
-	Status         revision.ConfigMapSetStatus `json:"status"`
-	Events         []eventOut                  `json:"events,omitempty"`
+	Set            string   `json:"set"`
+	UpdateRevision string   `json:"updateRevision"`
+	Revisions      []string `json:"revisions"`
+	// HubAction is what to do with the hub: Create, Update or None.
+	HubAction string `json:"hubAction"`
+	// Hub is the hub ConfigMap to write, when HubAction is not None.
+	Hub    *corev1.ConfigMap           `json:"hub,omitempty"`
+	Pods   []podPatchOut               `json:"pods"`
+	Status revision.ConfigMapSetStatus `json:"status"`
+	Events []eventOut                  `json:"events,omitempty"`
+	// Complete is true when the rollout has gone as far as the partition allows.
+	Complete bool `json:"complete"`
+	// Waiting are the pods that are not current, with why (revision.Result.Waiting).
+	Waiting []podReasonOut `json:"waiting,omitempty"`
 	// Cold are the matched pods the plan leaves alone, with the reason.
-	Cold []coldPodOut `json:"coldPods,omitempty"`
+	Cold []podReasonOut `json:"coldPods,omitempty"`
 	// Notes explain what the cold pods mean for the rollout.
 	Notes []string `json:"notes,omitempty"`
 }
 
-// coldPodOut is a pod revision.Plan never gives a new wanted revision (from
-// revision.Result.Cold; Reason is its message).
-type coldPodOut struct {
-	Pod    string `json:"pod"`
-	Reason string `json:"reason"`
+// podReasonOut is a revision.PodReason: a pod, a reason code and a message.
+type podReasonOut struct {
+	Pod     string `json:"pod"`
+	Reason  string `json:"reason"`
+	Message string `json:"message"`
 }
 
 type podPatchOut struct {
@@ -88,10 +98,10 @@ func runRevision(o *options, objs []manifest.Object) (any, error) {
 	}
 	out := revisionPlan{
 		Set: setObj.ID(), UpdateRevision: res.Status.UpdateRevision, Revisions: res.Revisions,
-		Pods: []podPatchOut{}, Status: res.Status,
+		HubAction: string(res.Hub.Action), Pods: []podPatchOut{}, Status: res.Status, Complete: res.Complete,
 	}
-	if res.Hub != nil {
-		out.Hub = withTypeMeta(res.Hub)
+	if res.Hub.Action != kplan.ActionNone {
+		out.Hub = withTypeMeta(res.Hub.ConfigMap)
 	}
 	for _, p := range res.Pods {
 		b, err := p.MergePatch()
@@ -101,10 +111,13 @@ func runRevision(o *options, objs []manifest.Object) (any, error) {
 		out.Pods = append(out.Pods, podPatchOut{Pod: p.Namespace + "/" + p.Name, Patch: b})
 	}
 	for _, e := range res.Events {
-		out.Events = append(out.Events, eventOut{Type: e.Type, Reason: e.Reason, Object: setObj.ID(), Message: e.Message})
+		out.Events = append(out.Events, eventOut{Type: e.Type, Reason: string(e.Reason), Object: e.Object.Kind + " " + e.Object.Namespace + "/" + e.Object.Name, Message: e.Message})
+	}
+	for _, w := range res.Waiting {
+		out.Waiting = append(out.Waiting, podReasonOut{Pod: w.Namespace + "/" + w.Name, Reason: string(w.Reason), Message: w.Message})
 	}
 	for _, c := range res.Cold {
-		out.Cold = append(out.Cold, coldPodOut{Pod: c.Namespace + "/" + c.Name, Reason: c.Message})
+		out.Cold = append(out.Cold, podReasonOut{Pod: c.Namespace + "/" + c.Name, Reason: string(c.Reason), Message: c.Message})
 	}
 	if n := len(out.Cold); n > 0 {
 		out.Notes = append(out.Notes, fmt.Sprintf(

@@ -1,0 +1,71 @@
+package revision
+
+import (
+	"fmt"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// waiting lists, in the pods' (name) order, every pod that does not run the update
+// revision confirmed and ready, or that the partition sends back from it, with why,
+// and reports whether the set is complete: no pod waits for anything but the
+// partition. pods hold the plan's targets; assigned
+// is the number of pods whose target is the update revision.
+//
+// One reason per pod, the first that applies:
+//
+//   - a warm pod the maxUnavailable budget kept from a revision: MaxUnavailableReached;
+//   - a warm pod whose target is not confirmed: RevisionNotConfirmed;
+//   - a warm pod that is not ready: PodNotReady;
+//   - a warm pod on another revision: Partitioned. selectPods tries the warm pods
+//     off the update in priority order until want pods are on it, and marks as
+//     refused the first of those the budget kept back, as many as the update is
+//     short of; the others are the pods the partition keeps;
+//   - a cold pod that is ready on a confirmed revision other than the update, while
+//     want pods are on the update: Partitioned (the partition would keep it anyway);
+//     any other cold pod: its cold reason, since Plan never changes it.
+func waiting(pods []podInfo, update string, sel selection, assigned int, restart bool, sidecar string, lastContainers *metav1.Time) ([]PodReason, bool) {
+	var out []PodReason
+	complete := true
+	for i := range pods {
+		p := &pods[i]
+		settled := p.target != "" && p.target == p.state.CurrentRevision
+		if settled && p.ready && p.target == update && p.refused == "" {
+			continue // current
+		}
+		r := PodReason{Namespace: p.pod.Namespace, Name: p.pod.Name}
+		switch {
+		case p.cold != coldNone && !(settled && p.ready && assigned >= sel.want):
+			r = coldReason(p, sidecar, lastContainers)
+		case p.refused != "":
+			r.Reason = ReasonMaxUnavailableReached
+			r.Message = fmt.Sprintf("waits to move to revision %s: %d of %d pods are unavailable or restarting, and maxUnavailable is %d",
+				p.refused, sel.unavailable, len(pods), sel.maxUnavailable)
+		case !settled:
+			r.Reason = ReasonRevisionNotConfirmed
+			r.Message = notConfirmed(p, restart)
+		case !p.ready:
+			r.Reason = ReasonPodNotReady
+			r.Message = "runs revision " + p.target + " but is not ready"
+		default:
+			r.Reason = ReasonPartitioned
+			r.Message = fmt.Sprintf("kept on revision %s: spec.updateStrategy.partition keeps %d of %d pods on older revisions", p.target, sel.kept, len(pods))
+		}
+		complete = complete && r.Reason == ReasonPartitioned
+		out = append(out, r)
+	}
+	return out, complete
+}
+
+// notConfirmed explains a pod whose target revision is not confirmed.
+func notConfirmed(p *podInfo, restart bool) string {
+	who := "its reload sidecar has"
+	if restart {
+		who = "its reload sidecar and injected containers have"
+	}
+	runs := "it has confirmed no revision yet"
+	if c := p.state.CurrentRevision; c != "" {
+		runs = "it runs revision " + c
+	}
+	return fmt.Sprintf("asked for revision %s; %s not loaded it yet (%s)", p.target, who, runs)
+}
