@@ -192,7 +192,7 @@ func checkOneBudget(t *rapid.T, before []rollout.Replica, s rollout.Strategy, st
 		}
 	}
 	for _, d := range step.Delete {
-		down[d]++
+		down[d.Replica]++
 	}
 	availBefore, availAfter := map[string]int{}, map[string]int{}
 	for _, r := range rollouttest.Counted(before) {

@@ -6,10 +6,11 @@
 // A [Replica] is what a rollout schedules: one pod, or a gang replica (a row of
 // member pods, one model pipeline split in partitions) that is created, updated
 // and deleted as a whole, optionally in a Column (group mode). A controller builds
-// replicas from what it observes (or with [FromPods]), calls [Plan] with a
-// [Strategy] once per reconcile, applies the returned [Step] (update in place,
-// create, delete) and calls again. [PlanRecover] replaces failed replicas node by
-// node without disturbing the rollout, and [PlanLockstep] advances several roles
+// replicas from what it observes (or from pods with [FromPods], which reads
+// everything [Plan] and [PlanRecover] use, recovery's annotations included),
+// calls [Plan] with a [Strategy] once per reconcile, carries out the returned
+// [Step] and calls again. [PlanRecover] replaces failed replicas node by node
+// without disturbing the rollout, and [PlanLockstep] advances several roles
 // (prefill, decode) together. Package rollout/rollouttest holds rapid generators,
 // a simulator with failure injection and invariant checkers for testing
 // controllers and strategies against the same rules.
@@ -17,8 +18,16 @@
 //   - Inputs are never modified; the same replicas in any order give the same
 //     result; there is no clock (recovery takes now) and no randomness.
 //   - Bad input returns an error naming the replica and field.
+//   - A step is carried out as written: it names every pod to delete or update
+//     ([Delete].Pods, [Update].Pods) and every pod to create as a slot a
+//     controller names the pod from: a replica's index ([Replica].Index; a
+//     [Create] takes the lowest free one) and, for a gang's member, its column
+//     ([Member].Column; [Create].Members, [Update].Missing, [Repair].Missing).
 //   - Every replica that still has to change but is left alone is listed in
-//     [Step].Waiting with a reason ([ReasonBudget], [ReasonWindow], ...).
+//     [Step].Waiting with a reason ([ReasonBudget], [ReasonWindow], ...) and a
+//     message. Reasons are UpperCamelCase constants of type kplan.Reason,
+//     valid as a metav1.Condition's reason; [Step].Reason and Message say where
+//     the whole rollout stands, to set a condition from as they are.
 //
 // # Algorithm
 //
@@ -45,7 +54,9 @@
 //
 //  1. Surplus (more than n replicas): delete replicas of the over-quota side
 //     (target replicas beyond t, or old replicas beyond n - t), unavailable first;
-//     an available one only while available - 1 >= floor.
+//     an available one only while available - 1 >= floor. In group mode with old
+//     rows kept (L < n) and the stable revision's row whole, stable replicas go
+//     last, so every column keeps the same old row.
 //  2. Missing (fewer than n): create them, at the target up to t, the rest at the
 //     stable revision.
 //  3. Move in place: while target replicas < t, update old replicas to the target
@@ -79,8 +90,9 @@
 // natural order.
 //
 // Rolling mode plans one pool with t = L. Gang mode is rolling mode over gangs: a
-// gang's state is its worst member's ([Replica.Effective]), and an [Update] lists
-// every member. A member whose pod is missing or terminating makes its gang
+// gang's state is its worst member's ([Replica.Effective]), and an [Update] names
+// every member: the pods it updates and the columns of the missing ones it
+// creates. A member whose pod is missing or terminating makes its gang
 // unavailable; a gang whose present members are all terminating is being
 // deleted and is ignored, like a terminating pod. Every gang Plan counts that
 // has missing members and that the step neither updates nor deletes gets a
@@ -118,6 +130,13 @@
 // The floor counts a replica down once whatever changes, so pod and data
 // releases together keep available >= min(available before, n - u). Data moves
 // only in place, so a data release needs u >= 1 (Plan rejects u = 0).
+//
+// Slots: every replica created (a Create, a recovery [Replacement]) gets the
+// lowest index of its pool (its column in group mode) that no replica holds and
+// no earlier create of the step takes, as a StatefulSet gives a new pod the
+// lowest free ordinal. A terminating replica holds none: a create in its place
+// waits until its pods, whose names it will take, are gone. A gang is created
+// with a member in each of the strategy's columns.
 //
 // Recovery ([PlanRecover]) runs beside Plan, on the same replicas. A replica F
 // is failed when it is Failed or Lost (a gang: any member), or not ready and
@@ -212,7 +231,9 @@
 //     (RecoverPolicy.Started) for the per-window quota, since a pure function has
 //     no memory. Likewise a gang member's "missing since" is the caller's
 //     observation (Member.State.UnreadySince; [FromPods] takes it as
-//     PodOptions.MissingSince), compared with GangMemberTimeout.
+//     PodOptions.MissingSince), compared with GangMemberTimeout. Which replica a
+//     replacement replaces, and when a replica was swapped out, are pod
+//     annotations the caller writes and [FromPods] reads ([PodAnnotations]).
 //   - State has Lost besides Failed (node lost, gang member gone for good), so
 //     recovery reports why; both mean "replace".
 //   - Errors are plain errors naming the replica and field ("replica r-3:
@@ -232,5 +253,6 @@
 //		Replicas:       10,
 //		MaxUnavailable: &maxUnavailable,
 //	})
-//	// apply step.Update, step.Create, step.Delete; call again next reconcile.
+//	// delete step.Delete's pods, update step.Update's, create step.Create's
+//	// and step.Repair's in their slots; call again next reconcile.
 package rollout

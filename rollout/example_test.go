@@ -6,6 +6,7 @@ package rollout_test
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -90,26 +91,32 @@ func ExamplePlan() {
 		fmt.Printf("update %s %s -> %s\n", u.Replica, u.From, u.To)
 	}
 	for _, w := range step.Waiting {
-		fmt.Printf("wait %s: %s\n", w.Replica, w.Reason)
+		fmt.Printf("wait %s: %s (%s)\n", w.Replica, w.Reason, w.Message)
 	}
 	fmt.Println("complete:", step.Complete)
+	fmt.Printf("%s: %s\n", step.Reason, step.Message)
 	// Output:
 	// update web-2 1-a -> 2-b
-	// wait web-0: maxUnavailable budget exhausted
-	// wait web-1: maxUnavailable budget exhausted
-	// wait web-3: maxUnavailable budget exhausted
+	// wait web-0: MaxUnavailableReached (maxUnavailable budget exhausted)
+	// wait web-1: MaxUnavailableReached (maxUnavailable budget exhausted)
+	// wait web-3: MaxUnavailableReached (maxUnavailable budget exhausted)
 	// complete: false
+	// Updating: update web-2; maxUnavailable budget exhausted: web-0, web-1, web-3
 }
 
 // Gangs move whole; a gang with a missing member is unavailable, so it goes first
-// and costs no budget; it also uses up maxUnavailable 1, so the others wait.
+// and costs no budget; it also uses up maxUnavailable 1, so the others wait. The
+// update names the gang's pod to update and the column of the member to create.
 func ExamplePlan_gang() {
 	available := rollout.State{Ready: true, Available: true, Healthy: true}
 	one, zero := intstr.FromInt32(1), intstr.FromInt32(0)
 	gang := func(name string, missing bool) rollout.Replica {
+		second := rollout.Member{Name: name + "-1", Column: "1", State: available}
+		if missing {
+			second = rollout.Member{Column: "1", Missing: true}
+		}
 		return rollout.Replica{Name: name, Revision: "1-a", Members: []rollout.Member{
-			{Name: name + "-0", State: available},
-			{Name: name + "-1", State: available, Missing: missing},
+			{Name: name + "-0", Column: "0", State: available}, second,
 		}}
 	}
 	step, err := rollout.Plan([]rollout.Replica{gang("row-0", false), gang("row-1", true), gang("row-2", false)},
@@ -124,16 +131,16 @@ func ExamplePlan_gang() {
 		panic(err)
 	}
 	for _, u := range step.Update {
-		fmt.Printf("update %s %s -> %s members %s\n", u.Replica, u.From, u.To, strings.Join(u.Members, ","))
+		fmt.Printf("update %s %s -> %s: pods %v, create in columns %v\n", u.Replica, u.From, u.To, u.Pods, u.Missing)
 	}
 	for _, w := range step.Waiting {
 		fmt.Printf("wait %s: %s\n", w.Replica, w.Reason)
 	}
 	fmt.Println("complete:", step.Complete)
 	// Output:
-	// update row-1 1-a -> 2-b members row-1-0,row-1-1
-	// wait row-0: maxUnavailable budget exhausted
-	// wait row-2: maxUnavailable budget exhausted
+	// update row-1 1-a -> 2-b: pods [row-1-0], create in columns [1]
+	// wait row-0: MaxUnavailableReached
+	// wait row-2: MaxUnavailableReached
 	// complete: false
 }
 
@@ -172,10 +179,10 @@ func ExamplePlan_group() {
 	fmt.Println("window:", step.Latest)
 	// Output:
 	// update b-1 1-a -> 2-b
-	// wait a-2: group window: waiting for the slowest column
-	// wait a-3: group window: waiting for the slowest column
-	// wait b-2: group window: waiting for the slowest column
-	// wait b-3: group window: waiting for the slowest column
+	// wait a-2: GroupWindow
+	// wait a-3: GroupWindow
+	// wait b-2: GroupWindow
+	// wait b-3: GroupWindow
 	// complete: false
 	// window: 2
 }
@@ -255,7 +262,7 @@ func ExamplePlan_rollback() {
 	fmt.Println("complete:", step.Complete)
 	// Output:
 	// update web-0 2-b -> 1-a
-	// wait web-1: maxUnavailable budget exhausted
+	// wait web-1: MaxUnavailableReached
 	// complete: false
 }
 
@@ -273,24 +280,26 @@ func ExamplePlan_surge() {
 	}
 	step, _ := rollout.Plan([]rollout.Replica{{Name: "web-0", Revision: "1-a", State: available}}, strategy)
 	for _, c := range step.Create {
-		fmt.Printf("create %d at %s\n", c.Count, c.Revision)
+		fmt.Printf("create index %d at %s\n", c.Index, c.Revision)
 	}
 	for _, w := range step.Waiting {
 		fmt.Printf("wait %s: %s\n", w.Replica, w.Reason)
 	}
 	fmt.Println("complete:", step.Complete)
-	// Once the new replica is available, the old one goes.
+	// Once the new replica (web-1, index 1) is available, the old one goes.
 	step, _ = rollout.Plan([]rollout.Replica{
 		{Name: "web-0", Revision: "1-a", State: available},
-		{Name: "web-1", Revision: "2-b", State: available},
+		{Name: "web-1", Index: 1, Revision: "2-b", State: available},
 	}, strategy)
-	fmt.Println("delete:", step.Delete)
+	for _, d := range step.Delete {
+		fmt.Printf("delete %s: pods %v\n", d.Replica, d.Pods)
+	}
 	fmt.Println("complete:", step.Complete)
 	// Output:
-	// create 1 at 2-b
-	// wait web-0: maxUnavailable budget exhausted
+	// create index 1 at 2-b
+	// wait web-0: MaxUnavailableReached
 	// complete: false
-	// delete: [web-0]
+	// delete web-0: pods [web-0]
 	// complete: false
 }
 
@@ -302,25 +311,25 @@ func ExamplePlanRecover() {
 	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	replicas := []rollout.Replica{
 		{Name: "web-0", Revision: "1-a", State: available},
-		{Name: "web-1", Revision: "1-a", State: rollout.State{Failed: true}},
+		{Name: "web-1", Index: 1, Revision: "1-a", State: rollout.State{Failed: true}},
 	}
 	step, _ := rollout.PlanRecover(replicas, policy, now)
-	fmt.Printf("replace %s at %s\n", step.Replace[0].For, step.Replace[0].Revision)
+	fmt.Printf("replace %s at %s, index %d\n", step.Replace[0].For, step.Replace[0].Revision, step.Replace[0].Index)
 
-	replicas = append(replicas, rollout.Replica{Name: "web-2", Revision: "1-a", ReplacementFor: "web-1", State: available})
+	replicas = append(replicas, rollout.Replica{Name: "web-2", Index: 2, Revision: "1-a", ReplacementFor: "web-1", State: available})
 	step, _ = rollout.PlanRecover(replicas, policy, now.Add(time.Minute))
 	fmt.Printf("swap %s for %s\n", step.Swap[0].New, step.Swap[0].Old)
 
 	replicas[1].SwappedAt = now.Add(time.Minute)
 	replicas[2].ReplacementFor = ""
 	step, _ = rollout.PlanRecover(replicas, policy, now.Add(90*time.Second))
-	fmt.Println("waiting:", step.Waiting)
+	fmt.Printf("waiting: %+v\n", step.Waiting)
 	step, _ = rollout.PlanRecover(replicas, policy, now.Add(2*time.Minute))
 	fmt.Println("release:", step.Release)
 	// Output:
-	// replace web-1 at 1-a
+	// replace web-1 at 1-a, index 2
 	// swap web-2 for web-1
-	// waiting: [{web-1 swapped out, waiting for ReleaseDelay}]
+	// waiting: [{Replica:web-1 Reason:WaitingForReleaseDelay Message:swapped out, waiting for ReleaseDelay}]
 	// release: [web-1]
 }
 
@@ -331,16 +340,16 @@ func ExamplePlanRecover_gangLost() {
 	policy := rollout.RecoverPolicy{GangMemberTimeout: 5 * time.Minute}
 	since := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	gang := rollout.Replica{Name: "row-0", Revision: "1-a", Members: []rollout.Member{
-		{Name: "row-0-0", State: available},
-		{Name: "row-0-1", Missing: true, State: rollout.State{UnreadySince: since}},
+		{Name: "row-0-0", Column: "0", State: available},
+		{Column: "1", Missing: true, State: rollout.State{UnreadySince: since}},
 	}}
 	for _, after := range []time.Duration{4 * time.Minute, 5 * time.Minute} {
 		step, _ := rollout.PlanRecover([]rollout.Replica{gang}, policy, since.Add(after))
-		fmt.Printf("after %s: failed %v, replace %v\n", after, step.Failed, step.Replace)
+		fmt.Printf("after %s: failed %+v, replace %+v\n", after, step.Failed, step.Replace)
 	}
 	// Output:
 	// after 4m0s: failed [], replace []
-	// after 5m0s: failed [{row-0 gang member missing or not ready for longer than GangMemberTimeout}], replace [{row-0 1-a  [row-0-0 row-0-1]}]
+	// after 5m0s: failed [{Replica:row-0 Reason:GangMemberTimeoutExceeded Message:gang member missing or not ready for longer than GangMemberTimeout}], replace [{For:row-0 Revision:1-a Column: Index:1 Members:[0 1]}]
 }
 
 // Prefill (4 replicas) and decode (2) advance together: S = max(4/1, 2/1) = 4
@@ -374,14 +383,16 @@ func ExamplePlanLockstep() {
 	// decode: latest 1, updates 1
 }
 
-// FromPods groups kthena pods into gangs by their group-name label.
+// FromPods groups kthena pods into gangs by their group-name label, each pod
+// in the column its role label names. With the columns every group has, a
+// group lacking a pod gets a missing member in that column.
 func ExampleFromPods() {
-	pod := func(name, group, rev string) *corev1.Pod {
+	pod := func(name, group, role, rev string) *corev1.Pod {
 		return &corev1.Pod{
 			ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: name, Labels: map[string]string{
 				"modelserving.volcano.sh/group-name": group,
 				"modelserving.volcano.sh/revision":   rev,
-				"modelserving.volcano.sh/role":       "decode",
+				"modelserving.volcano.sh/role":       role,
 			}},
 			Status: corev1.PodStatus{Phase: corev1.PodRunning, Conditions: []corev1.PodCondition{
 				{Type: corev1.PodReady, Status: corev1.ConditionTrue},
@@ -389,48 +400,117 @@ func ExampleFromPods() {
 		}
 	}
 	replicas, err := rollout.FromPods([]*corev1.Pod{
-		pod("qwen-1-0", "qwen-1", "2-b"), pod("qwen-0-1", "qwen-0", "1-a"), pod("qwen-0-0", "qwen-0", "1-a"),
-	}, rollout.PodOptions{Labels: rollout.KthenaLabels, GangSize: 2})
+		pod("qwen-1-decode", "qwen-1", "decode", "2-b"),
+		pod("qwen-0-decode", "qwen-0", "decode", "1-a"),
+		pod("qwen-0-prefill", "qwen-0", "prefill", "1-a"),
+	}, rollout.PodOptions{Labels: rollout.KthenaLabels, Columns: []string{"prefill", "decode"}})
 	if err != nil {
 		panic(err)
 	}
 	for _, r := range replicas {
-		var names []string
+		var members []string
 		for _, m := range r.Members {
-			names = append(names, m.Name)
+			if m.Missing {
+				members = append(members, m.Column+": missing")
+			} else {
+				members = append(members, m.Column+": "+m.Name)
+			}
 		}
-		fmt.Printf("%s at %s: %v ready=%v\n", r.Name, r.Revision, names, r.Effective().Ready)
+		fmt.Printf("%s at %s: %v ready=%v\n", r.Name, r.Revision, members, r.Effective().Ready)
 	}
 	// Output:
-	// qwen-0 at 1-a: [qwen-0-0 qwen-0-1] ready=true
-	// qwen-1 at 2-b: [qwen-1-0 qwen-1-missing-1] ready=false
+	// qwen-0 at 1-a: [prefill: qwen-0-prefill decode: qwen-0-decode] ready=true
+	// qwen-1 at 2-b: [prefill: missing decode: qwen-1-decode] ready=false
+}
+
+// FromPods reads the recovery annotations too, so its replicas feed PlanRecover
+// as well as Plan. web-1 failed: recovery starts a replacement in the lowest free
+// index (2). The controller creates it as web-2, annotated as replacing web-1;
+// once it is ready, recovery swaps it in, and the controller marks web-1 swapped
+// out (and removes the annotation from web-2).
+func ExampleFromPods_recover() {
+	now := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
+	pod := func(index int, phase corev1.PodPhase, ready corev1.ConditionStatus) *corev1.Pod {
+		return &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: fmt.Sprintf("web-%d", index), Labels: map[string]string{
+				"controller-revision-hash":     "web-7c9f",
+				"apps.kubernetes.io/pod-index": fmt.Sprint(index),
+			}},
+			Status: corev1.PodStatus{Phase: phase, Conditions: []corev1.PodCondition{
+				{Type: corev1.PodReady, Status: ready},
+			}},
+		}
+	}
+	opts := rollout.PodOptions{Labels: rollout.PodLabels{
+		Revision: "controller-revision-hash",
+		Index:    "apps.kubernetes.io/pod-index",
+	}}
+	policy := rollout.RecoverPolicy{ReleaseDelay: time.Minute}
+	pods := []*corev1.Pod{
+		pod(0, corev1.PodRunning, corev1.ConditionTrue),
+		pod(1, corev1.PodFailed, corev1.ConditionFalse),
+	}
+	plan := func() rollout.RecoverStep {
+		replicas, err := rollout.FromPods(pods, opts)
+		if err != nil {
+			panic(err)
+		}
+		step, err := rollout.PlanRecover(replicas, policy, now)
+		if err != nil {
+			panic(err)
+		}
+		return step
+	}
+
+	step := plan()
+	for _, f := range step.Failed {
+		fmt.Printf("%s: %s\n", f.Replica, f.Reason)
+	}
+	rep := step.Replace[0]
+	fmt.Printf("replace %s: create web-%d at %s\n", rep.For, rep.Index, rep.Revision)
+	replacement := pod(rep.Index, corev1.PodRunning, corev1.ConditionTrue)
+	replacement.Annotations = map[string]string{rollout.DefaultAnnotations.ReplacementFor: rep.For}
+	pods = append(pods, replacement)
+
+	step = plan()
+	sw := step.Swap[0]
+	fmt.Printf("swap %s in for %s\n", sw.New, sw.Old)
+	pods[1].Annotations = map[string]string{rollout.DefaultAnnotations.SwappedAt: now.Format(time.RFC3339)}
+	replacement.Annotations = nil
+
+	step = plan()
+	fmt.Printf("%s: %s\n", step.Waiting[0].Replica, step.Waiting[0].Message)
+	// Output:
+	// web-1: ReplicaFailed
+	// replace web-1: create web-2 at web-7c9f
+	// swap web-2 in for web-1
+	// web-1: swapped out, waiting for ReleaseDelay
 }
 
 // Serving groups that lost a pod are made whole at their own revision: qwen-0
 // runs the target, and qwen-2 stays at 1-a because LatestRatio asks for 2 of 3
-// groups at 2-b, so neither is updated; each gets a Repair naming the pod it
-// lacks (FromPods' placeholder), whatever the budget. The caller creates those
-// pods in their groups.
+// groups at 2-b, so neither is updated; each gets a Repair naming the column of
+// the pod it lacks, whatever the budget. The caller creates those pods in their
+// groups.
 func ExamplePlan_repair() {
-	pod := func(name, group, rev string) *corev1.Pod {
+	pod := func(group, column, rev string) *corev1.Pod {
 		return &corev1.Pod{
-			ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: name, Labels: map[string]string{
+			ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: group + "-" + column, Labels: map[string]string{
 				"modelserving.volcano.sh/group-name": group,
 				"modelserving.volcano.sh/revision":   rev,
+				"modelserving.volcano.sh/role":       column,
 			}},
 			Status: corev1.PodStatus{Phase: corev1.PodRunning, Conditions: []corev1.PodCondition{
 				{Type: corev1.PodReady, Status: corev1.ConditionTrue},
 			}},
 		}
 	}
+	columns := []string{"prefill", "decode"}
 	replicas, err := rollout.FromPods([]*corev1.Pod{
-		pod("qwen-0-0", "qwen-0", "2-b"),
-		pod("qwen-1-0", "qwen-1", "2-b"), pod("qwen-1-1", "qwen-1", "2-b"),
-		pod("qwen-2-0", "qwen-2", "1-a"),
-	}, rollout.PodOptions{Labels: rollout.PodLabels{
-		Revision: "modelserving.volcano.sh/revision",
-		Gang:     "modelserving.volcano.sh/group-name",
-	}, GangSize: 2})
+		pod("qwen-0", "prefill", "2-b"),
+		pod("qwen-1", "prefill", "2-b"), pod("qwen-1", "decode", "2-b"),
+		pod("qwen-2", "prefill", "1-a"),
+	}, rollout.PodOptions{Labels: rollout.KthenaLabels, Columns: columns})
 	if err != nil {
 		panic(err)
 	}
@@ -439,6 +519,7 @@ func ExamplePlan_repair() {
 		Mode:           rollout.Gang,
 		TargetRevision: "2-b",
 		Replicas:       3,
+		Columns:        columns,
 		LatestRatio:    &two,
 		MaxUnavailable: &one,
 		MaxSurge:       &zero,
@@ -447,13 +528,125 @@ func ExamplePlan_repair() {
 		panic(err)
 	}
 	for _, r := range step.Repair {
-		fmt.Printf("repair %s at %s: create %s\n", r.Replica, r.Revision, strings.Join(r.Members, ", "))
+		for _, column := range r.Missing {
+			fmt.Printf("repair %s at %s: create %s-%s\n", r.Replica, r.Revision, r.Replica, column)
+		}
 	}
 	fmt.Println("updates:", len(step.Update), "waiting:", len(step.Waiting), "complete:", step.Complete)
 	// Output:
-	// repair qwen-2 at 1-a: create qwen-2-missing-1
-	// repair qwen-0 at 2-b: create qwen-0-missing-1
+	// repair qwen-2 at 1-a: create qwen-2-decode
+	// repair qwen-0 at 2-b: create qwen-0-decode
 	// updates: 0 waiting: 0 complete: false
+}
+
+// A controller carries out gang steps on pods from the step alone: it deletes
+// and updates the pods a step names, and creates a pod in each slot it names
+// (a gang's index and a member's column), naming it by its own rule. Serving
+// group llm-0 runs 1-a and llm-2 lost its decode pod; the service wants three
+// groups at 2-b. The first step updates llm-2 (down already, so free) and
+// creates its decode pod, creates the missing group in the lowest free index
+// (1), and leaves llm-0 to the budget; the pods here are ready at once. Scaled
+// down to two groups at the end, the step names the pods of the group to delete.
+func ExamplePlan_gangPods() {
+	const (
+		revisionLabel = "example.com/revision"
+		groupLabel    = "example.com/group"
+		indexLabel    = "example.com/group-index"
+		columnLabel   = "example.com/member"
+	)
+	columns := []string{"prefill-0", "decode-0"}
+	// The controller's naming rule: a group is llm-<index>, its pods
+	// llm-<index>-<column>.
+	cluster := map[string]*corev1.Pod{}
+	create := func(index int, column, rev string) {
+		group := fmt.Sprintf("llm-%d", index)
+		p := &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: group + "-" + column, Labels: map[string]string{
+				revisionLabel: rev, groupLabel: group, indexLabel: fmt.Sprint(index), columnLabel: column,
+			}},
+			Status: corev1.PodStatus{Phase: corev1.PodRunning, Conditions: []corev1.PodCondition{
+				{Type: corev1.PodReady, Status: corev1.ConditionTrue},
+			}},
+		}
+		cluster[p.Name] = p
+		fmt.Printf("  create %s at %s\n", p.Name, rev)
+	}
+	fmt.Println("before:")
+	create(0, "prefill-0", "1-a")
+	create(0, "decode-0", "1-a")
+	create(2, "prefill-0", "1-a")
+
+	opts := rollout.PodOptions{
+		Labels:  rollout.PodLabels{Revision: revisionLabel, Gang: groupLabel, Index: indexLabel, Column: columnLabel},
+		Columns: columns,
+	}
+	one, zero := intstr.FromInt32(1), intstr.FromInt32(0)
+	strategy := rollout.Strategy{Mode: rollout.Gang, TargetRevision: "2-b", Replicas: 3, Columns: columns,
+		MaxUnavailable: &one, MaxSurge: &zero}
+	reconcile := func() bool {
+		var pods []*corev1.Pod
+		for _, name := range slices.Sorted(maps.Keys(cluster)) {
+			pods = append(pods, cluster[name])
+		}
+		replicas, err := rollout.FromPods(pods, opts)
+		if err != nil {
+			panic(err)
+		}
+		step, err := rollout.Plan(replicas, strategy)
+		if err != nil {
+			panic(err)
+		}
+		fmt.Println(strings.TrimSpace(string(step.Reason) + " " + step.Message))
+		for _, d := range step.Delete {
+			for _, name := range d.Pods {
+				delete(cluster, name)
+				fmt.Printf("  delete %s\n", name)
+			}
+		}
+		for _, u := range step.Update {
+			for _, name := range u.Pods {
+				cluster[name].Labels[revisionLabel] = u.To
+				fmt.Printf("  update %s to %s\n", name, u.To)
+			}
+			for _, column := range u.Missing {
+				create(u.Index, column, u.To)
+			}
+		}
+		for _, c := range step.Create {
+			for _, column := range c.Members {
+				create(c.Index, column, c.Revision)
+			}
+		}
+		for _, r := range step.Repair {
+			for _, column := range r.Missing {
+				create(r.Index, column, r.Revision)
+			}
+		}
+		return step.Complete
+	}
+	for !reconcile() {
+	}
+	strategy.Replicas = 2
+	for !reconcile() {
+	}
+	// Output:
+	// before:
+	//   create llm-0-prefill-0 at 1-a
+	//   create llm-0-decode-0 at 1-a
+	//   create llm-2-prefill-0 at 1-a
+	// Updating update llm-2; create 1; maxUnavailable budget exhausted: llm-0
+	//   update llm-2-prefill-0 to 2-b
+	//   create llm-2-decode-0 at 2-b
+	//   create llm-1-prefill-0 at 2-b
+	//   create llm-1-decode-0 at 2-b
+	// Updating update llm-0
+	//   update llm-0-prefill-0 to 2-b
+	//   update llm-0-decode-0 to 2-b
+	// RolloutComplete
+	// Updating delete llm-0
+	//   delete llm-0-prefill-0
+	//   delete llm-0-decode-0
+	// RolloutComplete
 }
 
 // The rounding rules on 3 replicas.
@@ -500,7 +693,7 @@ func ExampleFailureReason() {
 	reason, failed = rollout.FailureReason(&starting, policy, now)
 	fmt.Printf("%q %v\n", reason, failed)
 	// Output:
-	// "not ready for longer than StartTimeout" true
+	// "StartTimeoutExceeded" true
 	// "" false
 }
 

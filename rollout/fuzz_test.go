@@ -194,11 +194,12 @@ func FuzzResolveBudget(f *testing.F) {
 // values: never a panic, errors name the pod, gang or option, and on success
 // every pod is in exactly one replica.
 func FuzzFromPods(f *testing.F) {
-	f.Add("1-a", "2-b", "g-0", "g-1", "", "5", uint8(0), uint8(4))
-	f.Add("1-a", "", "g-0", "g-0", "col", "x", uint8(2), uint8(3))
-	f.Add("3-c", "3-c", "", "g", "c", "-2147483648", uint8(1), uint8(2))
-	f.Add("a", "b", "g", "g", "", "2147483648", uint8(3), uint8(5))
-	f.Fuzz(func(t *testing.T, revA, revB, gangA, gangB, column, cost string, gangSize, n uint8) {
+	f.Add("1-a", "2-b", "g-0", "g-1", "", "5", "0", "", uint8(0), uint8(4))
+	f.Add("1-a", "", "g-0", "g-0", "col", "x", "1", "2026-01-01T00:00:00Z", uint8(2), uint8(3))
+	f.Add("3-c", "3-c", "", "g", "c", "-2147483648", "-1", "yesterday", uint8(1), uint8(2))
+	f.Add("a", "b", "g", "g", "", "2147483648", "2147483648", "", uint8(3), uint8(5))
+	f.Add("a", "a", "g", "g", "c", "0", "7", "2026-01-01T00:00:00.5+01:00", uint8(7), uint8(5))
+	f.Fuzz(func(t *testing.T, revA, revB, gangA, gangB, column, cost, index, swapped string, shape, n uint8) {
 		n %= 8
 		var pods []*corev1.Pod
 		for i := range int(n) {
@@ -206,9 +207,13 @@ func FuzzFromPods(f *testing.F) {
 			if i%2 == 1 {
 				rev, gang = revB, gangB
 			}
-			opts := []podfixture.Option{podfixture.Labels(revLabel, rev, "gang", gang, "column", column)}
+			opts := []podfixture.Option{podfixture.Labels(revLabel, rev, "gang", gang, "column", column, "index", index)}
 			if i%3 == 0 {
 				opts = append(opts, podfixture.Annotation(rollout.DeletionCostAnnotation, cost))
+			}
+			if i%3 == 1 {
+				opts = append(opts, podfixture.Annotation(rollout.DefaultAnnotations.SwappedAt, swapped),
+					podfixture.Annotation(rollout.DefaultAnnotations.ReplacementFor, gang))
 			}
 			if i%4 != 3 {
 				opts = append(opts, podfixture.Ready())
@@ -216,11 +221,17 @@ func FuzzFromPods(f *testing.F) {
 			pods = append(pods, podfixture.Pod("ns", fmt.Sprintf("pod-%d", i), opts...))
 		}
 		labels := rollout.PodLabels{Revision: revLabel, Column: "column"}
-		if gangSize%2 == 1 {
+		if shape%2 == 1 {
 			labels.Gang = "gang"
 		}
-		opts := rollout.PodOptions{Labels: labels, GangSize: int(gangSize % 5), MinReadySeconds: int32(gangSize % 3),
+		if shape%4 >= 2 {
+			labels.Index = "index"
+		}
+		opts := rollout.PodOptions{Labels: labels, MinReadySeconds: int32(shape % 3),
 			Now: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
+		if shape%8 >= 4 {
+			opts.Columns = []string{column, "other"}
+		}
 		rs, err := rollout.FromPods(pods, opts)
 		if err != nil {
 			msg := err.Error()
@@ -238,8 +249,8 @@ func FuzzFromPods(f *testing.F) {
 				seen[r.Name]++
 				continue
 			}
-			if opts.GangSize > 0 && len(r.Members) != opts.GangSize {
-				t.Fatalf("gang %s has %d members, want gangSize %d", r.Name, len(r.Members), opts.GangSize)
+			if len(opts.Columns) > 0 && len(r.Members) < len(opts.Columns) {
+				t.Fatalf("gang %s has %d members, fewer than the %d columns", r.Name, len(r.Members), len(opts.Columns))
 			}
 			for _, m := range r.Members {
 				if !m.Missing {

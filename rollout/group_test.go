@@ -138,7 +138,7 @@ func TestPlanGroupMakesRowsWholeBySurgeWithoutUnavailableBudget(t *testing.T) {
 		LatestRatio: ptr(intstr.FromInt32(1)), History: []string{"1-a", "2-b", "3-c"},
 		MaxUnavailable: ptr(intstr.FromInt32(0)), MaxSurge: ptr(intstr.FromInt32(1))}
 	want := []string{
-		"update [] create [{2-b a 1}] delete []",
+		"update [] create [a/2-b@1] delete []",
 		"update [] create [] delete []", // the new replica is not available yet
 		"update [] create [] delete [a-1]",
 	}

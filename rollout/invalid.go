@@ -3,6 +3,7 @@ package rollout
 import (
 	"fmt"
 	"strconv"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 
@@ -78,40 +79,70 @@ func planCheck(mode Mode) func(*Replica) error {
 		switch {
 		case r.Revision == "":
 			return fmt.Errorf("replica %s: revision: must not be empty", r.Name)
+		case r.Index < 0:
+			return fmt.Errorf("replica %s: index: %d is negative", r.Name, r.Index)
 		case mode == Gang && len(r.Members) == 0:
 			return fmt.Errorf("replica %s: members: gang mode needs at least one member", r.Name)
 		case mode == Group && r.Column == "":
 			return fmt.Errorf("replica %s: column: group mode needs a column", r.Name)
 		}
-		for j := range r.Members {
-			if r.Members[j].Name == "" {
-				return unnamedMember(r, j)
-			}
+		if _, _, _, bad := inspect(r); bad >= 0 {
+			return memberError(r, bad)
 		}
 		return nil
 	}
 }
 
+// memberError says what is wrong with member j of r, which inspect found
+// invalid.
+func memberError(r *Replica, j int) error {
+	m := &r.Members[j]
+	switch {
+	case !m.Missing:
+		return fmt.Errorf("replica %s: members[%d].name: must not be empty", r.Name, j)
+	case m.Column == "":
+		return fmt.Errorf("replica %s: members[%d].column: must not be empty for a missing member (its pod is created in it)", r.Name, j)
+	}
+	return fmt.Errorf("replica %s: members[%d].column: %q is repeated in the gang", r.Name, j, m.Column)
+}
+
 // podError is FromPods' check of one pod.
-func podError(pod *corev1.Pod, opts PodOptions) error {
-	id := pod.Namespace + "/" + pod.Name
-	if pod.Labels[opts.Labels.Revision] == "" {
-		return fmt.Errorf("pod %s: label %s: missing or empty", id, opts.Labels.Revision)
+func (rd *podReader) podError(pod *corev1.Pod) error {
+	id := podID(pod)
+	l, a := rd.opts.Labels, rd.opts.Annotations
+	if pod.Labels[l.Revision] == "" {
+		return fmt.Errorf("pod %s: label %s: missing or empty", id, l.Revision)
 	}
 	if v, ok := pod.Annotations[DeletionCostAnnotation]; ok {
 		if _, err := strconv.ParseInt(v, 10, 32); err != nil {
 			return fmt.Errorf("pod %s: annotation %s: %q is not a 32-bit integer", id, DeletionCostAnnotation, v)
 		}
 	}
-	if opts.Labels.Gang != "" && pod.Labels[opts.Labels.Gang] == "" {
-		return fmt.Errorf("pod %s: label %s: missing or empty", id, opts.Labels.Gang)
+	if l.Gang != "" && pod.Labels[l.Gang] == "" {
+		return fmt.Errorf("pod %s: label %s: missing or empty", id, l.Gang)
+	}
+	if l.Index != "" {
+		v, ok := pod.Labels[l.Index]
+		if i, err := strconv.ParseInt(v, 10, 32); !ok || err != nil || i < 0 {
+			return fmt.Errorf("pod %s: label %s: %q is not a non-negative 32-bit integer", id, l.Index, v)
+		}
+	}
+	if len(rd.opts.Columns) > 0 {
+		if _, ok := rd.column[pod.Labels[l.Column]]; !ok {
+			return fmt.Errorf("pod %s: label %s: %q is not one of the columns %v", id, l.Column, pod.Labels[l.Column], rd.opts.Columns)
+		}
+	}
+	if v := pod.Annotations[a.SwappedAt]; a.SwappedAt != "" && v != "" {
+		if _, err := time.Parse(time.RFC3339, v); err != nil {
+			return fmt.Errorf("pod %s: annotation %s: %q is not an RFC 3339 time", id, a.SwappedAt, v)
+		}
 	}
 	return nil
 }
 
 // podsError returns FromPods' order-independent error: nil pods are counted, else
 // the problem of the pod that sorts first by namespace/name, then by message.
-func podsError(pods []*corev1.Pod, opts PodOptions) error {
+func (rd *podReader) podsError(pods []*corev1.Pod) error {
 	var first firstProblem
 	nils := 0
 	for _, pod := range pods {
@@ -119,8 +150,8 @@ func podsError(pods []*corev1.Pod, opts PodOptions) error {
 			nils++
 			continue
 		}
-		if err := podError(pod, opts); err != nil {
-			first.add(pod.Namespace+"/"+pod.Name, err.Error())
+		if err := rd.podError(pod); err != nil {
+			first.add(podID(pod), err.Error())
 		}
 	}
 	if nils > 0 {

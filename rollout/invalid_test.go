@@ -27,8 +27,10 @@ func TestErrorsDoNotDependOnReplicaOrder(t *testing.T) {
 			r.Revision = rapid.SampledFrom([]string{"", "1-a", "2-b"}).Draw(t, "revision")
 			r.Column = rapid.SampledFrom([]string{"", "c0", "c1"}).Draw(t, "column")
 			r.State.Ready = rapid.Bool().Draw(t, "ready")
+			r.Index = rapid.SampledFrom([]int{0, 1, -1}).Draw(t, "index")
 			for range rapid.IntRange(0, 2).Draw(t, "members") {
-				r.Members = append(r.Members, rollout.Member{Name: rapid.SampledFrom([]string{"", "m-0", "m-1"}).Draw(t, "member")})
+				r.Members = append(r.Members, rollout.Member{Name: rapid.SampledFrom([]string{"", "m-0", "m-1"}).Draw(t, "member"),
+					Column: rapid.SampledFrom([]string{"", "0", "1"}).Draw(t, "memberColumn"), Missing: rapid.Bool().Draw(t, "missing")})
 			}
 		}
 		mode := rapid.SampledFrom(modes).Draw(t, "mode")
@@ -57,14 +59,20 @@ func errText(err error) string {
 }
 
 // FromPods' errors do not depend on the order of the pods either: pods missing
-// labels, with bad deletion costs, and gangs over gangSize, in any order.
+// labels, with bad deletion costs, indexes or swap times, and gangs whose pods
+// share a column or disagree on the index or the replica they replace, in any
+// order.
 func TestFromPodsErrorsDoNotDependOnPodOrder(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		gangs := rapid.Bool().Draw(t, "gangs")
-		opts := rollout.PodOptions{Labels: rollout.DefaultLabels, GangSize: rapid.IntRange(0, 2).Draw(t, "gangSize")}
+		opts := rollout.PodOptions{Labels: rollout.DefaultLabels}
 		if gangs {
 			opts.Labels = rollout.KthenaLabels
+			if rapid.Bool().Draw(t, "columns") {
+				opts.Columns = []string{"prefill", "decode"}
+			}
 		}
+		opts.Labels.Index = "index"
 		var pods []*corev1.Pod
 		for i := range rapid.IntRange(1, 8).Draw(t, "n") {
 			var o []podfixture.Option
@@ -75,9 +83,19 @@ func TestFromPodsErrorsDoNotDependOnPodOrder(t *testing.T) {
 				if g := rapid.SampledFrom([]string{"", "g-0", "g-1"}).Draw(t, "gang"); g != "" {
 					o = append(o, podfixture.Labels(opts.Labels.Gang, g))
 				}
+				o = append(o, podfixture.Labels(opts.Labels.Column, rapid.SampledFrom([]string{"prefill", "decode", "other"}).Draw(t, "column")))
+			}
+			if i := rapid.SampledFrom([]string{"", "0", "1", "-1"}).Draw(t, "index"); i != "" {
+				o = append(o, podfixture.Labels(opts.Labels.Index, i))
 			}
 			if rapid.IntRange(0, 3).Draw(t, "badCost") == 0 {
 				o = append(o, podfixture.Annotation(rollout.DeletionCostAnnotation, "many"))
+			}
+			if f := rapid.SampledFrom([]string{"", "g-0", "g-1"}).Draw(t, "replacementFor"); f != "" {
+				o = append(o, podfixture.Annotation(rollout.DefaultAnnotations.ReplacementFor, f))
+			}
+			if at := rapid.SampledFrom([]string{"", "2026-01-01T00:00:00Z", "soon"}).Draw(t, "swappedAt"); at != "" {
+				o = append(o, podfixture.Annotation(rollout.DefaultAnnotations.SwappedAt, at))
 			}
 			pods = append(pods, podfixture.Pod("default", fmt.Sprintf("p-%d", i), o...))
 		}

@@ -2,8 +2,11 @@ package rollout
 
 import (
 	"fmt"
+	"strings"
 
 	"k8s.io/apimachinery/pkg/util/intstr"
+
+	"github.com/kplan-dev/kplan"
 )
 
 // Role is one role of a multi-role service (for example prefill and decode) that
@@ -33,6 +36,14 @@ type LockstepStep struct {
 	Roles []RoleStep
 	// Complete is true when every role is complete.
 	Complete bool
+	// Reason says where the rollout stands, to set a condition from as is:
+	// ReasonComplete when Complete, else the Reason of the first role (in the
+	// order given) that is not complete.
+	Reason kplan.Reason
+	// Message says the same for people: "role <name>: " and its step's
+	// Message, for every role that is not complete (at most 32 KiB, as a
+	// condition's message); empty when Complete.
+	Message string
 }
 
 // PlanLockstep advances several roles by the same step fraction.
@@ -121,10 +132,27 @@ func PlanLockstep(roles []Role) (LockstepStep, error) {
 		if err != nil {
 			return LockstepStep{}, fmt.Errorf("role %s: %w", r.Name, err)
 		}
-		st.Complete = st.Complete && t == in.final
+		if st.Complete && t != in.final {
+			// At this step, waiting for the other roles to reach it.
+			st.Complete = false
+			st.Reason = ReasonLockstep
+			st.Message = fmt.Sprintf("at step %d of %d, waiting for the other roles", next, steps)
+		}
 		out.Complete = out.Complete && st.Complete
 		out.Roles[i] = RoleStep{Name: r.Name, Step: st}
 	}
+	out.Reason = ReasonComplete
+	var msgs []string
+	for _, rs := range out.Roles {
+		if rs.Step.Complete {
+			continue
+		}
+		if len(msgs) == 0 {
+			out.Reason = rs.Step.Reason
+		}
+		msgs = append(msgs, "role "+rs.Name+": "+rs.Step.Message)
+	}
+	out.Message = clip(strings.Join(msgs, "; "))
 	return out, nil
 }
 

@@ -185,7 +185,7 @@ func TestPlanLockstepAlwaysCompletes(t *testing.T) {
 					created := 0
 					for _, cr := range rs.Create {
 						if cr.Column == c && cr.Revision == s.Strategy.TargetRevision {
-							created += cr.Count
+							created++
 						}
 					}
 					if created < lack {
@@ -219,19 +219,19 @@ func TestPlanLockstepCreatesOnTheUpdateRevision(t *testing.T) {
 		{
 			name:  "a fresh deploy without history creates every replica on the update revision in one step",
 			roles: []rollout.Role{role("prefill", 0, 4, nil), role("decode", 0, 2, nil)},
-			want:  []string{"update [] create [{2-b  4}] delete []", "update [] create [{2-b  2}] delete []"},
+			want:  []string{"update [] create [2-b@0 2-b@1 2-b@2 2-b@3] delete []", "update [] create [2-b@0 2-b@1] delete []"},
 		},
 		{
 			name:  "a fresh deploy with history creates every replica on the update revision in one step",
 			roles: []rollout.Role{role("prefill", 0, 4, history), role("decode", 0, 2, history)},
-			want:  []string{"update [] create [{2-b  4}] delete []", "update [] create [{2-b  2}] delete []"},
+			want:  []string{"update [] create [2-b@0 2-b@1 2-b@2 2-b@3] delete []", "update [] create [2-b@0 2-b@1] delete []"},
 		},
 		{
 			// S = 6 steps; step 1: prefill ceil(6/6) = 1 at the target, but the two
 			// replicas it lacks are created there at once; decode updates 1.
 			name:  "a scale-up creates the new replicas on the update revision",
 			roles: []rollout.Role{role("prefill", 4, 6, history), role("decode", 2, 2, history)},
-			want:  []string{"update [] create [{2-b  2}] delete []", "update [decode-0->2-b] create [] delete []"},
+			want:  []string{"update [] create [2-b@4 2-b@5] delete []", "update [decode-0->2-b] create [] delete []"},
 		},
 	}
 	for _, tt := range tests {
@@ -281,10 +281,11 @@ func TestPlanLockstepSmallRoleAdvancesAtTheFirstStep(t *testing.T) {
 func lacking(rs []rollout.Replica, s rollout.Strategy) map[string]int {
 	final, _ := rollout.ResolveRatio(s.LatestRatio, s.Replicas)
 	total, have := map[string]int{}, map[string]int{}
-	for _, c := range s.Columns {
-		total[c] = 0
-	}
-	if s.Mode != rollout.Group {
+	if s.Mode == rollout.Group {
+		for _, c := range s.Columns {
+			total[c] = 0
+		}
+	} else {
 		total[""] = 0
 	}
 	for _, r := range rollouttest.Counted(rs) {

@@ -13,7 +13,7 @@ import (
 
 // actions renders a step's updates, creates and deletes as text.
 func actions(step rollout.Step) string {
-	return fmt.Sprintf("update %v create %v delete %v", updated(step), step.Create, step.Delete)
+	return fmt.Sprintf("update %v create %v delete %v", updated(step), created(step), deleted(step))
 }
 
 func TestPlanWithoutAnOlderRevisionKeepsEveryReplicaOnTheTarget(t *testing.T) {
@@ -44,28 +44,28 @@ func TestPlanWithoutAnOlderRevisionKeepsEveryReplicaOnTheTarget(t *testing.T) {
 		{
 			name:     "a fresh pool created with a partition is created on the target",
 			strategy: rollout.Strategy{TargetRevision: "2-b", Replicas: 4, LatestRatio: half},
-			want:     "update [] create [{2-b  4}] delete []",
+			want:     "update [] create [2-b@0 2-b@1 2-b@2 2-b@3] delete []",
 		},
 		{
 			name:     "a scale-up under a partition creates on the target",
 			replicas: replicasAt("r", 2, "2-b", ready),
 			strategy: rollout.Strategy{TargetRevision: "2-b", Replicas: 5, LatestRatio: ptr(intstr.FromString("20%"))},
-			want:     "update [] create [{2-b  3}] delete []",
+			want:     "update [] create [2-b@2 2-b@3 2-b@4] delete []",
 		},
 		{
 			name:     "a ratio of zero without history creates on the target",
 			strategy: rollout.Strategy{TargetRevision: "2-b", Replicas: 2, LatestRatio: ptr(intstr.FromInt32(0)), History: []string{"2-b"}},
-			want:     "update [] create [{2-b  2}] delete []",
+			want:     "update [] create [2-b@0 2-b@1] delete []",
 		},
 		{
 			name:     "a fresh gang pool created with a partition is created on the target",
 			strategy: rollout.Strategy{Mode: rollout.Gang, TargetRevision: "2-b", Replicas: 3, LatestRatio: half},
-			want:     "update [] create [{2-b  3}] delete []",
+			want:     "update [] create [2-b@0 2-b@1 2-b@2] delete []",
 		},
 		{
 			name:     "a fresh group created with a partition is created on the target in every column",
 			strategy: rollout.Strategy{Mode: rollout.Group, TargetRevision: "2-b", Replicas: 2, Columns: []string{"a", "b"}, LatestRatio: half},
-			want:     "update [] create [{2-b a 2} {2-b b 2}] delete []",
+			want:     "update [] create [a/2-b@0 a/2-b@1 b/2-b@0 b/2-b@1] delete []",
 		},
 		{
 			name:         "a group on the target held at a partition is a no-op and complete",
@@ -132,7 +132,7 @@ func TestPlanWithoutAnOlderRevisionConvergesOnTheTarget(t *testing.T) {
 					}
 					for _, c := range step.Create {
 						if c.Revision != target {
-							t.Fatalf("create %d at %s, not the target %s", c.Count, c.Revision, target)
+							t.Fatalf("create index %d at %s, not the target %s", c.Index, c.Revision, target)
 						}
 					}
 					if step.Complete {

@@ -68,6 +68,12 @@ type planner struct {
 	step      Step
 	replicas  []Replica // the caller's, only read
 	names     []byte    // natural keys of all names, see unit.name0
+	// free hands out the indexes of created replicas per pool (column in group
+	// mode); nil until the first create.
+	free map[string]*indexes
+	// pods is the chunk single pods' Update.Pods and Delete.Pods are cut from
+	// (podNames).
+	pods []string
 	// Group mode: rowMin[v] is the fewest replicas of version v in a column
 	// (v's whole rows); otherRows sums it over versions other than the target
 	// and the stable one.
@@ -133,6 +139,7 @@ func Plan(replicas []Replica, strategy Strategy) (Step, error) {
 	p.step.Budget = p.b
 	p.rank()
 	p.run()
+	summarize(&p.step)
 	return p.step, nil
 }
 
@@ -200,9 +207,9 @@ func (p *planner) collect(replicas []Replica) error {
 	newestOld := int32(-1)
 	for i := range replicas {
 		r := &replicas[i]
-		eff, partial, missing, unnamed := inspect(r)
-		if unnamed >= 0 {
-			return unnamedMember(r, unnamed)
+		eff, partial, missing, bad := inspect(r)
+		if bad >= 0 {
+			return memberError(r, bad)
 		}
 		if eff.Terminating || !r.SwappedAt.IsZero() {
 			continue // not live
@@ -258,17 +265,13 @@ func (p *planner) collect(replicas []Replica) error {
 // validReplica is the fast path's check of one replica; replicasError explains a
 // failure.
 func (p *planner) validReplica(r *Replica) bool {
-	return r.Name != "" && len(r.Name) <= MaxNameLength && r.Revision != "" &&
+	return r.Name != "" && len(r.Name) <= MaxNameLength && r.Revision != "" && r.Index >= 0 &&
 		(p.s.Mode != Gang || len(r.Members) > 0) && (p.s.Mode != Group || r.Column != "")
 }
 
 // errInvalidReplicas is collect's fast-path failure; Plan replaces it with
 // replicasError's order-independent message.
 var errInvalidReplicas = errors.New("rollout: invalid replicas")
-
-func unnamedMember(r *Replica, j int) error {
-	return fmt.Errorf("replica %s: members[%d].name: must not be empty", r.Name, j)
-}
 
 // live reports whether a replica takes part in planning at all: it is not
 // terminating (a gang: not every present member is, see [Replica.Effective])

@@ -13,7 +13,7 @@ import (
 func replicasAt(prefix string, n int, rev string, st rollout.State) []rollout.Replica {
 	out := make([]rollout.Replica, n)
 	for i := range out {
-		out[i] = rollout.Replica{Name: fmt.Sprintf("%s-%d", prefix, i), Revision: rev, State: st}
+		out[i] = rollout.Replica{Name: fmt.Sprintf("%s-%d", prefix, i), Index: i, Revision: rev, State: st}
 	}
 	return out
 }
@@ -22,6 +22,28 @@ func updated(step rollout.Step) []string {
 	var out []string
 	for _, u := range step.Update {
 		out = append(out, u.Replica+"->"+u.To)
+	}
+	return out
+}
+
+// created lists a step's creates as revision@index (column/ when set).
+func created(step rollout.Step) []string {
+	var out []string
+	for _, c := range step.Create {
+		col := ""
+		if c.Column != "" {
+			col = c.Column + "/"
+		}
+		out = append(out, fmt.Sprintf("%s%s@%d", col, c.Revision, c.Index))
+	}
+	return out
+}
+
+// deleted lists the names of a step's deletes.
+func deleted(step rollout.Step) []string {
+	var out []string
+	for _, d := range step.Delete {
+		out = append(out, d.Replica)
 	}
 	return out
 }
@@ -55,7 +77,7 @@ func TestPlanStallCases(t *testing.T) {
 			name:     "maxUnavailable zero with surge one and one replica creates first",
 			replicas: replicasAt("r", 1, "1-a", ready),
 			strategy: rollout.Strategy{TargetRevision: "2-b", Replicas: 1, MaxUnavailable: ptr(intstr.FromInt32(0)), MaxSurge: ptr(intstr.FromInt32(1))},
-			want:     "update [] create [{2-b  1}] delete []",
+			want:     "update [] create [2-b@1] delete []",
 		},
 		{
 			// 2 replicas present, 1 wanted at 2-b and available: 2 available - 1 = 1 >=
@@ -82,7 +104,7 @@ func TestPlanStallCases(t *testing.T) {
 			name:     "scaling up creates at the target",
 			replicas: replicasAt("r", 1, "2-b", ready),
 			strategy: rollout.Strategy{TargetRevision: "2-b", Replicas: 3},
-			want:     "update [] create [{2-b  2}] delete []",
+			want:     "update [] create [2-b@1 2-b@2] delete []",
 		},
 	}
 	for _, tt := range tests {
@@ -91,7 +113,7 @@ func TestPlanStallCases(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			got := fmt.Sprintf("update %v create %v delete %v", updated(step), step.Create, step.Delete)
+			got := fmt.Sprintf("update %v create %v delete %v", updated(step), created(step), deleted(step))
 			if got != tt.want {
 				t.Fatalf("got  %s\nwant %s", got, tt.want)
 			}
@@ -148,7 +170,7 @@ func TestPlanGangsMoveWhole(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if len(step.Update) != 1 || step.Update[0].To != "2-b" || len(step.Update[0].Members) != 2 {
+		if len(step.Update) != 1 || step.Update[0].To != "2-b" || len(step.Update[0].Pods) != 2 {
 			t.Fatalf("got %+v", step.Update)
 		}
 	})
@@ -202,6 +224,17 @@ func TestPlanRejectsBadInput(t *testing.T) {
 		{"a gang without members is rejected", one, with(func(s *rollout.Strategy) { s.Mode = rollout.Gang }), "replica r-0: members"},
 		{"a member without a name is rejected", []rollout.Replica{{Name: "g", Revision: "1-a", Members: []rollout.Member{{}}}},
 			with(func(s *rollout.Strategy) { s.Mode = rollout.Gang }), "replica g: members[0].name"},
+		{"a missing member without a column is rejected", []rollout.Replica{{Name: "g", Revision: "1-a", Members: []rollout.Member{
+			{Name: "g-0", Column: "0"}, {Name: "g-1", Missing: true}}}},
+			with(func(s *rollout.Strategy) { s.Mode = rollout.Gang }), "replica g: members[1].column: must not be empty for a missing member"},
+		{"a missing member in another member's column is rejected", []rollout.Replica{{Name: "g", Revision: "1-a", Members: []rollout.Member{
+			{Name: "g-0", Column: "0"}, {Column: "0", Missing: true}}}},
+			with(func(s *rollout.Strategy) { s.Mode = rollout.Gang }), `replica g: members[1].column: "0" is repeated in the gang`},
+		{"a negative index is rejected", []rollout.Replica{{Name: "r-0", Revision: "1-a", Index: -1}}, ok, "replica r-0: index: -1 is negative"},
+		{"a repeated column is rejected", one, with(func(s *rollout.Strategy) { s.Columns = []string{"a", "b", "a"} }),
+			`strategy: columns[2]: "a" is empty or repeated`},
+		{"an empty column is rejected", one, with(func(s *rollout.Strategy) { s.Mode, s.Columns = rollout.Gang, []string{""} }),
+			`strategy: columns[0]: "" is empty or repeated`},
 		{"a group replica without a column is rejected", one, with(func(s *rollout.Strategy) { s.Mode = rollout.Group }), "replica r-0: column"},
 		{"an unknown mode is rejected", one, with(func(s *rollout.Strategy) { s.Mode = "rolling" }), `strategy: mode: "rolling" is not Rolling, Gang or Group`},
 		{"an empty target is rejected", one, with(func(s *rollout.Strategy) { s.TargetRevision = "" }), "strategy: targetRevision"},
@@ -246,7 +279,7 @@ func TestPlanLeavesRecoveryAlone(t *testing.T) {
 	if len(step.Update) != 0 || len(step.Delete) != 0 || len(step.Create) != 0 {
 		t.Fatalf("got actions %+v", step)
 	}
-	want := "[{r-1 being replaced by recovery} {r-0 maxUnavailable budget exhausted}]"
+	want := "[{r-1 BeingReplaced being replaced by recovery} {r-0 MaxUnavailableReached maxUnavailable budget exhausted}]"
 	if got := fmt.Sprint(step.Waiting); got != want {
 		t.Fatalf("waiting %s, want %s", got, want)
 	}

@@ -3,6 +3,7 @@ package rollout
 import (
 	"slices"
 
+	"github.com/kplan-dev/kplan"
 	"github.com/kplan-dev/kplan/internal/natural"
 )
 
@@ -106,46 +107,62 @@ func (p *planner) planPool(k, t int) bool {
 	newOver, oldOver := 0, 0
 	if excess := total - n; excess > 0 {
 		newOver, oldOver = max(0, newCnt-t), max(0, oldCnt-(n-t))
-		for i := range pl.units {
-			if excess == 0 {
-				break
-			}
-			u := &pl.units[i]
-			isNew := u.rev == p.target
-			if u.recovering || (isNew && newOver == 0) || (!isNew && oldOver == 0) {
-				continue
-			}
-			if extra != nil && u.rev == p.stable && stableCnt <= stableQuota {
-				// Keep the stable replicas whole rows need (created to replace
-				// replicas beyond their rows); delete those replicas instead.
-				continue
-			}
-			if u.avail {
-				if avail-1 < p.minAvail {
+		// With old rows kept (extra != nil) and the stable revision's row whole, the
+		// stable replicas go last: every column then keeps the stable row, where
+		// cutting by availability alone could keep the stable replica in one column
+		// and another old version's in the next, leaving neither row whole. A stable
+		// revision whose row is not whole is cut in the usual order, so a whole row
+		// of another old version is kept instead.
+		passes := 1
+		if extra != nil && p.rowMin[p.stable] > 0 {
+			passes = 2
+		}
+		for pass := range passes {
+			for i := range pl.units {
+				if excess == 0 {
+					break
+				}
+				u := &pl.units[i]
+				isNew := u.rev == p.target
+				if u.done || u.recovering || (isNew && newOver == 0) || (!isNew && oldOver == 0) {
 					continue
 				}
-				avail--
-			}
-			u.done = true
-			p.step.Delete = append(p.step.Delete, p.replica(u).Name)
-			if extra != nil {
-				if u.rev == p.stable {
-					stableCnt--
-				} else if !isNew && extra[u.rev] > 0 {
-					extra[u.rev]--
+				if passes == 2 && (u.rev == p.stable) != (pass == 1) {
+					continue
 				}
-			}
-			excess--
-			if excess == 0 {
-				newOver, oldOver = 0, 0
-			}
-			total--
-			if isNew {
-				newOver--
-				newCnt--
-			} else {
-				oldOver--
-				oldCnt--
+				if extra != nil && u.rev == p.stable && stableCnt <= stableQuota {
+					// Keep the stable replicas whole rows need (created to replace
+					// replicas beyond their rows); delete those replicas instead.
+					continue
+				}
+				if u.avail {
+					if avail-1 < p.minAvail {
+						continue
+					}
+					avail--
+				}
+				u.done = true
+				r := p.replica(u)
+				p.step.Delete = append(p.step.Delete, Delete{Replica: r.Name, Column: pl.column, Pods: podNames(r, &p.pods)})
+				if extra != nil {
+					if u.rev == p.stable {
+						stableCnt--
+					} else if !isNew && extra[u.rev] > 0 {
+						extra[u.rev]--
+					}
+				}
+				excess--
+				if excess == 0 {
+					newOver, oldOver = 0, 0
+				}
+				total--
+				if isNew {
+					newOver--
+					newCnt--
+				} else {
+					oldOver--
+					oldCnt--
+				}
 			}
 		}
 	}
@@ -249,20 +266,29 @@ func (p *planner) planPool(k, t int) bool {
 	return complete
 }
 
+// create asks for count replicas at rev in the pool of column, each in the
+// lowest index free in that pool.
 func (p *planner) create(rev int32, column string, count int) {
 	if count <= 0 || rev < 0 {
 		return
 	}
-	p.step.Create = append(p.step.Create, Create{Revision: p.revs.names[rev], Column: column, Count: count})
+	if p.free == nil {
+		p.free = heldIndexes(p.replicas, p.s.Mode == Group)
+	}
+	for range count {
+		c := Create{Revision: p.revs.names[rev], Column: column, Index: takeIndex(p.free, column)}
+		if p.s.Mode == Gang {
+			c.Members = slices.Clone(p.s.Columns)
+		}
+		p.step.Create = append(p.step.Create, c)
+	}
 }
 
 func (p *planner) update(u *unit, to, column string) {
 	u.done = true
 	r := p.replica(u)
-	up := Update{Replica: r.Name, From: r.Revision, To: to, Column: column}
-	for _, m := range r.Members {
-		up.Members = append(up.Members, m.Name)
-	}
+	up := Update{Replica: r.Name, From: r.Revision, To: to, Column: column, Index: r.Index,
+		Pods: podNames(r, &p.pods), Missing: missingColumns(r)}
 	if p.s.TargetDataRevision != "" {
 		// An updated replica always ends at the target data.
 		up.DataFrom, up.DataTo = r.DataRevision, p.s.TargetDataRevision
@@ -286,7 +312,7 @@ func (p *planner) repair() {
 				continue
 			}
 			p.step.Repair = append(p.step.Repair, Repair{Replica: r.Name, Revision: r.Revision, Column: pl.column,
-				Members: missingMembers(r)})
+				Index: r.Index, Missing: missingColumns(r)})
 		}
 	}
 	slices.SortFunc(p.newcomers, func(a, b int) int { return natural.Compare(p.replicas[a].Name, p.replicas[b].Name) })
@@ -296,7 +322,8 @@ func (p *planner) repair() {
 		if p.s.Mode == Group {
 			col = r.Column
 		}
-		p.step.Repair = append(p.step.Repair, Repair{Replica: r.Name, Revision: r.Revision, Column: col, Members: missingMembers(r)})
+		p.step.Repair = append(p.step.Repair, Repair{Replica: r.Name, Revision: r.Revision, Column: col,
+			Index: r.Index, Missing: missingColumns(r)})
 	}
 }
 
@@ -310,15 +337,30 @@ type waits struct {
 }
 
 // explain records why each untouched replica that still has to change waits.
-// It runs once all pools are planned.
+// It runs once all pools are planned. A first pass counts the waits, so that
+// Waiting is allocated once: most replicas wait in the middle of a rollout.
 func (p *planner) explain() {
+	n := 0
+	for k := range p.pools {
+		pl := &p.pools[k]
+		w := pl.waits
+		for i := range pl.units {
+			if p.reason(&pl.units[i], &w) != "" {
+				n++
+			}
+		}
+	}
+	if n == 0 {
+		return
+	}
+	p.step.Waiting = make([]Wait, 0, n)
 	for k := range p.pools {
 		pl := &p.pools[k]
 		w := pl.waits
 		for i := range pl.units {
 			u := &pl.units[i]
 			if reason := p.reason(u, &w); reason != "" {
-				p.step.Waiting = append(p.step.Waiting, Wait{Replica: p.replica(u).Name, Reason: reason})
+				p.step.Waiting = append(p.step.Waiting, wait(p.replica(u).Name, reason))
 			}
 		}
 	}
@@ -326,7 +368,7 @@ func (p *planner) explain() {
 
 // reason is why u waits, or "" when it does not (done, or nothing to change).
 // It counts a ReasonBudget against w.short.
-func (p *planner) reason(u *unit, w *waits) Reason {
+func (p *planner) reason(u *unit, w *waits) kplan.Reason {
 	if u.done {
 		return ""
 	}

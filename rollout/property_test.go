@@ -3,6 +3,7 @@ package rollout_test
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -198,7 +199,11 @@ func TestProgressBoundsAreReached(t *testing.T) {
 		return s
 	}
 	member := func(name string, st rollout.State, missing bool) rollout.Member {
-		return rollout.Member{Name: name, State: st, Missing: missing}
+		column := name[strings.LastIndex(name, "-")+1:]
+		if missing {
+			return rollout.Member{Column: column, Missing: true}
+		}
+		return rollout.Member{Name: name, Column: column, State: st}
 	}
 	ratio30 := intstr.FromString("30%")
 	group := budget(rollout.Strategy{Mode: rollout.Group, TargetRevision: "3-c", Replicas: 4, Columns: []string{"col-0", "col-1"},

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/kplan-dev/kplan"
 	"github.com/kplan-dev/kplan/internal/natural"
 )
 
@@ -52,14 +53,23 @@ type RecoverPolicy struct {
 }
 
 // Replacement asks the caller to create a replica replacing For, at the same
-// Revision and Column, with ReplacementFor set to For. For a gang, Members names
-// the failed gang's members: the caller creates a whole new gang.
+// Revision and Column, in the slot Index names, marked as replacing For (its
+// pods carry the [PodAnnotations].ReplacementFor annotation naming For, which
+// [FromPods] reads into [Replica].ReplacementFor). For a gang, Members lists
+// the columns of the failed gang's members: the caller creates a whole new
+// gang, one pod in each.
 type Replacement struct {
 	// For names the failed replica.
 	For string
 	// Revision and Column are the failed replica's.
 	Revision, Column string
-	// Members names the failed gang's members, in order; nil for a single pod.
+	// Index is the replacement's index ([Replica].Index): the lowest index no
+	// replica of its column holds and no earlier Replacement of the step takes
+	// (the failed replica keeps its own until it is released).
+	Index int
+	// Members lists the columns ([Member].Column) of the failed gang's
+	// members, missing ones included, in member order (an empty string for a
+	// member without a column); nil for a single pod.
 	Members []string
 }
 
@@ -90,28 +100,43 @@ type RecoverStep struct {
 	Waiting []Wait
 }
 
-// Reasons used by [PlanRecover] in [RecoverStep].Failed and Waiting: the replica
-// failed, was lost, did not start in time, or lost a gang member for too long;
-// or it waits for quota, for a NoRecover policy, for its replacement to be ready,
-// or for ReleaseDelay.
+// Reasons [FailureReason] and [PlanRecover] give in [RecoverStep].Failed: why
+// a replica must be replaced.
 const (
-	ReasonFailed          Reason = "failed"
-	ReasonLost            Reason = "lost"
-	ReasonStartTimeout    Reason = "not ready for longer than StartTimeout"
-	ReasonGangMember      Reason = "gang member missing or not ready for longer than GangMemberTimeout"
-	ReasonQuota           Reason = "recover quota exhausted"
-	ReasonNoRecover       Reason = "recover strategy is NoRecover"
-	ReasonReplacementWait Reason = "replacement not ready yet"
-	ReasonReleaseDelay    Reason = "swapped out, waiting for ReleaseDelay"
+	// ReasonFailed: the replica (a gang: some member) is Failed.
+	ReasonFailed kplan.Reason = "ReplicaFailed"
+	// ReasonLost: the replica (a gang: some member) is Lost.
+	ReasonLost kplan.Reason = "ReplicaLost"
+	// ReasonStartTimeout: the replica has not been ready and healthy for
+	// StartTimeout.
+	ReasonStartTimeout kplan.Reason = "StartTimeoutExceeded"
+	// ReasonGangMember: one member of the gang has been missing or not ready
+	// for GangMemberTimeout.
+	ReasonGangMember kplan.Reason = "GangMemberTimeoutExceeded"
+)
+
+// Reasons [PlanRecover] gives in [RecoverStep].Waiting: why recovery leaves a
+// replica alone this step.
+const (
+	// ReasonQuota: MaxParallel or MaxPerWindow holds the replacement back.
+	ReasonQuota kplan.Reason = "RecoverQuotaExhausted"
+	// ReasonNoRecover: the policy's strategy is NoRecover.
+	ReasonNoRecover kplan.Reason = "RecoveryDisabled"
+	// ReasonReplacementWait: the replacement is not serving yet.
+	ReasonReplacementWait kplan.Reason = "ReplacementNotReady"
+	// ReasonReleaseDelay: the replica is swapped out and waits for
+	// ReleaseDelay before it is released.
+	ReasonReleaseDelay kplan.Reason = "WaitingForReleaseDelay"
 )
 
 // FailureReason reports whether r must be replaced at now under policy, and why:
-// it is Failed or Lost (a gang: any member is), it has not been ready and healthy
-// for StartTimeout, or (a gang) one member has been missing or not ready for
-// GangMemberTimeout. Terminating replicas (a gang: every present member
+// it is Lost or Failed (a gang: any member is; ReasonLost, ReasonFailed), it has
+// not been ready and healthy for StartTimeout (ReasonStartTimeout), or (a gang)
+// one member has been missing or not ready for GangMemberTimeout
+// (ReasonGangMember). Terminating replicas (a gang: every present member
 // terminating, see [Replica.Effective]) and swapped-out replicas are never
 // failed.
-func FailureReason(r *Replica, policy RecoverPolicy, now time.Time) (Reason, bool) {
+func FailureReason(r *Replica, policy RecoverPolicy, now time.Time) (kplan.Reason, bool) {
 	if !live(r) {
 		return "", false
 	}
@@ -209,6 +234,7 @@ func PlanRecover(replicas []Replica, policy RecoverPolicy, now time.Time) (Recov
 			started++
 		}
 	}
+	var free map[string]*indexes // free indexes per column, built at the first replacement
 	quota := func() bool {
 		return (policy.MaxParallel == 0 || inFlight < policy.MaxParallel) &&
 			(policy.MaxPerWindow == 0 || started < policy.MaxPerWindow)
@@ -219,13 +245,13 @@ func PlanRecover(replicas []Replica, policy RecoverPolicy, now time.Time) (Recov
 			continue
 		case policy.Strategy == NoRecover && (r.ReplacementFor != "" || !r.SwappedAt.IsZero()):
 			// NoRecover freezes recovery started under another strategy.
-			out.Waiting = append(out.Waiting, Wait{Replica: r.Name, Reason: ReasonNoRecover})
+			out.Waiting = append(out.Waiting, wait(r.Name, ReasonNoRecover))
 			continue
 		case !r.SwappedAt.IsZero():
 			if now.Sub(r.SwappedAt) >= policy.ReleaseDelay {
 				out.Release = append(out.Release, r.Name)
 			} else {
-				out.Waiting = append(out.Waiting, Wait{Replica: r.Name, Reason: ReasonReleaseDelay})
+				out.Waiting = append(out.Waiting, wait(r.Name, ReasonReleaseDelay))
 			}
 			continue
 		case r.ReplacementFor != "":
@@ -247,7 +273,7 @@ func PlanRecover(replicas []Replica, policy RecoverPolicy, now time.Time) (Recov
 				}
 			}
 			if !r.Effective().serving() || (ok && len(r.Members) < len(old.Members)) {
-				out.Waiting = append(out.Waiting, Wait{Replica: r.Name, Reason: ReasonReplacementWait})
+				out.Waiting = append(out.Waiting, wait(r.Name, ReasonReplacementWait))
 				continue
 			}
 			sw := Swap{New: r.Name}
@@ -261,23 +287,23 @@ func PlanRecover(replicas []Replica, policy RecoverPolicy, now time.Time) (Recov
 		if !failed {
 			continue
 		}
-		out.Failed = append(out.Failed, Wait{Replica: r.Name, Reason: reason})
+		out.Failed = append(out.Failed, wait(r.Name, reason))
 		if _, has := replacementOf[r.Name]; has {
 			continue
 		}
 		switch {
 		case policy.Strategy == NoRecover:
-			out.Waiting = append(out.Waiting, Wait{Replica: r.Name, Reason: ReasonNoRecover})
+			out.Waiting = append(out.Waiting, wait(r.Name, ReasonNoRecover))
 		case !quota():
-			out.Waiting = append(out.Waiting, Wait{Replica: r.Name, Reason: ReasonQuota})
+			out.Waiting = append(out.Waiting, wait(r.Name, ReasonQuota))
 		default:
 			inFlight++
 			started++
-			rep := Replacement{For: r.Name, Revision: r.Revision, Column: r.Column}
-			for i := range r.Members {
-				rep.Members = append(rep.Members, r.Members[i].Name)
+			if free == nil {
+				free = heldIndexes(replicas, true)
 			}
-			out.Replace = append(out.Replace, rep)
+			out.Replace = append(out.Replace, Replacement{For: r.Name, Revision: r.Revision, Column: r.Column,
+				Index: takeIndex(free, r.Column), Members: memberColumns(r)})
 			if policy.Strategy == DeleteThenCreate {
 				out.Release = append(out.Release, r.Name)
 			}

@@ -80,7 +80,7 @@ func TestRecoverKeepsInvariantsAndHeals(t *testing.T) {
 						touched[u.Replica] = true
 					}
 					for _, d := range step.Delete {
-						touched[d] = true
+						touched[d.Replica] = true
 					}
 					// A replacement may be repaired (it is swapped in only whole),
 					// never updated or deleted; the replica it replaces is not

@@ -24,7 +24,7 @@ func TestPlanRecoverNeverSwapsAReplicaThatIsNotFailed(t *testing.T) {
 	want := map[rollout.RecoverStrategy]string{
 		rollout.CreateThenDelete: "cancel r-9-x;",
 		rollout.DeleteThenCreate: "cancel r-9-x;",
-		rollout.NoRecover:        "wait r-9-x (recover strategy is NoRecover);",
+		rollout.NoRecover:        "wait r-9-x (RecoveryDisabled);",
 	}
 	for _, st := range strategies {
 		t.Run(string(st), func(t *testing.T) {

@@ -49,7 +49,7 @@ func TestPlanRecover(t *testing.T) {
 			[]rollout.Replica{{Name: "a", Revision: "1", State: pending}}, rollout.RecoverPolicy{StartTimeout: 2 * time.Minute}, ""},
 		{"a replacement that is not ready yet waits",
 			[]rollout.Replica{{Name: "a", Revision: "1", State: failed}, {Name: "b", Revision: "1", ReplacementFor: "a", State: pending}},
-			rollout.RecoverPolicy{}, "wait b (replacement not ready yet);"},
+			rollout.RecoverPolicy{}, "wait b (ReplacementNotReady);"},
 		{"a replacement whose failed replica recovered is cancelled",
 			[]rollout.Replica{{Name: "a", Revision: "1", State: ready}, {Name: "b", Revision: "1", ReplacementFor: "a", State: pending}},
 			rollout.RecoverPolicy{}, "cancel b;"},
@@ -62,28 +62,28 @@ func TestPlanRecover(t *testing.T) {
 			[]rollout.Replica{{Name: "b", Revision: "1", ReplacementFor: "a", State: ready}}, rollout.RecoverPolicy{}, "swap >b;"},
 		{"NoRecover only reports",
 			[]rollout.Replica{{Name: "a", Revision: "1", State: failed}}, rollout.RecoverPolicy{Strategy: rollout.NoRecover},
-			"wait a (recover strategy is NoRecover);"},
+			"wait a (RecoveryDisabled);"},
 		// MaxParallel 1 and one replacement (c for a) already in flight: b waits.
 		{"MaxParallel counts replacements in flight",
 			[]rollout.Replica{{Name: "a", Revision: "1", State: failed}, {Name: "b", Revision: "1", State: failed},
 				{Name: "c", Revision: "1", ReplacementFor: "a", State: pending}},
-			rollout.RecoverPolicy{MaxParallel: 1}, "wait b (recover quota exhausted); wait c (replacement not ready yet);"},
+			rollout.RecoverPolicy{MaxParallel: 1}, "wait b (RecoverQuotaExhausted); wait c (ReplacementNotReady);"},
 		// Window 10m, MaxPerWindow 2; starts 5m and 20m ago: only the first is in the
 		// window, so one more may start: a does, b waits.
 		{"MaxPerWindow counts only starts inside the window",
 			[]rollout.Replica{{Name: "a", Revision: "1", State: failed}, {Name: "b", Revision: "1", State: failed}},
 			rollout.RecoverPolicy{MaxPerWindow: 2, Window: 10 * time.Minute, Started: []time.Time{now.Add(-5 * time.Minute), now.Add(-20 * time.Minute)}},
-			"replace a; wait b (recover quota exhausted);"},
+			"replace a; wait b (RecoverQuotaExhausted);"},
 		{"a replacement gang with a member missing is not swapped in",
 			[]rollout.Replica{
 				{Name: "g", Revision: "1", Members: []rollout.Member{{Name: "g-0", State: failed}, {Name: "g-1", State: ready}}},
 				{Name: "h", Revision: "1", ReplacementFor: "g", Members: []rollout.Member{{Name: "h-0", State: ready}, {Name: "h-1", Missing: true}}}},
-			rollout.RecoverPolicy{}, "wait h (replacement not ready yet);"},
+			rollout.RecoverPolicy{}, "wait h (ReplacementNotReady);"},
 		{"a replacement gang with fewer members than the failed one is not swapped in",
 			[]rollout.Replica{
 				{Name: "g", Revision: "1", Members: []rollout.Member{{Name: "g-0", State: failed}, {Name: "g-1", State: ready}}},
 				{Name: "h", Revision: "1", ReplacementFor: "g", Members: []rollout.Member{{Name: "h-0", State: ready}}}},
-			rollout.RecoverPolicy{}, "wait h (replacement not ready yet);"},
+			rollout.RecoverPolicy{}, "wait h (ReplacementNotReady);"},
 		// member g-1 missing since 2m ago, GangMemberTimeout 2m: 2m >= 2m, the whole gang is replaced.
 		{"a gang whose member is missing for GangMemberTimeout gets a whole replacement",
 			[]rollout.Replica{{Name: "g", Revision: "1", Members: []rollout.Member{{Name: "g-0", State: ready},
@@ -97,7 +97,7 @@ func TestPlanRecover(t *testing.T) {
 		// swapped out 1m ago, ReleaseDelay 2m: 1m < 2m.
 		{"a swapped-out replica is kept for ReleaseDelay",
 			[]rollout.Replica{{Name: "a", Revision: "1", State: failed, SwappedAt: now.Add(-time.Minute)}},
-			rollout.RecoverPolicy{ReleaseDelay: 2 * time.Minute}, "wait a (swapped out, waiting for ReleaseDelay);"},
+			rollout.RecoverPolicy{ReleaseDelay: 2 * time.Minute}, "wait a (WaitingForReleaseDelay);"},
 		// swapped out 2m ago, ReleaseDelay 2m: 2m >= 2m.
 		{"a swapped-out replica is released after ReleaseDelay",
 			[]rollout.Replica{{Name: "a", Revision: "1", State: failed, SwappedAt: now.Add(-2 * time.Minute)}},

@@ -2,6 +2,7 @@ package rollout_test
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -23,11 +24,15 @@ var (
 	going = rollout.Member{State: rollout.State{Ready: true, Available: true, Healthy: true, Terminating: true}}
 )
 
-// gangOf is gang name at rev with the given members, named name-0, name-1, ...
+// gangOf is gang name at rev with the given members in columns 0, 1, ...,
+// named name-0, name-1, ... (missing ones have no name).
 func gangOf(name, rev string, members ...rollout.Member) rollout.Replica {
 	r := rollout.Replica{Name: name, Revision: rev}
 	for i, m := range members {
-		m.Name = fmt.Sprintf("%s-%d", name, i)
+		m.Column = strconv.Itoa(i)
+		if !m.Missing {
+			m.Name = name + "-" + m.Column
+		}
 		r.Members = append(r.Members, m)
 	}
 	return r
@@ -56,20 +61,32 @@ func planText(t *testing.T, replicas []rollout.Replica, strategy rollout.Strateg
 	return step
 }
 
-// stepText is a step's actions and waits as one line.
+// stepText is a step's actions and waits as one line: an update's pods and
+// +[the columns it creates], a create's revision@index (column/ first when
+// set) and member columns, a delete's pods, a repair's +[columns].
 func stepText(s rollout.Step) string {
 	var parts []string
 	for _, u := range s.Update {
-		parts = append(parts, fmt.Sprintf("update %s %s->%s %v", u.Replica, u.From, u.To, u.Members))
+		parts = append(parts, fmt.Sprintf("update %s %s->%s %v", u.Replica, u.From, u.To, u.Pods))
+		if len(u.Missing) > 0 {
+			parts[len(parts)-1] += fmt.Sprintf(" +%v", u.Missing)
+		}
 	}
 	for _, c := range s.Create {
-		parts = append(parts, fmt.Sprintf("create %d at %s%s", c.Count, c.Revision, c.Column))
+		col := ""
+		if c.Column != "" {
+			col = c.Column + "/"
+		}
+		parts = append(parts, fmt.Sprintf("create %s%s@%d", col, c.Revision, c.Index))
+		if len(c.Members) > 0 {
+			parts[len(parts)-1] += fmt.Sprintf(" %v", c.Members)
+		}
 	}
 	for _, d := range s.Delete {
-		parts = append(parts, "delete "+d)
+		parts = append(parts, fmt.Sprintf("delete %s %v", d.Replica, d.Pods))
 	}
 	for _, r := range s.Repair {
-		parts = append(parts, fmt.Sprintf("repair %s at %s%s %v", r.Replica, r.Revision, r.Column, r.Members))
+		parts = append(parts, fmt.Sprintf("repair %s at %s%s +%v", r.Replica, r.Revision, r.Column, r.Missing))
 	}
 	for _, w := range s.Waiting {
 		parts = append(parts, fmt.Sprintf("%s waits: %s", w.Replica, w.Reason))
@@ -100,7 +117,7 @@ func TestPlanRepairsGangsMissingMembers(t *testing.T) {
 			name:     "a gang on the target with one missing member is repaired and the step is not complete",
 			replicas: []rollout.Replica{gangOf("g-0", "2-b", up, missing), gangOf("g-1", "2-b", up, up)},
 			strategy: gangStrategy(2),
-			want:     "repair g-0 at 2-b [g-0-1]; complete false",
+			want:     "repair g-0 at 2-b +[1]; complete false",
 		},
 		{
 			// LatestRatio 1 of 2: g-0 already runs the target, so g-1 stays at 1-a;
@@ -108,7 +125,7 @@ func TestPlanRepairsGangsMissingMembers(t *testing.T) {
 			name:     "a gang on an old revision held back by LatestRatio is repaired at its own revision",
 			replicas: []rollout.Replica{gangOf("g-0", "2-b", up, up), gangOf("g-1", "1-a", up, missing)},
 			strategy: heldBack,
-			want:     "repair g-1 at 1-a [g-1-1]; complete false",
+			want:     "repair g-1 at 1-a +[1]; complete false",
 		},
 		{
 			// An unavailable old gang is a free candidate: its Update lists the
@@ -116,13 +133,13 @@ func TestPlanRepairsGangsMissingMembers(t *testing.T) {
 			name:     "a gang that is updated gets no repair: its update lists the missing member",
 			replicas: []rollout.Replica{gangOf("g-0", "1-a", up, missing), gangOf("g-1", "2-b", up, up)},
 			strategy: gangStrategy(2),
-			want:     "update g-0 1-a->2-b [g-0-0 g-0-1]; complete false",
+			want:     "update g-0 1-a->2-b [g-0-0] +[1]; complete false",
 		},
 		{
 			name:     "a gang whose members are all missing is repaired whole",
 			replicas: []rollout.Replica{gangOf("g-0", "2-b", missing, missing), gangOf("g-1", "2-b", up, up)},
 			strategy: gangStrategy(2),
-			want:     "repair g-0 at 2-b [g-0-0 g-0-1]; complete false",
+			want:     "repair g-0 at 2-b +[0 1]; complete false",
 		},
 		{
 			// The terminating member's pod still exists: it cannot be created
@@ -131,13 +148,13 @@ func TestPlanRepairsGangsMissingMembers(t *testing.T) {
 			name:     "only missing members are repaired, not terminating ones",
 			replicas: []rollout.Replica{gangOf("g-0", "2-b", up, going, missing), gangOf("g-1", "2-b", up, up, up)},
 			strategy: gangStrategy(2),
-			want:     "repair g-0 at 2-b [g-0-2]; complete false",
+			want:     "repair g-0 at 2-b +[2]; complete false",
 		},
 		{
 			name:     "a gang with a terminating member and none missing waits until the pod is gone",
 			replicas: []rollout.Replica{gangOf("g-0", "2-b", up, going), gangOf("g-1", "2-b", up, up)},
 			strategy: gangStrategy(2),
-			want:     "g-0 waits: not available yet; complete false",
+			want:     "g-0 waits: WaitingForAvailable; complete false",
 		},
 		{
 			// 3 gangs wanted, 4 present: the unavailable surplus gang goes first,
@@ -146,7 +163,7 @@ func TestPlanRepairsGangsMissingMembers(t *testing.T) {
 			replicas: []rollout.Replica{gangOf("g-0", "2-b", up, missing), gangOf("g-1", "2-b", up, up),
 				gangOf("g-2", "2-b", up, up), gangOf("g-3", "2-b", up, up)},
 			strategy: gangStrategy(3),
-			want:     "delete g-0; complete false",
+			want:     "delete g-0 [g-0-0]; complete false",
 		},
 		{
 			// g-1 is failed and being replaced by g-9: recovery owns both, and
@@ -154,7 +171,7 @@ func TestPlanRepairsGangsMissingMembers(t *testing.T) {
 			name:     "a gang recovery is replacing is left to recovery",
 			replicas: []rollout.Replica{gangOf("g-0", "2-b", up, up), replaced, replacement},
 			strategy: gangStrategy(2),
-			want:     "g-1 waits: being replaced by recovery; complete false",
+			want:     "g-1 waits: BeingReplaced; complete false",
 		},
 		{
 			// A replacement that lost a member (its controller died between the
@@ -163,7 +180,7 @@ func TestPlanRepairsGangsMissingMembers(t *testing.T) {
 			name:     "a recovery replacement missing a member is repaired, the replaced gang is not",
 			replicas: []rollout.Replica{gangOf("g-0", "2-b", up, up), replaced, shortReplacement},
 			strategy: gangStrategy(2),
-			want:     "repair g-9 at 2-b [g-9-1]; g-1 waits: being replaced by recovery; complete false",
+			want:     "repair g-9 at 2-b +[1]; g-1 waits: BeingReplaced; complete false",
 		},
 		{
 			// Once the failed gang is gone, the replacement is counted in its
@@ -171,13 +188,14 @@ func TestPlanRepairsGangsMissingMembers(t *testing.T) {
 			name:     "a counted recovery replacement missing a member is repaired",
 			replicas: []rollout.Replica{gangOf("g-0", "2-b", up, up), shortReplacement},
 			strategy: gangStrategy(2),
-			want:     "repair g-9 at 2-b [g-9-1]; g-9 waits: being replaced by recovery; complete false",
+			want:     "repair g-9 at 2-b +[1]; g-9 waits: BeingReplaced; complete false",
 		},
 		{
-			name:     "a half-updated gang is finished by an update at its own revision, not repaired",
-			replicas: []rollout.Replica{{Name: "g-0", Revision: "2-b", Members: []rollout.Member{{Name: "g-0-0", State: ready}, {Name: "g-0-1", Revision: "1-a", State: ready}, {Name: "g-0-2", Missing: true}}}, gangOf("g-1", "2-b", up, up, up)},
+			name: "a half-updated gang is finished by an update at its own revision, not repaired",
+			replicas: []rollout.Replica{{Name: "g-0", Revision: "2-b", Members: []rollout.Member{{Name: "g-0-0", Column: "0", State: ready},
+				{Name: "g-0-1", Column: "1", Revision: "1-a", State: ready}, {Column: "2", Missing: true}}}, gangOf("g-1", "2-b", up, up, up)},
 			strategy: gangStrategy(2),
-			want:     "update g-0 2-b->2-b [g-0-0 g-0-1 g-0-2]; complete false",
+			want:     "update g-0 2-b->2-b [g-0-0 g-0-1] +[2]; complete false",
 		},
 	}
 	for _, tt := range tests {
@@ -209,8 +227,7 @@ func TestPlanRepairsInGroupModeWhileTheWindowHoldsTheGang(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := "repair b-1 at 1-ab [b-1-1]; a-1 waits: group window: waiting for the slowest column; " +
-		"b-1 waits: group window: waiting for the slowest column; b-0 waits: not available yet; complete false"
+	want := "repair b-1 at 1-ab +[1]; a-1 waits: GroupWindow; b-1 waits: GroupWindow; b-0 waits: WaitingForAvailable; complete false"
 	if got := stepText(step); got != want {
 		t.Fatalf("got  %s\nwant %s", got, want)
 	}
@@ -233,7 +250,7 @@ func TestPlanTerminatingGangMembers(t *testing.T) {
 			name:     "a gang whose members are all terminating is ignored: a new gang is created instead of updating it",
 			replicas: []rollout.Replica{gangOf("g-0", "1-a", going, going), gangOf("g-1", "1-a", up, up)},
 			strategy: gangStrategy(2),
-			want:     "create 1 at 2-b; g-1 waits: maxUnavailable budget exhausted; complete false",
+			want:     "create 2-b@1; g-1 waits: MaxUnavailableReached; complete false",
 		},
 		{
 			// Missing members do not count as present: the pods g-0 still has are
@@ -241,7 +258,7 @@ func TestPlanTerminatingGangMembers(t *testing.T) {
 			name:     "a gang whose present members are all terminating and the rest missing is ignored",
 			replicas: []rollout.Replica{gangOf("g-0", "2-b", going, missing), gangOf("g-1", "2-b", up, up)},
 			strategy: gangStrategy(2),
-			want:     "create 1 at 2-b; complete false",
+			want:     "create 2-b@1; complete false",
 		},
 		{
 			// 3 gangs, floor 3 - 1 = 2. g-0's terminating member makes it
@@ -250,8 +267,7 @@ func TestPlanTerminatingGangMembers(t *testing.T) {
 			name:     "a gang with one terminating member is not available, and the budget counts it",
 			replicas: []rollout.Replica{gangOf("g-0", "2-b", up, going), gangOf("g-1", "1-a", up, up), gangOf("g-2", "1-a", up, up)},
 			strategy: gangStrategy(3),
-			want: "g-0 waits: not available yet; g-1 waits: maxUnavailable budget exhausted; " +
-				"g-2 waits: maxUnavailable budget exhausted; complete false",
+			want:     "g-0 waits: WaitingForAvailable; g-1 waits: MaxUnavailableReached; g-2 waits: MaxUnavailableReached; complete false",
 		},
 		{
 			// Floor 2 - 1 = 1. g-1 is unavailable, so it moves first and at no
@@ -260,7 +276,7 @@ func TestPlanTerminatingGangMembers(t *testing.T) {
 			name:     "an old gang with a terminating member is updated first, at no cost",
 			replicas: []rollout.Replica{gangOf("g-0", "1-a", up, up), gangOf("g-1", "1-a", up, going)},
 			strategy: gangStrategy(2),
-			want:     "update g-1 1-a->2-b [g-1-0 g-1-1]; g-0 waits: maxUnavailable budget exhausted; complete false",
+			want:     "update g-1 1-a->2-b [g-1-0]; g-0 waits: MaxUnavailableReached; complete false",
 		},
 	}
 	for _, tt := range tests {
@@ -338,7 +354,7 @@ func TestPlanLockstepPassesRepairsThrough(t *testing.T) {
 		t.Fatal(err)
 	}
 	got := out.Roles[0].Step.Repair
-	want := []rollout.Repair{{Replica: "p-0", Revision: "2-b", Members: []string{"p-0-1"}}}
+	want := []rollout.Repair{{Replica: "p-0", Revision: "2-b", Missing: []string{"1"}}}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Fatalf("prefill's repairs (-want +got):\n%s", diff)
 	}
@@ -363,7 +379,7 @@ func TestPlanRepairsEveryGangMissingMembers(t *testing.T) {
 						if rapid.Bool().Draw(t, "gang") {
 							r := &sc.Replicas[i]
 							for m := range rapid.IntRange(1, 3).Draw(t, "members") {
-								r.Members = append(r.Members, rollout.Member{Name: fmt.Sprintf("%s-%d", r.Name, m),
+								r.Members = append(r.Members, rollout.Member{Name: fmt.Sprintf("%s-%d", r.Name, m), Column: strconv.Itoa(m),
 									State: rollouttest.States().Draw(t, "member"), Missing: rapid.IntRange(0, 3).Draw(t, "missing") == 0})
 							}
 						}

@@ -39,12 +39,19 @@ func (s State) serving() bool {
 
 // Member is one pod of a gang replica (one column of a row).
 type Member struct {
-	// Name is the member's pod name.
+	// Name is the member's pod name; required unless Missing (a missing member
+	// has no pod, and its Name is not read).
 	Name string
+	// Column is the member's place in its gang (for example a role and a rank
+	// in it, "decode-1"): with the gang's Index, the slot a controller names the
+	// member's pod from. Required for a missing member, and unique among the
+	// gang's members: [Plan] names missing members by it ([Repair].Missing,
+	// [Update].Missing). [FromPods] reads it from PodLabels.Column.
+	Column string
 	// Revision is the member's own revision; empty means the gang's revision.
 	Revision string
 	// Missing is true when the member's pod does not exist. [Plan] asks the
-	// caller to create missing members ([Repair], or [Update].Members when the
+	// caller to create missing members ([Repair], or [Update].Missing when the
 	// gang is updated).
 	Missing bool
 	// State is the member's observed state.
@@ -70,6 +77,16 @@ type Replica struct {
 	Members []Member
 	// Column is the replica's column in group mode; empty otherwise.
 	Column string
+	// Index is the replica's place in its pool, from 0: a pod's ordinal (as a
+	// StatefulSet's), a gang's group index, a row in group mode (within its
+	// column). It is what a controller names pods from: [Plan] gives each
+	// replica it creates the lowest index that no replica of its pool (its
+	// column in group mode) holds ([Create].Index), and names a gang's missing
+	// members by it and their columns. A terminating replica holds no index
+	// (its pods are going; one created in its place waits for their names).
+	// Indexes need not be unique or dense; a caller that does not name pods by
+	// index leaves them 0 and ignores Create.Index. It must not be negative.
+	Index int
 	// Priority orders replicas of equal health: lower priority is updated first.
 	Priority int32
 	// DeletionCost orders replicas of equal health and priority: lower cost is
@@ -110,9 +127,9 @@ func effective(r *Replica) State {
 // inspect walks a replica's members once: its effective state, whether the gang
 // is partial (some member that is not terminating runs another revision than
 // the gang's), whether some member is missing, and the index of the first
-// member without a name (-1 when none).
-func inspect(r *Replica) (s State, partial, missing bool, unnamed int) {
-	unnamed = -1
+// member that is invalid (-1 when none; see memberError).
+func inspect(r *Replica) (s State, partial, missing bool, bad int) {
+	bad = -1
 	if len(r.Members) == 0 {
 		return r.State, false, false, -1
 	}
@@ -121,8 +138,8 @@ func inspect(r *Replica) (s State, partial, missing bool, unnamed int) {
 	present, terminating := 0, 0
 	for i := range r.Members {
 		m := &r.Members[i]
-		if m.Name == "" && unnamed < 0 {
-			unnamed = i
+		if bad < 0 && ((m.Missing && (m.Column == "" || columnRepeated(r, i))) || (!m.Missing && m.Name == "")) {
+			bad = i
 		}
 		going := !m.Missing && m.State.Terminating
 		if m.Revision != "" && m.Revision != r.Revision && !going {
@@ -160,7 +177,17 @@ func inspect(r *Replica) (s State, partial, missing bool, unnamed int) {
 	if present > 0 && terminating == present {
 		s.Terminating = true
 	}
-	return s, partial, missing, unnamed
+	return s, partial, missing, bad
+}
+
+// columnRepeated reports whether another member of r is in member i's column.
+func columnRepeated(r *Replica, i int) bool {
+	for j := range r.Members {
+		if j != i && r.Members[j].Column == r.Members[i].Column {
+			return true
+		}
+	}
+	return false
 }
 
 // terminating reports whether a replica is being deleted: its own state says
@@ -182,18 +209,6 @@ func terminating(r *Replica) bool {
 		present = true
 	}
 	return present
-}
-
-// missingMembers returns the names of a replica's missing members, in member
-// order; nil when none.
-func missingMembers(r *Replica) []string {
-	var out []string
-	for i := range r.Members {
-		if r.Members[i].Missing {
-			out = append(out, r.Members[i].Name)
-		}
-	}
-	return out
 }
 
 // earliest returns the earlier of two times, ignoring zero times.

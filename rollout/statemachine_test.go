@@ -67,7 +67,7 @@ func TestPlanStateMachine(t *testing.T) {
 							explained[u.Replica] = true
 						}
 						for _, d := range step.Delete {
-							explained[d] = true
+							explained[d.Replica] = true
 						}
 						for _, r := range step.Repair {
 							explained[r.Replica] = true

@@ -72,8 +72,10 @@ type Strategy struct {
 	// Replicas is the desired count: replicas (rolling), gangs (gang), or rows per
 	// column (group).
 	Replicas int
-	// Columns lists the columns that must exist in group mode, in addition to those
-	// the replicas name. Optional.
+	// Columns lists, in group mode, the columns that must exist in addition to
+	// those the replicas name; in gang mode, the columns of a gang's members
+	// ([Member].Column), which a [Create] of a gang lists. Optional; each must
+	// be non-empty and unique. Rolling mode does not read it.
 	Columns []string
 	// MaxUnavailable is how many replicas (per column in group mode) may be
 	// unavailable because of the rollout; nil means 25%. Percents round down and
@@ -202,6 +204,16 @@ func (s *Strategy) validate() error {
 			return fmt.Errorf("strategy: history[%d]: %q is empty or repeated", i, h)
 		}
 		seen[h] = true
+	}
+	if len(s.Columns) > MaxReplicas {
+		return fmt.Errorf("strategy: columns: %d, more than MaxReplicas %d", len(s.Columns), MaxReplicas)
+	}
+	clear(seen)
+	for i, c := range s.Columns {
+		if c == "" || seen[c] {
+			return fmt.Errorf("strategy: columns[%d]: %q is empty or repeated", i, c)
+		}
+		seen[c] = true
 	}
 	return nil
 }

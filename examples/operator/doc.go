@@ -43,7 +43,9 @@
 //     carries it out, with expectations so that a lagging cache never creates,
 //     deletes or updates twice. A serving group that lost a pod (deleted,
 //     evicted, or recreated while its old pod terminated) is made whole at its
-//     revision (rollout's Step.Repair); a create whose name a pod of another
+//     revision (rollout's Step.Repair, which names the group's index and the
+//     missing members' columns, from which the pods are named, as a create's
+//     slot names a new group's or row's pods); a create whose name a pod of another
 //     owner holds is reported (Failed=True, PodNameTaken, and an event) and
 //     retried. A pod whose new revision differs from its
 //     current one only in container images is updated in place (same name and
@@ -55,7 +57,7 @@
 //     OpenKruise's InPlaceIfPossible and kthena). The partition pauses, reverting the template rolls
 //     back; the status reports revisions, counts per role, each group's phase
 //     and the Available, Progressing, RollingUpdate and Failed conditions with
-//     the plan's reasons. With spec.recoveryPolicy, failed pods (a group in
+//     the plan's reasons as rollout gives them (rollout.Step.Reason). With spec.recoveryPolicy, failed pods (a group in
 //     Gang mode) are replaced with rollout.PlanRecover: the replacement is
 //     annotated with what it replaces, the failed one with when it was swapped
 //     out, and recovery actions take the reconcile before the rollout's.

@@ -26,6 +26,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	servingv1 "github.com/kplan-dev/kplan/examples/api/serving/v1alpha1"
+	"github.com/kplan-dev/kplan/rollout"
 )
 
 // ModelServingReconciler creates and rolls out the pods of ModelServings
@@ -47,7 +48,10 @@ import (
 // a deleted pod terminates for a while); a create whose name another owner's
 // pod holds is reported in the status (Failed, PodNameTaken) and retried. A
 // serving group that lost members is made whole at its revision (rollout's
-// Step.Repair). Every write is logged.
+// Step.Repair). Pods are created in the slots the plan names (a serving group's
+// index and its members' columns in Gang mode, a row and a column in Group
+// mode); in Rolling and Lockstep mode a role's pod goes to its lowest free
+// group and member. Every write is logged.
 type ModelServingReconciler struct {
 	Client   client.Client
 	Recorder events.EventRecorder
@@ -286,38 +290,46 @@ func (r *ModelServingReconciler) execute(ctx context.Context, ms *servingv1.Mode
 }
 
 // repair creates the missing members of the serving groups the step lists in
-// Repair (Gang mode), at each group's revision: a group that lost a pod (deleted
-// by hand, evicted, or recreated by a rollout while its old pod terminated) is
-// made whole. It runs beside recovery too: rollout never lists a group that
-// recovery is replacing.
+// Repair (Gang mode), at each group's revision, in the slots the step names (the
+// group's index and each missing member's column): a group that lost a pod
+// (deleted by hand, evicted, or recreated by a rollout while its old pod
+// terminated) is made whole. It runs beside recovery too: rollout never lists a
+// group that recovery is replacing.
 func (e *msExecutor) repair(ctx context.Context, pl msPool) error {
 	for _, rp := range pl.step.Repair {
-		g, err := e.groupIndex(rp.Replica)
-		if err != nil {
-			return err
-		}
-		log.FromContext(ctx).Info("repairing serving group", "group", rp.Replica, "revision", rp.Revision, "missing", rp.Members)
-		if err := e.fillGroup(ctx, g, rp.Revision, nil); err != nil {
+		log.FromContext(ctx).Info("repairing serving group", "group", rp.Replica, "revision", rp.Revision, "missing", rp.Missing)
+		if err := e.createMembers(ctx, rp.Index, rp.Missing, rp.Revision, ""); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-// groupIndex is the index of the serving group named name: its pods' label, or
-// the name's suffix when it has no pods left.
-func (e *msExecutor) groupIndex(name string) (int, error) {
-	for _, p := range e.groupPods(name) {
-		if s, ok := slotOf(p); ok {
-			return s.group, nil
+// slotIn is the slot of column (<role>-<member>) in serving group g.
+func (e *msExecutor) slotIn(g int, column string) (podSlot, error) {
+	for _, role := range e.ms.Spec.Roles {
+		for m := range int(roleMembers(role)) {
+			if columnName(role.Name, m) == column {
+				return podSlot{role: role.Name, group: g, member: m}, nil
+			}
 		}
 	}
-	idx, _ := strings.CutPrefix(name, e.ms.Name+"-")
-	n, err := strconv.Atoi(idx)
-	if err != nil || n < 0 {
-		return 0, fmt.Errorf("serving group %s: no index", name)
+	return podSlot{}, fmt.Errorf("column %s: no such role member", column)
+}
+
+// createMembers creates the pods of serving group g in columns at rev,
+// replacing replacementFor when that is set.
+func (e *msExecutor) createMembers(ctx context.Context, g int, columns []string, rev, replacementFor string) error {
+	for _, c := range columns {
+		s, err := e.slotIn(g, c)
+		if err != nil {
+			return err
+		}
+		if err := e.createPod(ctx, s, rev, replacementFor); err != nil {
+			return err
+		}
 	}
-	return n, nil
+	return nil
 }
 
 // replicaPods returns the pods of a replica: the pod of that name, or a serving
@@ -359,8 +371,7 @@ func (e *msExecutor) recover(ctx context.Context, mode servingv1.RolloutMode, pl
 		}
 	}
 	for _, rep := range rs.Replace {
-		ann := map[string]string{servingv1.AnnotationReplacementFor: rep.For}
-		if err := e.createUnit(ctx, mode, pl.role, rep.Column, rep.Revision, ann); err != nil {
+		if err := e.createUnit(ctx, mode, pl.role, rep.Index, rep.Column, rep.Members, rep.Revision, rep.For); err != nil {
 			return err
 		}
 	}
@@ -390,71 +401,81 @@ func (e *msExecutor) annotate(ctx context.Context, p *corev1.Pod, key string, va
 	return nil
 }
 
+// pool carries out a pool's rollout step on the pods and slots it names.
 func (e *msExecutor) pool(ctx context.Context, mode servingv1.RolloutMode, pl msPool) error {
-	gang := mode == servingv1.GangMode
-	for _, name := range pl.step.Delete {
-		if gang {
-			for _, p := range e.groupPods(name) {
+	for _, d := range pl.step.Delete {
+		for _, name := range d.Pods {
+			if p := e.byPod[name]; p != nil {
 				if err := e.deletePod(ctx, p); err != nil {
 					return err
 				}
 			}
-			continue
-		}
-		if p := e.byPod[name]; p != nil {
-			if err := e.deletePod(ctx, p); err != nil {
-				return err
-			}
 		}
 	}
 	for _, u := range pl.step.Update {
-		if gang {
-			if err := e.recreateGroup(ctx, u.Replica, u.To); err != nil {
-				return err
-			}
-			continue
-		}
-		p := e.byPod[u.Replica]
-		if p == nil {
-			continue
-		}
-		if up, ok := e.inPlace(p, u.To); ok {
-			if err := e.updateInPlace(ctx, []inPlaceUpdate{up}, u.To); err != nil {
-				return err
-			}
-			continue
-		}
-		s, ok := slotOf(p)
-		if !ok {
-			return fmt.Errorf("pod %s: labels %s and %s: not a slot", p.Name, servingv1.LabelGroupIndex, servingv1.LabelMemberIndex)
-		}
-		if err := e.deletePod(ctx, p); err != nil {
-			return err
-		}
-		if err := e.createPod(ctx, s, u.To, p.Annotations[servingv1.AnnotationReplacementFor]); err != nil {
+		if err := e.update(ctx, u); err != nil {
 			return err
 		}
 	}
 	for _, c := range pl.step.Create {
-		for range c.Count {
-			if err := e.createUnit(ctx, mode, pl.role, c.Column, c.Revision, nil); err != nil {
-				return err
-			}
+		if err := e.createUnit(ctx, mode, pl.role, c.Index, c.Column, c.Members, c.Revision, ""); err != nil {
+			return err
 		}
 	}
 	return nil
 }
 
-// createUnit creates one replica of the mode's unit on revision: a whole serving
-// group (Gang), a pod in column (Group) or a pod of role (Rolling, Lockstep).
-func (e *msExecutor) createUnit(ctx context.Context, mode servingv1.RolloutMode, role, column, revision string, ann map[string]string) error {
+// update moves the pods an update names to its revision: in place where only
+// their images change, else deleted and created again in their slots (once
+// their old pods are gone); it creates a serving group's missing members in
+// their slots.
+func (e *msExecutor) update(ctx context.Context, u rollout.Update) error {
+	var inPlace []inPlaceUpdate
+	var recreate []*corev1.Pod
+	for _, name := range u.Pods {
+		p := e.byPod[name]
+		if p == nil || p.DeletionTimestamp != nil || p.Labels[servingv1.LabelRevision] == u.To {
+			continue
+		}
+		if up, ok := e.inPlace(p, u.To); ok {
+			inPlace = append(inPlace, up)
+		} else {
+			recreate = append(recreate, p)
+		}
+	}
+	if err := e.updateInPlace(ctx, inPlace, u.To); err != nil {
+		return err
+	}
+	for _, p := range recreate {
+		if _, ok := slotOf(p); !ok {
+			return fmt.Errorf("pod %s: labels %s and %s: not a slot", p.Name, servingv1.LabelGroupIndex, servingv1.LabelMemberIndex)
+		}
+		if err := e.deletePod(ctx, p); err != nil {
+			return err
+		}
+	}
+	for _, p := range recreate {
+		s, _ := slotOf(p)
+		if err := e.createPod(ctx, s, u.To, p.Annotations[servingv1.AnnotationReplacementFor]); err != nil {
+			return err
+		}
+	}
+	return e.createMembers(ctx, u.Index, u.Missing, u.To, "")
+}
+
+// createUnit creates one replica of the mode's unit on revision, in the slot
+// rollout names: a whole serving group at index with a pod in each of columns
+// (Gang), the pod of column at row index (Group), or a pod of role in its
+// lowest free slot (Rolling, Lockstep: a role's pods are numbered by group and
+// member, which rollout's one index per pool does not name).
+func (e *msExecutor) createUnit(ctx context.Context, mode servingv1.RolloutMode, role string, index int, column string, columns []string, revision, replacementFor string) error {
 	switch mode {
 	case servingv1.GangMode:
-		return e.createGroup(ctx, revision, ann)
+		return e.createMembers(ctx, index, columns, revision, replacementFor)
 	case servingv1.GroupMode:
-		return e.createInColumn(ctx, column, revision, ann)
+		return e.createMembers(ctx, index, []string{column}, revision, replacementFor)
 	default:
-		return e.createInRole(ctx, role, revision, ann)
+		return e.createInRole(ctx, role, revision, replacementFor)
 	}
 }
 
@@ -470,87 +491,9 @@ func (e *msExecutor) groupPods(name string) []*corev1.Pod {
 	return out
 }
 
-// recreateGroup moves serving group name to revision rev: members on another
-// revision are updated in place where only their images change, deleted and
-// created again otherwise; missing members are created.
-func (e *msExecutor) recreateGroup(ctx context.Context, name, rev string) error {
-	members := e.groupPods(name)
-	g, err := e.groupIndex(name)
-	if err != nil {
-		return err
-	}
-	var inPlace []inPlaceUpdate
-	var recreate []*corev1.Pod
-	for _, p := range members {
-		if p.DeletionTimestamp == nil && p.Labels[servingv1.LabelRevision] != rev {
-			if up, ok := e.inPlace(p, rev); ok {
-				inPlace = append(inPlace, up)
-			} else {
-				recreate = append(recreate, p)
-			}
-		}
-	}
-	if err := e.updateInPlace(ctx, inPlace, rev); err != nil {
-		return err
-	}
-	for _, p := range recreate {
-		if err := e.deletePod(ctx, p); err != nil {
-			return err
-		}
-	}
-	return e.fillGroup(ctx, g, rev, nil)
-}
-
-// fillGroup creates every missing member of group g at rev, with annotations ann.
-func (e *msExecutor) fillGroup(ctx context.Context, g int, rev string, ann map[string]string) error {
-	for _, role := range e.ms.Spec.Roles {
-		for m := range int(roleMembers(role)) {
-			s := podSlot{role: role.Name, group: g, member: m}
-			if e.used[s] {
-				continue
-			}
-			if err := e.createPod(ctx, s, rev, ann[servingv1.AnnotationReplacementFor]); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
-}
-
-// createGroup creates a serving group at the lowest free index.
-func (e *msExecutor) createGroup(ctx context.Context, rev string, ann map[string]string) error {
-	taken := map[int]bool{}
-	for s := range e.used {
-		taken[s.group] = true
-	}
-	g := 0
-	for taken[g] {
-		g++
-	}
-	return e.fillGroup(ctx, g, rev, ann)
-}
-
-// createInColumn creates the pod of column (<role>-<member>) in its lowest free
-// row.
-func (e *msExecutor) createInColumn(ctx context.Context, column, rev string, ann map[string]string) error {
-	for _, role := range e.ms.Spec.Roles {
-		for m := range int(roleMembers(role)) {
-			if columnName(role.Name, m) != column {
-				continue
-			}
-			s := podSlot{role: role.Name, member: m}
-			for e.used[s] {
-				s.group++
-			}
-			return e.createPod(ctx, s, rev, ann[servingv1.AnnotationReplacementFor])
-		}
-	}
-	return fmt.Errorf("column %s: no such role member", column)
-}
-
 // createInRole creates a pod of role in its lowest free slot (groups in order,
 // members within a group).
-func (e *msExecutor) createInRole(ctx context.Context, role, rev string, ann map[string]string) error {
+func (e *msExecutor) createInRole(ctx context.Context, role, rev, replacementFor string) error {
 	for _, r := range e.ms.Spec.Roles {
 		if r.Name != role {
 			continue
@@ -559,7 +502,7 @@ func (e *msExecutor) createInRole(ctx context.Context, role, rev string, ann map
 		for i := 0; ; i++ {
 			s := podSlot{role: role, group: i / members, member: i % members}
 			if !e.used[s] {
-				return e.createPod(ctx, s, rev, ann[servingv1.AnnotationReplacementFor])
+				return e.createPod(ctx, s, rev, replacementFor)
 			}
 		}
 	}
@@ -883,10 +826,11 @@ func (r *ModelServingReconciler) status(ms *servingv1.ModelServing, h *history, 
 				fmt.Sprintf("%d pods on older revisions", old))
 		}
 	default:
-		reason, msg := waitReason(plan)
-		set(servingv1.ConditionProgressing, metav1.ConditionTrue, reason, msg)
+		// Nothing was written: the plan's own reason says what it waits for.
+		reason := string(plan.reason)
+		set(servingv1.ConditionProgressing, metav1.ConditionTrue, reason, plan.message)
 		if old > 0 {
-			set(servingv1.ConditionRollingUpdate, metav1.ConditionTrue, reason, msg)
+			set(servingv1.ConditionRollingUpdate, metav1.ConditionTrue, reason, plan.message)
 		}
 	}
 	if old == 0 && !plan.complete {

@@ -541,7 +541,8 @@ func observedPools(spec servingv1.ModelServingSpec, pods []*corev1.Pod, history 
 	rs := spec.RolloutStrategy
 	base := rollout.Strategy{TargetRevision: history[len(history)-1], History: history,
 		MaxUnavailable: rs.MaxUnavailable, MaxSurge: rs.MaxSurge}
-	opts := rollout.PodOptions{Labels: rollout.PodLabels{Revision: servingv1.LabelRevision}, MinReadySeconds: rs.MinReadySeconds, Now: now}
+	opts := rollout.PodOptions{Labels: rollout.PodLabels{Revision: servingv1.LabelRevision}, MinReadySeconds: rs.MinReadySeconds, Now: now,
+		Annotations: rollout.PodAnnotations{ReplacementFor: servingv1.AnnotationReplacementFor, SwappedAt: servingv1.AnnotationSwappedAt}}
 	// latest is the LatestRatio of a pool of unit pods per group: the partition
 	// keeps that many groups (or that share) on the previous revision.
 	latest := func(unit int) *intstr.IntOrString {
@@ -563,22 +564,20 @@ func observedPools(spec servingv1.ModelServingSpec, pods []*corev1.Pod, history 
 	case servingv1.GangMode, servingv1.GroupMode:
 		st := base
 		st.Replicas = groups
-		size := 0
 		for _, r := range spec.Roles {
 			for m := range r.Replicas {
 				st.Columns = append(st.Columns, fmt.Sprintf("%s-%d", r.Name, m))
 			}
-			size += int(r.Replicas)
 		}
+		opts.Labels.Column, opts.Labels.Index = servingv1.LabelColumn, servingv1.LabelGroupIndex
 		if rs.Mode == servingv1.GangMode {
-			st.Mode, st.Columns = rollout.Gang, nil
-			opts.Labels.Gang, opts.GangSize = servingv1.LabelGroupName, size
+			st.Mode = rollout.Gang
+			opts.Labels.Gang, opts.Columns = servingv1.LabelGroupName, st.Columns
 		} else {
 			st.Mode = rollout.Group
-			opts.Labels.Column = servingv1.LabelColumn
 		}
 		st.LatestRatio = latest(1)
-		reps, err := fromPodsWithRecovery(pods, opts)
+		reps, err := readPods(pods, opts)
 		return []observedPool{{name: "all", replicas: reps, strategy: st}}, err
 	default:
 		var out []observedPool
@@ -589,7 +588,7 @@ func observedPools(spec servingv1.ModelServingSpec, pods []*corev1.Pod, history 
 					mine = append(mine, p)
 				}
 			}
-			reps, err := fromPodsWithRecovery(mine, opts)
+			reps, err := readPods(mine, opts)
 			if err != nil {
 				return nil, err
 			}
@@ -603,43 +602,12 @@ func observedPools(spec servingv1.ModelServingSpec, pods []*corev1.Pod, history 
 	}
 }
 
-// fromPodsWithRecovery reads pods with rollout.FromPods and sets recovery's
-// fields from the documented annotations (a gang's from any member). A pod is
-// read as Kubernetes defines readiness: ready only when its readiness gates'
-// conditions are True too (the Ready condition catches up with a gate only when
-// the kubelet next writes it).
-func fromPodsWithRecovery(pods []*corev1.Pod, opts rollout.PodOptions) ([]rollout.Replica, error) {
-	reps, err := rollout.FromPods(withReady(pods, gatesTrue), opts)
-	if err != nil {
-		return nil, err
-	}
-	byName := map[string]*corev1.Pod{}
-	for _, p := range pods {
-		byName[p.Name] = p
-	}
-	for i := range reps {
-		names := []string{reps[i].Name}
-		for _, m := range reps[i].Members {
-			names = append(names, m.Name)
-		}
-		for _, n := range names {
-			p := byName[n]
-			if p == nil {
-				continue
-			}
-			if v := p.Annotations[servingv1.AnnotationReplacementFor]; v != "" {
-				reps[i].ReplacementFor = v
-			}
-			if v := p.Annotations[servingv1.AnnotationSwappedAt]; v != "" {
-				at, err := time.Parse(time.RFC3339, v)
-				if err != nil {
-					return nil, fmt.Errorf("pod %s: %w", n, err)
-				}
-				reps[i].SwappedAt = at
-			}
-		}
-	}
-	return reps, nil
+// readPods reads pods with rollout.FromPods (recovery's fields come from the
+// documented annotations) as Kubernetes defines readiness: ready only when
+// their readiness gates' conditions are True too (the Ready condition catches
+// up with a gate only when the kubelet next writes it).
+func readPods(pods []*corev1.Pod, opts rollout.PodOptions) ([]rollout.Replica, error) {
+	return rollout.FromPods(withReady(pods, gatesTrue), opts)
 }
 
 // finish stops the watch, fails the test on a violation, and returns the creates
@@ -839,7 +807,8 @@ func deploy(t *testing.T, ns, name string, mode servingv1.RolloutMode, groups in
 
 // TestModelServingStopsAtTheBudgetWhenNewPodsNeverBecomeReady: the new image's
 // pods never become ready, so the rollout stops with one pod per role down (the
-// budget), RollingUpdate says BudgetExhausted and names the waiting pods, the
+// budget), RollingUpdate gives rollout's reason (MaxUnavailableReached) and
+// names the waiting pods, the
 // service stays Available; reverting the template rolls back to the first
 // revision (renumbered, not copied).
 func TestModelServingStopsAtTheBudgetWhenNewPodsNeverBecomeReady(t *testing.T) {
@@ -851,7 +820,7 @@ func TestModelServingStopsAtTheBudgetWhenNewPodsNeverBecomeReady(t *testing.T) {
 	eventually(t, "the rollout stops at the budget", func() error {
 		cur := getMS(t, ms)
 		c := meta.FindStatusCondition(cur.Status.Conditions, servingv1.ConditionRollingUpdate)
-		if cur.Status.ObservedGeneration != cur.Generation || c == nil || c.Status != metav1.ConditionTrue || c.Reason != servingv1.ReasonBudgetExhausted {
+		if cur.Status.ObservedGeneration != cur.Generation || c == nil || c.Status != metav1.ConditionTrue || c.Reason != string(rollout.ReasonBudget) {
 			return fmt.Errorf("RollingUpdate %+v", c)
 		}
 		if !strings.Contains(c.Message, "maxUnavailable budget exhausted") || !strings.Contains(c.Message, "not available yet") {

@@ -3,13 +3,13 @@ package operator
 import (
 	"cmp"
 	"fmt"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/kplan-dev/kplan"
 	servingv1 "github.com/kplan-dev/kplan/examples/api/serving/v1alpha1"
 	"github.com/kplan-dev/kplan/rollout"
 )
@@ -42,6 +42,11 @@ type msPlan struct {
 	pools []msPool
 	// complete: every pool's step is Complete.
 	complete bool
+	// reason and message say where the rollout stands, as rollout's plans
+	// say it: Lockstep's own, else the first pool's that is not complete, with
+	// the message of every such pool (prefixed with its role).
+	reason  kplan.Reason
+	message string
 	// recovering: some pool's recovery step has actions; they are carried out
 	// instead of the rollout step this reconcile.
 	recovering bool
@@ -91,7 +96,7 @@ func planModelServing(ms *servingv1.ModelServing, pods []*corev1.Pod, history []
 		st.TargetRevision, st.History = update, history
 		opts := pool.Options
 		opts.Now = now
-		reps, err := fromPods(pool.Pods, opts)
+		reps, err := rollout.FromPods(pool.Pods, opts)
 		if err != nil {
 			return nil, inRole(pool.Role, err)
 		}
@@ -109,21 +114,29 @@ func planModelServing(ms *servingv1.ModelServing, pods []*corev1.Pod, history []
 		if err != nil {
 			return nil, err
 		}
-		p.complete = ls.Complete
+		p.complete, p.reason, p.message = ls.Complete, ls.Reason, ls.Message
 		for i := range p.pools {
 			p.pools[i].step = ls.Roles[i].Step
 		}
 		return p, nil
 	}
-	p.complete = true
+	p.complete, p.reason = true, rollout.ReasonComplete
+	var msgs []string
 	for i := range p.pools {
 		step, err := rollout.Plan(p.pools[i].replicas, p.pools[i].strategy)
 		if err != nil {
 			return nil, inRole(p.pools[i].role, err)
 		}
 		p.pools[i].step = step
-		p.complete = p.complete && step.Complete
+		if !step.Complete {
+			if p.complete {
+				p.reason = step.Reason
+			}
+			p.complete = false
+			msgs = append(msgs, rolePrefix(p.pools[i].role)+step.Message)
+		}
 	}
+	p.message = strings.Join(msgs, "; ")
 	return p, nil
 }
 
@@ -133,47 +146,6 @@ func inRole(role string, err error) error {
 		return err
 	}
 	return fmt.Errorf("role %s: %w", role, err)
-}
-
-// fromPods is rollout.FromPods plus the recovery annotations: a replica whose
-// pod (a gang: any member) names the replica it replaces gets ReplacementFor, one
-// swapped out gets SwappedAt.
-func fromPods(pods []*corev1.Pod, opts rollout.PodOptions) ([]rollout.Replica, error) {
-	reps, err := rollout.FromPods(pods, opts)
-	if err != nil {
-		return nil, err
-	}
-	byName := make(map[string]*corev1.Pod, len(pods))
-	for _, p := range pods {
-		byName[p.Name] = p
-	}
-	for i := range reps {
-		r := &reps[i]
-		names := []string{r.Name}
-		if len(r.Members) > 0 {
-			names = names[:0]
-			for _, m := range r.Members {
-				names = append(names, m.Name)
-			}
-		}
-		for _, n := range names {
-			p := byName[n]
-			if p == nil {
-				continue
-			}
-			if v := p.Annotations[servingv1.AnnotationReplacementFor]; v != "" {
-				r.ReplacementFor = v
-			}
-			if v := p.Annotations[servingv1.AnnotationSwappedAt]; v != "" {
-				at, err := time.Parse(time.RFC3339, v)
-				if err != nil {
-					return nil, fmt.Errorf("pod %s: annotation %s: %w", p.Name, servingv1.AnnotationSwappedAt, err)
-				}
-				r.SwappedAt = at
-			}
-		}
-	}
-	return reps, nil
 }
 
 // recoverPolicy turns the spec's recovery policy into rollout's; false without
@@ -234,54 +206,6 @@ func slotOf(p *corev1.Pod) (podSlot, bool) {
 		return podSlot{}, false
 	}
 	return podSlot{role: r, group: g, member: m}, true
-}
-
-// waitReason picks the condition reason for a plan that is not complete and took
-// no action, from its Waiting lists: a failure first, then the budget, the group
-// window, new pods not available yet, and the partition.
-func waitReason(p *msPlan) (reason, message string) {
-	order := []struct {
-		rollout rollout.Reason
-		reason  string
-	}{
-		{rollout.ReasonBudget, servingv1.ReasonBudgetExhausted},
-		{rollout.ReasonWindow, servingv1.ReasonGroupWindow},
-		{rollout.ReasonScaleDown, servingv1.ReasonWaitingForAvailable},
-		{rollout.ReasonNotAvailable, servingv1.ReasonWaitingForAvailable},
-	}
-	var msgs []string
-	best := len(order)
-	for _, pl := range p.pools {
-		by := map[rollout.Reason][]string{}
-		for _, w := range pl.step.Waiting {
-			by[w.Reason] = append(by[w.Reason], w.Replica)
-		}
-		keys := make([]rollout.Reason, 0, len(by))
-		for k := range by {
-			keys = append(keys, k)
-		}
-		slices.Sort(keys)
-		for _, k := range keys {
-			names := by[k]
-			if i := slices.IndexFunc(order, func(o struct {
-				rollout rollout.Reason
-				reason  string
-			}) bool {
-				return o.rollout == k
-			}); i >= 0 && i < best {
-				best = i
-			}
-			prefix := ""
-			if pl.role != "" {
-				prefix = "role " + pl.role + ": "
-			}
-			msgs = append(msgs, fmt.Sprintf("%s%s: %s", prefix, k, listNames(names, 5)))
-		}
-	}
-	if best == len(order) {
-		return servingv1.ReasonWaitingForAvailable, strings.Join(msgs, "; ")
-	}
-	return order[best].reason, strings.Join(msgs, "; ")
 }
 
 // listNames lists up to max names and counts the rest.

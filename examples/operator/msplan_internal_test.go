@@ -10,8 +10,10 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
 
 	servingv1 "github.com/kplan-dev/kplan/examples/api/serving/v1alpha1"
+	"github.com/kplan-dev/kplan/rollout"
 )
 
 func TestRevisionNameFollowsKubernetesHistory(t *testing.T) {
@@ -86,7 +88,7 @@ func TestPlanModelServingPools(t *testing.T) {
 			{Role: "p", Replicas: 2, Target: 2, Names: []string{"m-p-0-0", "m-p-1-0"}},
 			{Role: "d", Replicas: 4, Target: 4, Names: []string{"m-d-0-0", "m-d-0-1", "m-d-1-0", "m-d-1-1"}},
 		}},
-		{servingv1.GangMode, []pool{{Replicas: 2, Target: 2, Names: []string{"m-0", "m-1"}}}},
+		{servingv1.GangMode, []pool{{Replicas: 2, Target: 2, Columns: []string{"p-0", "d-0", "d-1"}, Names: []string{"m-0", "m-1"}}}},
 		{servingv1.GroupMode, []pool{{Replicas: 6, Target: 2, Columns: []string{"p-0", "d-0", "d-1"},
 			Names: []string{"m-d-0-0", "m-d-0-1", "m-d-1-0", "m-d-1-1", "m-p-0-0", "m-p-1-0"}}}},
 	} {
@@ -154,5 +156,58 @@ func TestStatusRollingUpdateClearsOnceEveryPodIsUpdated(t *testing.T) {
 	c := meta.FindStatusCondition(st.Conditions, servingv1.ConditionRollingUpdate)
 	if c == nil || c.Status != metav1.ConditionFalse || c.Reason != servingv1.ReasonAllPodsUpdated {
 		t.Errorf("RollingUpdate %+v, want False/%s", c, servingv1.ReasonAllPodsUpdated)
+	}
+}
+
+// TestStatusCarriesThePlansReason: when nothing was written and the rollout is
+// not complete, Progressing and RollingUpdate carry the reason and message of
+// rollout's plan as they are: the first role's that is not complete, and the
+// message of each such role, prefixed with its name.
+func TestStatusCarriesThePlansReason(t *testing.T) {
+	groups := int32(2)
+	one, zero := intstr.FromInt(1), intstr.FromInt(0)
+	ms := &servingv1.ModelServing{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "llm", Generation: 2},
+		Spec: servingv1.ModelServingSpec{Replicas: &groups, Roles: []servingv1.Role{{Name: "prefill", Replicas: 1}, {Name: "decode", Replicas: 1}},
+			RolloutStrategy: servingv1.RolloutStrategy{Mode: servingv1.RollingMode, MaxUnavailable: &one, MaxSurge: &zero}},
+	}
+	old := &appsv1.ControllerRevision{ObjectMeta: metav1.ObjectMeta{Name: "llm-1"}, Revision: 1}
+	update := &appsv1.ControllerRevision{ObjectMeta: metav1.ObjectMeta{Name: "llm-2"}, Revision: 2}
+	h := &history{revisions: []*appsv1.ControllerRevision{old, update}, update: update}
+	now := time.Unix(1000, 0)
+	// prefill is done; each decode has one pod on the update revision not ready
+	// and one old pod the budget holds.
+	var pods []*corev1.Pod
+	for g := range 2 {
+		for _, role := range []string{"prefill", "decode"} {
+			rev, ready := "llm-2", corev1.ConditionTrue
+			if role == "decode" {
+				rev = []string{"llm-2", "llm-1"}[g]
+				if g == 0 {
+					ready = corev1.ConditionFalse
+				}
+			}
+			p := newPod(ms, corev1.PodTemplateSpec{}, podSlot{role: role, group: g}, rev)
+			since := metav1.NewTime(now.Add(-time.Minute))
+			p.Status = corev1.PodStatus{Phase: corev1.PodRunning, Conditions: []corev1.PodCondition{
+				{Type: corev1.PodReady, Status: ready, LastTransitionTime: since},
+				{Type: servingv1.PodConditionImagesReady, Status: corev1.ConditionTrue, LastTransitionTime: since}}}
+			pods = append(pods, p)
+		}
+	}
+	plan, err := planModelServing(ms, pods, h.names(), update.Name, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if plan.reason != rollout.ReasonBudget {
+		t.Fatalf("plan reason %q, want %q (decode's)", plan.reason, rollout.ReasonBudget)
+	}
+	st := (&ModelServingReconciler{}).status(ms, h, pods, plan, nil, &execResult{}, now)
+	want := "role decode: maxUnavailable budget exhausted: llm-decode-1-0; not available yet: llm-decode-0-0"
+	for _, ct := range []string{servingv1.ConditionProgressing, servingv1.ConditionRollingUpdate} {
+		c := meta.FindStatusCondition(st.Conditions, ct)
+		if c == nil || c.Status != metav1.ConditionTrue || c.Reason != string(rollout.ReasonBudget) || c.Message != want {
+			t.Errorf("%s %+v, want True/%s: %s", ct, c, rollout.ReasonBudget, want)
+		}
 	}
 }

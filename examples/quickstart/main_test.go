@@ -47,8 +47,8 @@ func TestOutput(t *testing.T) {
 		"PodsRolledBack",                      // partition 100% rolls back
 		"VF 0000:18:00.2 of PF 0000:18:00.0 on pci0000:17",
 		"second invocation: 0 operations",
-		"qwen-1 waits: not available yet",               // operator: the in-place update spends the budget
-		"qwen-2 waits: maxUnavailable budget exhausted", // so the last group waits
+		"qwen-1 waits: WaitingForAvailable (not available yet)",                 // operator: the in-place update spends the budget
+		"qwen-2 waits: MaxUnavailableReached (maxUnavailable budget exhausted)", // so the last group waits
 		"== 7. operator",
 	} {
 		if !strings.Contains(out.String(), fact) {

@@ -195,14 +195,14 @@ func modelServingRollout(w io.Writer) error {
 	fmt.Fprintf(w, "  replicas:  %s\n", describeReplicas(replicas, pool.Strategy.TargetRevision))
 	fmt.Fprintf(w, "  next step: %s\n", describeStep(step, pool.Strategy.Mode))
 	for _, wt := range step.Waiting {
-		fmt.Fprintf(w, "    %s waits: %s\n", wt.Replica, wt.Reason)
+		fmt.Fprintf(w, "    %s waits: %s (%s)\n", wt.Replica, wt.Reason, wt.Message)
 	}
 	fmt.Fprintln(w, "  (qwen-1's pods still say Ready, but their images-ready gate is False: the")
 	fmt.Fprintln(w, "  kubelet has not restarted them on v0.9.1 yet, and the update spends the")
 	fmt.Fprintln(w, "  budget until it has and they are ready again)")
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, "$ kplan rollout -f ms.yaml -f pods.yaml --simulate   # in brief")
-	return simulate(w, rollouttest.Scenario{Strategy: pool.Strategy, Replicas: replicas, GangSize: pool.Options.GangSize})
+	return simulate(w, rollouttest.Scenario{Strategy: pool.Strategy, Replicas: replicas, GangSize: len(pool.Options.Columns)})
 }
 
 // indent indents every line of s by four spaces.

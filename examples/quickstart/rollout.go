@@ -20,17 +20,18 @@ func gangRollout(w io.Writer) error {
 	// Three gang replicas (serving groups), each a row of two member pods that are
 	// updated together, from revision 1-a to 2-b, one gang unavailable at a time.
 	var replicas []rollout.Replica
+	columns := []string{"leader", "worker"}
 	for g := range 3 {
 		name := fmt.Sprintf("group-%d", g)
-		r := rollout.Replica{Name: name, Revision: "1-a"}
-		for _, m := range []string{"leader", "worker"} {
-			r.Members = append(r.Members, rollout.Member{Name: name + "-" + m, State: available()})
+		r := rollout.Replica{Name: name, Index: g, Revision: "1-a"}
+		for _, m := range columns {
+			r.Members = append(r.Members, rollout.Member{Name: name + "-" + m, Column: m, State: available()})
 		}
 		replicas = append(replicas, r)
 	}
 	one, zero := intstr.FromInt32(1), intstr.FromInt32(0)
 	strategy := rollout.Strategy{
-		Mode: rollout.Gang, TargetRevision: "2-b", Replicas: 3,
+		Mode: rollout.Gang, TargetRevision: "2-b", Replicas: 3, Columns: columns,
 		MaxUnavailable: &one, MaxSurge: &zero,
 	}
 	fmt.Fprintln(w, "3 gangs of 2 pods (leader, worker) at 1-a -> 2-b; maxUnavailable 1, maxSurge 0")
@@ -48,7 +49,7 @@ func groupRollout(w io.Writer) error {
 				rev = "2-b" // prefill already runs one replica ahead
 			}
 			replicas = append(replicas, rollout.Replica{
-				Name: fmt.Sprintf("%s-%d", col, row), Revision: rev, Column: col, State: available(),
+				Name: fmt.Sprintf("%s-%d", col, row), Index: row, Revision: rev, Column: col, State: available(),
 			})
 		}
 	}
@@ -88,19 +89,22 @@ func describeStep(step rollout.Step, mode rollout.Mode) string {
 	var parts []string
 	for _, u := range step.Update {
 		s := fmt.Sprintf("update %s %s->%s", u.Replica, u.From, u.To)
-		if len(u.Members) > 0 {
-			s += " [" + strings.Join(u.Members, " ") + "]"
+		if mode == rollout.Gang {
+			s += " [" + strings.Join(u.Pods, " ") + "]"
+		}
+		if len(u.Missing) > 0 {
+			s += " creating [" + strings.Join(u.Missing, " ") + "]"
 		}
 		parts = append(parts, s)
 	}
 	for _, c := range step.Create {
-		parts = append(parts, fmt.Sprintf("create %d at %s%s", c.Count, c.Revision, inColumn(c.Column)))
+		parts = append(parts, fmt.Sprintf("create index %d at %s%s", c.Index, c.Revision, inColumn(c.Column)))
 	}
 	for _, d := range step.Delete {
-		parts = append(parts, "delete "+d)
+		parts = append(parts, "delete "+d.Replica)
 	}
 	for _, r := range step.Repair {
-		parts = append(parts, fmt.Sprintf("repair %s at %s%s [%s]", r.Replica, r.Revision, inColumn(r.Column), strings.Join(r.Members, " ")))
+		parts = append(parts, fmt.Sprintf("repair %s at %s%s [%s]", r.Replica, r.Revision, inColumn(r.Column), strings.Join(r.Missing, " ")))
 	}
 	if len(parts) == 0 {
 		parts = append(parts, "nothing to do")
@@ -112,7 +116,7 @@ func describeStep(step rollout.Step, mode rollout.Mode) string {
 	if n := len(step.Waiting); n > 0 {
 		reasons := map[string]int{}
 		for _, wt := range step.Waiting {
-			reasons[string(wt.Reason)]++
+			reasons[wt.Message]++
 		}
 		var rs []string
 		for r, c := range reasons {

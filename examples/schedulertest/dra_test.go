@@ -74,7 +74,28 @@ func match(attr resourceapi.QualifiedName, requests ...string) []resourceapi.Dev
 	return []resourceapi.DeviceConstraint{{Requests: requests, MatchAttribute: &a}}
 }
 
-// TestDRAParity publishes the nodes' inventories as ResourceSlices and lets the real
+// createDRANodes creates the nodes (schedulable, Ready) without Device objects: only
+// DRA publishes their devices (publishDRA). They are deleted at the end of the test.
+func createDRANodes(t *testing.T, ctx context.Context, nodes ...rdma.Node) map[string]*testNode {
+	t.Helper()
+	out := map[string]*testNode{}
+	for _, n := range nodes {
+		inv, err := rdma.NewInventory(n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out[n.Name] = &testNode{node: n, inv: inv}
+		name := n.Name
+		t.Cleanup(func() { _ = cs.CoreV1().Nodes().Delete(context.Background(), name, metav1.DeleteOptions{}) })
+		if err := createNodeObject(ctx, name, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return out
+}
+
+// TestDRAParity publishes the nodes' inventories as ResourceSlices (and no Device
+// objects: the plugin refuses a node whose devices both publish) and lets the real
 // scheduler's DRA plugin allocate the same requests as ResourceClaims, one pod at a
 // time: for each, DRA and rdma.Allocate (given what earlier claims took on the node)
 // both allocate or both refuse, and DRA's devices satisfy the request. Where the two
@@ -85,7 +106,7 @@ func TestDRAParity(t *testing.T) {
 	ctx := context.Background()
 	ns := namespace(t, ctx, "dra")
 	s := shape{roots: 2, gpus: 2, pfs: 1, vfs: 8, vfGroups: []map[string]string{{"rdma-type": "storage"}, {"rdma-type": "compute"}}}
-	nodes := createNodes(t, ctx, makeNode("dra-1", s), makeNode("dra-2", s))
+	nodes := createDRANodes(t, ctx, makeNode("dra-1", s), makeNode("dra-2", s))
 	publishDRA(t, ctx, nodes)
 	startScheduler(t, nil)
 
@@ -269,4 +290,57 @@ func holdDRA(t *testing.T, tn *testNode, used *rdma.Used, names []string) {
 			}
 		}
 	}
+}
+
+// TestDRAAndDevicesOnOneNode publishes a node's devices both ways: a Device object
+// (for the plugin) and a ResourceSlice (for DRA). Two allocators would hand out the
+// same VF, so by default the plugin refuses the node to both kinds of pod, with a
+// reason naming the slice and the devices: a pod asking for an RDMA device and a pod
+// with a claim for a VF both stay pending (preemption is not tried), and the claim
+// stays unallocated. With draOverlap: Ignore both bind (and may get one VF twice: the
+// operator chose one accounting by hand).
+func TestDRAAndDevicesOnOneNode(t *testing.T) {
+	needEnv(t)
+	ctx := context.Background()
+	ns := namespace(t, ctx, "dra-overlap")
+	nodes := createNodes(t, ctx, makeNode("overlap-1", shape{roots: 1, gpus: 1, pfs: 1, vfs: 4}))
+	publishDRA(t, ctx, nodes)
+	first := startScheduler(t, nil)
+
+	createPod(t, ctx, pinned(makePod(t, ns, "annotated", podSpec{rdma: 1}), "overlap-1"))
+	claim := &resourceapi.ResourceClaim{ObjectMeta: metav1.ObjectMeta{Name: "vf", Namespace: ns}, Spec: resourceapi.ResourceClaimSpec{Devices: resourceapi.DeviceClaim{
+		Requests: []resourceapi.DeviceRequest{{Name: "nic", Exactly: exact("kplan-vf", 1)}}}}}
+	if _, err := cs.ResourceV1().ResourceClaims(ns).Create(ctx, claim, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	claimed := pinned(makePod(t, ns, "claimed", podSpec{}), "overlap-1")
+	claimed.Spec.ResourceClaims = []corev1.PodResourceClaim{{Name: "devices", ResourceClaimName: &claim.Name}}
+	createPod(t, ctx, claimed)
+	for _, name := range []string{"annotated", "claimed"} {
+		waitFor(t, ctx, time.Minute, "pod "+name+" refused for the devices published twice", func(ctx context.Context) (bool, error) {
+			p, err := cs.CoreV1().Pods(ns).Get(ctx, name, metav1.GetOptions{})
+			if err != nil || p.Spec.NodeName != "" {
+				return false, fmt.Errorf("pod %s: %v, bound to %q", name, err, p.Spec.NodeName)
+			}
+			c := scheduledCondition(p)
+			return c != nil && c.Status == corev1.ConditionFalse &&
+				strings.Contains(c.Message, "published both by Device overlap-1 and by ResourceSlice overlap-1-rdma") &&
+				strings.Contains(c.Message, "Preemption is not helpful"), nil
+		})
+	}
+	if c, err := cs.ResourceV1().ResourceClaims(ns).Get(ctx, "vf", metav1.GetOptions{}); err != nil || c.Status.Allocation != nil {
+		t.Fatalf("claim vf: %v, allocated %+v while the node is refused", err, c.Status.Allocation)
+	}
+
+	first.stop()
+	startScheduler(t, func(cfg map[string]any) {
+		profile := cfg["profiles"].([]any)[0].(map[string]any)
+		args := profile["pluginConfig"].([]any)[0].(map[string]any)["args"].(map[string]any)
+		args["draOverlap"] = "Ignore"
+	})
+	waitBound(t, ctx, ns, "annotated")
+	waitFor(t, ctx, time.Minute, "pod claimed bound", func(ctx context.Context) (bool, error) {
+		p, err := cs.CoreV1().Pods(ns).Get(ctx, "claimed", metav1.GetOptions{})
+		return err == nil && p.Spec.NodeName != "", err
+	})
 }

@@ -381,9 +381,6 @@ func createNode(ctx context.Context, n rdma.Node) error {
 			gpus++
 		}
 	}
-	capacity[corev1.ResourceCPU] = resource.MustParse("64")
-	capacity[corev1.ResourceMemory] = resource.MustParse("256Gi")
-	capacity[corev1.ResourcePods] = resource.MustParse("110")
 	capacity[rdma.ResourceNvidiaGPU] = *resource.NewQuantity(int64(gpus), resource.DecimalSI)
 	obj, err := deviceObject(n)
 	if err != nil {
@@ -392,10 +389,23 @@ func createNode(ctx context.Context, n rdma.Node) error {
 	if _, err := dyn.Resource(deviceGVR).Create(ctx, obj, metav1.CreateOptions{}); err != nil {
 		return fmt.Errorf("create Device %s: %w", n.Name, err)
 	}
-	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: n.Name, Labels: map[string]string{"kubernetes.io/hostname": n.Name}}}
+	return createNodeObject(ctx, n.Name, capacity)
+}
+
+// createNodeObject creates a schedulable, Ready Node with the given capacity (plus
+// CPU, memory and pods).
+func createNodeObject(ctx context.Context, name string, capacity corev1.ResourceList) error {
+	capacity = capacity.DeepCopy()
+	if capacity == nil {
+		capacity = corev1.ResourceList{}
+	}
+	capacity[corev1.ResourceCPU] = resource.MustParse("64")
+	capacity[corev1.ResourceMemory] = resource.MustParse("256Gi")
+	capacity[corev1.ResourcePods] = resource.MustParse("110")
+	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"kubernetes.io/hostname": name}}}
 	created, err := cs.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{})
 	if err != nil {
-		return fmt.Errorf("create Node %s: %w", n.Name, err)
+		return fmt.Errorf("create Node %s: %w", name, err)
 	}
 	// The API server's admission taints new nodes not-ready; no node controller runs
 	// here to lift it.

@@ -70,6 +70,10 @@ type poolStat struct {
 //
 //   - every Update and Delete names a counted replica, at most once: a replica
 //     whose pod revision and data both change is updated once;
+//   - an Update or Delete names the replica's pods (itself, or a gang's
+//     members that have a pod and are not terminating, in member order) and
+//     its column (group mode); an Update also its index and the columns of a
+//     gang's missing members, in member order;
 //   - availability after the actions >= min(availability before, n - maxUnavailable),
 //     per column in group mode (an updated or deleted replica is unavailable,
 //     whether its pod revision, its data or both change; a created one is not
@@ -77,10 +81,14 @@ type poolStat struct {
 //   - an Update's DataFrom is the replica's DataRevision and its DataTo the
 //     strategy's TargetDataRevision; both are empty when that is;
 //   - replicas after the actions <= max(replicas before, n + maxSurge), per column;
-//   - an Update of a gang lists every member;
+//   - a Create's index is not negative, not held by a replica of its pool (one
+//     that is not terminating; see [rollout.Replica].Index) and not taken by
+//     another Create of the step; in gang mode it lists the strategy's
+//     Columns as its members, otherwise none;
 //   - a Repair names a counted gang that the step neither updates nor deletes,
-//     at most once, at the gang's own revision and column (group mode), and
-//     lists exactly its missing members in member order; every counted gang
+//     at most once, at the gang's own revision, column (group mode) and index,
+//     and lists exactly the columns of its missing members in member order;
+//     every counted gang
 //     with missing members that the step neither updates nor deletes, and that
 //     recovery is not replacing, is repaired (a planner that leaves a gang short
 //     of a pod is caught), and so is every recovery replacement with missing
@@ -172,14 +180,14 @@ func Check(before []rollout.Replica, strategy rollout.Strategy, step rollout.Ste
 		if u.To == strategy.TargetRevision {
 			ps.latest++
 		}
-		if len(r.Members) > 0 {
-			names := make([]string, len(r.Members))
-			for i := range r.Members {
-				names[i] = r.Members[i].Name
-			}
-			if !slices.Equal(names, u.Members) {
-				return fmt.Errorf("update of gang %s moves members %v, not all of %v", r.Name, u.Members, names)
-			}
+		if want := podNames(r); !slices.Equal(u.Pods, want) {
+			return fmt.Errorf("update of %s: updates pods %v, but its pods are %v", r.Name, u.Pods, want)
+		}
+		if want := missingColumns(r); !slices.Equal(u.Missing, want) {
+			return fmt.Errorf("update of %s: creates members in columns %q, but its missing members are in %q", r.Name, u.Missing, want)
+		}
+		if u.Index != r.Index || u.Column != col(r.Column) {
+			return fmt.Errorf("update of %s: index %d, column %q, but the replica has %d, %q", r.Name, u.Index, u.Column, r.Index, col(r.Column))
 		}
 		if u.From != r.Revision {
 			return fmt.Errorf("update of %s: from %q, but it runs %q", r.Name, u.From, r.Revision)
@@ -192,10 +200,16 @@ func Check(before []rollout.Replica, strategy rollout.Strategy, step rollout.Ste
 				r.Name, u.DataFrom, u.DataTo, r.DataRevision, strategy.TargetDataRevision)
 		}
 	}
-	for _, name := range step.Delete {
-		r, err := touch(name, "delete")
+	for _, d := range step.Delete {
+		r, err := touch(d.Replica, "delete")
 		if err != nil {
 			return err
+		}
+		if want := podNames(r); !slices.Equal(d.Pods, want) {
+			return fmt.Errorf("delete of %s: deletes pods %v, but its pods are %v", r.Name, d.Pods, want)
+		}
+		if d.Column != col(r.Column) {
+			return fmt.Errorf("delete of %s: column %q, but the replica is in %q", r.Name, d.Column, col(r.Column))
 		}
 		ps := get(col(r.Column))
 		ps.total--
@@ -209,14 +223,14 @@ func Check(before []rollout.Replica, strategy rollout.Strategy, step rollout.Ste
 	if err := checkRepairs(before, counted, step, touch, col); err != nil {
 		return err
 	}
+	if err := checkCreates(before, strategy, step, col); err != nil {
+		return err
+	}
 	for _, c := range step.Create {
-		if c.Count <= 0 {
-			return fmt.Errorf("create of %d replicas at %q", c.Count, c.Revision)
-		}
 		ps := get(col(c.Column))
-		ps.total += c.Count
+		ps.total++
 		if c.Revision == strategy.TargetRevision {
-			ps.latest += c.Count
+			ps.latest++
 		}
 	}
 	n := strategy.Replicas
@@ -285,8 +299,11 @@ func checkRepairs(before []rollout.Replica, counted []*rollout.Replica, step rol
 		if rp.Column != col(r.Column) {
 			return fmt.Errorf("repair of gang %s: column %q, but the gang is in %q", r.Name, rp.Column, col(r.Column))
 		}
-		if want := missingMembers(r); !slices.Equal(rp.Members, want) {
-			return fmt.Errorf("repair of gang %s: creates members %v, but its missing members are %v", r.Name, rp.Members, want)
+		if rp.Index != r.Index {
+			return fmt.Errorf("repair of gang %s: index %d, but the gang has %d", r.Name, rp.Index, r.Index)
+		}
+		if want := missingColumns(r); !slices.Equal(rp.Missing, want) {
+			return fmt.Errorf("repair of gang %s: creates members in columns %q, but its missing members are in %q", r.Name, rp.Missing, want)
 		}
 	}
 	acted := map[string]bool{}
@@ -294,7 +311,7 @@ func checkRepairs(before []rollout.Replica, counted []*rollout.Replica, step rol
 		acted[u.Replica] = true
 	}
 	for _, d := range step.Delete {
-		acted[d] = true
+		acted[d.Replica] = true
 	}
 	for _, rp := range step.Repair {
 		acted[rp.Replica] = true
@@ -309,19 +326,70 @@ func checkRepairs(before []rollout.Replica, counted []*rollout.Replica, step rol
 		if acted[r.Name] || (replaced[r.Name] && r.ReplacementFor == "") {
 			continue
 		}
-		if m := missingMembers(r); len(m) > 0 {
-			return fmt.Errorf("gang %s lacks members %v, but the step neither updates, deletes nor repairs it", r.Name, m)
+		if m := missingColumns(r); len(m) > 0 {
+			return fmt.Errorf("gang %s lacks members in columns %q, but the step neither updates, deletes nor repairs it", r.Name, m)
 		}
 	}
 	return nil
 }
 
-// missingMembers names a gang's missing members, in member order.
-func missingMembers(r *rollout.Replica) []string {
+// checkCreates checks step.Create's indexes and members (see [Check]).
+func checkCreates(before []rollout.Replica, strategy rollout.Strategy, step rollout.Step, col func(string) string) error {
+	held := map[string]map[int]string{} // pool -> index -> what holds it
+	hold := func(pool string, i int, by string) string {
+		if held[pool] == nil {
+			held[pool] = map[int]string{}
+		}
+		was, ok := held[pool][i]
+		if !ok {
+			held[pool][i] = by
+		}
+		return was
+	}
+	for i := range before {
+		if r := &before[i]; !r.Effective().Terminating {
+			hold(col(r.Column), r.Index, "replica "+r.Name)
+		}
+	}
+	var members []string
+	if strategy.Mode == rollout.Gang {
+		members = strategy.Columns
+	}
+	for k, c := range step.Create {
+		if c.Index < 0 {
+			return fmt.Errorf("create %d at %q: index %d is negative", k, c.Revision, c.Index)
+		}
+		if by := hold(col(c.Column), c.Index, fmt.Sprintf("create %d", k)); by != "" {
+			return fmt.Errorf("create %d at %q: index %d in column %q is held by %s", k, c.Revision, c.Index, col(c.Column), by)
+		}
+		if !slices.Equal(c.Members, members) {
+			return fmt.Errorf("create %d at %q: members in columns %q, want %q", k, c.Revision, c.Members, members)
+		}
+	}
+	return nil
+}
+
+// podNames is the pods [rollout.Plan] names for an update or delete of r:
+// r itself, or a gang's members that have a pod and are not terminating.
+func podNames(r *rollout.Replica) []string {
+	if len(r.Members) == 0 {
+		return []string{r.Name}
+	}
+	var out []string
+	for _, m := range r.Members {
+		if !m.Missing && !m.State.Terminating {
+			out = append(out, m.Name)
+		}
+	}
+	return out
+}
+
+// missingColumns is the columns of a gang's missing members, in member order.
+func missingColumns(r *rollout.Replica) []string {
 	var out []string
 	for _, m := range r.Members {
 		if m.Missing {
-			out = append(out, m.Name)
+			out = append(out, m.Column)
 		}
 	}
 	return out

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -23,18 +24,25 @@ func ptr(v intstr.IntOrString) *intstr.IntOrString { return &v }
 
 var good = rollout.State{Ready: true, Available: true, Healthy: true}
 
-// fleet returns n available replicas r-0.. at rev (gangs of size members when
-// members > 0, in column col when not empty).
+// fleet returns n available replicas r-0.. at rev with indexes 0.. (gangs of
+// size members in columns "0".. when members > 0, in column col when not
+// empty).
 func fleet(prefix string, n int, rev, col string, members int) []rollout.Replica {
 	var rs []rollout.Replica
 	for i := range n {
-		r := rollout.Replica{Name: fmt.Sprintf("%s-%d", prefix, i), Revision: rev, Column: col, State: good}
+		r := rollout.Replica{Name: fmt.Sprintf("%s-%d", prefix, i), Index: i, Revision: rev, Column: col, State: good}
 		for m := range members {
-			r.Members = append(r.Members, rollout.Member{Name: fmt.Sprintf("%s-%d-%d", prefix, i, m), State: good})
+			r.Members = append(r.Members, rollout.Member{Name: fmt.Sprintf("%s-%d-%d", prefix, i, m), Column: strconv.Itoa(m), State: good})
 		}
 		rs = append(rs, r)
 	}
 	return rs
+}
+
+// indexOf is the index fleet gives the replica name.
+func indexOf(name string) int {
+	i, _ := strconv.Atoi(name[strings.LastIndex(name, "-")+1:])
+	return i
 }
 
 // TestCheckCatchesViolations feeds Check hand-made steps that break one rule
@@ -45,18 +53,28 @@ func TestCheckCatchesViolations(t *testing.T) {
 	rolling := rollout.Strategy{Mode: rollout.Rolling, TargetRevision: "2-b", Replicas: 10,
 		MaxUnavailable: ptr(intstr.FromInt32(2)), MaxSurge: ptr(intstr.FromInt32(1))}
 	gang := rolling
-	gang.Mode, gang.Replicas = rollout.Gang, 3
+	gang.Mode, gang.Replicas, gang.Columns = rollout.Gang, 3, []string{"0", "1"}
 	group := rolling
 	group.Mode, group.Replicas, group.Columns = rollout.Group, 4, []string{"a", "b"}
 	group.MaxUnavailable = ptr(intstr.FromInt32(1))
 	groupReplicas := append(append(fleet("a", 2, "1-a", "a", 0), fleet("a2", 2, "2-b", "a", 0)...),
 		fleet("b", 4, "1-a", "b", 0)...)
-	up := func(name, from, to string) rollout.Update { return rollout.Update{Replica: name, From: from, To: to} }
+	up := func(name, from, to string) rollout.Update {
+		return rollout.Update{Replica: name, From: from, To: to, Index: indexOf(name), Pods: []string{name}}
+	}
+	upIn := func(col, name, from, to string) rollout.Update { u := up(name, from, to); u.Column = col; return u }
+	del := func(names ...string) []rollout.Delete {
+		var out []rollout.Delete
+		for _, n := range names {
+			out = append(out, rollout.Delete{Replica: n, Pods: []string{n}})
+		}
+		return out
+	}
 	// Three gangs of two at the target; g-0 lacks its second pod.
 	short := fleet("g", 3, "2-b", "", 2)
-	short[0].Members[1] = rollout.Member{Name: "g-0-1", Missing: true}
-	repair := func(members ...string) rollout.Step {
-		return rollout.Step{Repair: []rollout.Repair{{Replica: "g-0", Revision: "2-b", Members: members}}}
+	short[0].Members[1] = rollout.Member{Column: "1", Missing: true}
+	repair := func(columns ...string) rollout.Step {
+		return rollout.Step{Repair: []rollout.Repair{{Replica: "g-0", Revision: "2-b", Missing: columns}}}
 	}
 	tests := []struct {
 		name     string
@@ -71,37 +89,58 @@ func TestCheckCatchesViolations(t *testing.T) {
 			"below floor 8"},
 		// 10 available - 2 deleted = 8 would be fine, but 10 - 3 = 7 is not.
 		{"three deletes break the floor", fleet("r", 10, "1-a", "", 0), rolling,
-			rollout.Step{Delete: []string{"r-0", "r-1", "r-2"}}, "below floor 8"},
+			rollout.Step{Delete: del("r-0", "r-1", "r-2")}, "below floor 8"},
 		// 10 + 2 created = 12 > 10 + 1.
 		{"creating two above maxSurge 1 breaks the ceiling", fleet("r", 10, "1-a", "", 0), rolling,
-			rollout.Step{Create: []rollout.Create{{Revision: "2-b", Count: 2}}}, "above 11"},
-		{"a create of zero replicas is rejected", fleet("r", 10, "1-a", "", 0), rolling,
-			rollout.Step{Create: []rollout.Create{{Revision: "2-b"}}}, "create of 0"},
+			rollout.Step{Create: []rollout.Create{{Revision: "2-b", Index: 10}, {Revision: "2-b", Index: 11}}}, "above 11"},
+		{"a create in an index a replica holds is rejected", fleet("r", 10, "1-a", "", 0), rolling,
+			rollout.Step{Create: []rollout.Create{{Revision: "2-b", Index: 3}}}, `index 3 in column "" is held by replica r-3`},
+		{"two creates in one index are rejected", fleet("r", 10, "1-a", "", 0), rolling,
+			rollout.Step{Create: []rollout.Create{{Revision: "2-b", Index: 10}, {Revision: "2-b", Index: 10}}}, "is held by create 0"},
+		{"a create at a negative index is rejected", fleet("r", 10, "1-a", "", 0), rolling,
+			rollout.Step{Create: []rollout.Create{{Revision: "2-b", Index: -1}}}, "index -1 is negative"},
+		{"a gang create without the strategy's columns is rejected", fleet("g", 2, "2-b", "", 2), gang,
+			rollout.Step{Create: []rollout.Create{{Revision: "2-b", Index: 2, Members: []string{"0"}}}}, `members in columns ["0"], want ["0" "1"]`},
 		{"updating an unknown replica is rejected", fleet("r", 10, "1-a", "", 0), rolling,
 			rollout.Step{Update: []rollout.Update{up("nope", "1-a", "2-b")}}, "not a counted replica"},
 		{"acting twice on one replica is rejected", fleet("r", 10, "1-a", "", 0), rolling,
-			rollout.Step{Update: []rollout.Update{up("r-0", "1-a", "2-b")}, Delete: []string{"r-0"}}, "acted on twice"},
+			rollout.Step{Update: []rollout.Update{up("r-0", "1-a", "2-b")}, Delete: del("r-0")}, "acted on twice"},
 		{"an update from the wrong revision is rejected", fleet("r", 10, "1-a", "", 0), rolling,
 			rollout.Step{Update: []rollout.Update{up("r-0", "3-c", "2-b")}}, "but it runs"},
+		{"an update that names another replica's pod is rejected", fleet("r", 10, "1-a", "", 0), rolling,
+			rollout.Step{Update: []rollout.Update{{Replica: "r-0", From: "1-a", To: "2-b", Pods: []string{"r-1"}}}}, "but its pods are [r-0]"},
+		{"an update at another index is rejected", fleet("r", 10, "1-a", "", 0), rolling,
+			rollout.Step{Update: []rollout.Update{{Replica: "r-0", From: "1-a", To: "2-b", Index: 4, Pods: []string{"r-0"}}}}, "index 4"},
+		{"a delete that names no pod is rejected", fleet("r", 10, "1-a", "", 0), rolling,
+			rollout.Step{Delete: []rollout.Delete{{Replica: "r-0"}}}, "deletes pods [], but its pods are [r-0]"},
 		{"a gang update that leaves a member behind is rejected", fleet("g", 3, "1-a", "", 2), gang,
-			rollout.Step{Update: []rollout.Update{{Replica: "g-0", From: "1-a", To: "2-b", Members: []string{"g-0-0"}}}},
-			"not all of"},
+			rollout.Step{Update: []rollout.Update{{Replica: "g-0", From: "1-a", To: "2-b", Pods: []string{"g-0-0"}}}},
+			"but its pods are [g-0-0 g-0-1]"},
+		{"a gang update that does not create its missing member is rejected", short, gang,
+			rollout.Step{Update: []rollout.Update{{Replica: "g-0", From: "2-b", To: "2-b", Pods: []string{"g-0-0"}}}},
+			`its missing members are in ["1"]`},
+		{"a gang delete that leaves a pod is rejected", fleet("g", 4, "2-b", "", 2), gang,
+			rollout.Step{Delete: []rollout.Delete{{Replica: "g-3", Pods: []string{"g-3-1"}}}}, "but its pods are [g-3-0 g-3-1]"},
 		{"a planner that forgets to repair a gang missing a member is caught", short, gang,
 			rollout.Step{}, "neither updates, deletes nor repairs it"},
 		{"a repair of a member that is present is rejected", short, gang,
-			repair("g-0-0", "g-0-1"), "its missing members are [g-0-1]"},
+			repair("0", "1"), `its missing members are in ["1"]`},
 		{"a repair at another revision than the gang's is rejected", short, gang,
-			rollout.Step{Repair: []rollout.Repair{{Replica: "g-0", Revision: "1-a", Members: []string{"g-0-1"}}}}, "the gang runs"},
+			rollout.Step{Repair: []rollout.Repair{{Replica: "g-0", Revision: "1-a", Missing: []string{"1"}}}}, "the gang runs"},
+		{"a repair at another index than the gang's is rejected", short, gang,
+			rollout.Step{Repair: []rollout.Repair{{Replica: "g-0", Revision: "2-b", Index: 2, Missing: []string{"1"}}}}, "index 2"},
 		{"a repair of a replica that does not exist is rejected", short, gang,
 			rollout.Step{Repair: []rollout.Repair{{Replica: "g-9", Revision: "2-b"}}}, "not a counted replica"},
 		{"a repair of a single pod is rejected", fleet("r", 10, "2-b", "", 0), rolling,
 			rollout.Step{Repair: []rollout.Repair{{Replica: "r-0", Revision: "2-b"}}}, "not a gang"},
 		{"repairing a gang that is also updated is rejected", short, gang,
-			rollout.Step{Update: []rollout.Update{{Replica: "g-0", From: "2-b", To: "2-b", Members: []string{"g-0-0", "g-0-1"}}},
-				Repair: repair("g-0-1").Repair}, "acted on twice"},
+			rollout.Step{Update: []rollout.Update{{Replica: "g-0", From: "2-b", To: "2-b", Pods: []string{"g-0-0"}, Missing: []string{"1"}}},
+				Repair: repair("1").Repair}, "acted on twice"},
 		// column a runs 2 target replicas; moving one back lowers it while moving forward.
 		{"group mode: the latest count never regresses while moving forward", groupReplicas, group,
-			rollout.Step{Update: []rollout.Update{up("a2-0", "2-b", "1-a")}}, "regress"},
+			rollout.Step{Update: []rollout.Update{upIn("a", "a2-0", "2-b", "1-a")}}, "regress"},
+		{"group mode: an update outside the replica's column is rejected", groupReplicas, group,
+			rollout.Step{Update: []rollout.Update{upIn("b", "a-0", "1-a", "2-b")}}, `column "b", but the replica has 0, "a"`},
 		// maxUnavailable 3, maxSurge 3, LatestRatio 50% of 4 = 2: column b goes
 		// 0 -> 3 at the target (two updates, one create), 3 > max(0, 2).
 		{"group mode: three at the target exceed a 50% ratio of 4", groupReplicas,
@@ -111,8 +150,8 @@ func TestCheckCatchesViolations(t *testing.T) {
 				s.MaxUnavailable, s.MaxSurge = ptr(intstr.FromInt32(3)), ptr(intstr.FromInt32(3))
 				return s
 			}(),
-			rollout.Step{Create: []rollout.Create{{Revision: "2-b", Column: "b", Count: 1}},
-				Update: []rollout.Update{up("b-0", "1-a", "2-b"), up("b-1", "1-a", "2-b")}}, "exceed the requested 2"},
+			rollout.Step{Create: []rollout.Create{{Revision: "2-b", Column: "b", Index: 4}},
+				Update: []rollout.Update{upIn("b", "b-0", "1-a", "2-b"), upIn("b", "b-1", "1-a", "2-b")}}, "exceed the requested 2"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -170,11 +209,17 @@ func TestCheckRecoverCatchesViolations(t *testing.T) {
 		// one in flight + one new = 2 > MaxParallel 1.
 		{"exceeding MaxParallel", []rollout.Replica{failed, pending, {Name: "c", Revision: "1-a", State: rollout.State{Failed: true}}},
 			rollout.RecoverPolicy{MaxParallel: 1},
-			rollout.RecoverStep{Replace: []rollout.Replacement{{For: "c", Revision: "1-a"}}}, "exceed MaxParallel 1"},
+			rollout.RecoverStep{Replace: []rollout.Replacement{{For: "c", Revision: "1-a", Index: 1}}}, "exceed MaxParallel 1"},
 		// one started 30s ago within a 1m window + one new = 2 > MaxPerWindow 1.
 		{"exceeding MaxPerWindow", []rollout.Replica{failed},
 			rollout.RecoverPolicy{MaxPerWindow: 1, Window: time.Minute, Started: []time.Time{t0.Add(-30 * time.Second)}},
-			rollout.RecoverStep{Replace: []rollout.Replacement{{For: "a", Revision: "1-a"}}}, "exceed MaxPerWindow 1"},
+			rollout.RecoverStep{Replace: []rollout.Replacement{{For: "a", Revision: "1-a", Index: 1}}}, "exceed MaxPerWindow 1"},
+		{"a replacement in an index another replica holds", []rollout.Replica{failed, ok}, rollout.RecoverPolicy{},
+			rollout.RecoverStep{Replace: []rollout.Replacement{{For: "a", Revision: "1-a"}}}, `index 0 in column "" is held by`},
+		{"two replacements in one index", []rollout.Replica{failed, {Name: "c", Index: 1, Revision: "1-a", State: rollout.State{Failed: true}}},
+			rollout.RecoverPolicy{},
+			rollout.RecoverStep{Replace: []rollout.Replacement{{For: "a", Revision: "1-a", Index: 2}, {For: "c", Revision: "1-a", Index: 2}}},
+			"is held by the replacement of a"},
 		{"cancelling an ordinary replica", []rollout.Replica{ok}, rollout.RecoverPolicy{},
 			rollout.RecoverStep{Cancel: []string{"b"}}, "not a replacement"},
 	}
@@ -335,7 +380,7 @@ func TestSimulatorLeavesMissingMembersToThePlanner(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			rs := fleet("g", 2, tt.rev, "", tt.members)
 			for _, m := range tt.missing {
-				rs[0].Members[m] = rollout.Member{Name: rs[0].Members[m].Name, Missing: true}
+				rs[0].Members[m] = rollout.Member{Column: rs[0].Members[m].Column, Missing: true}
 			}
 			s := rollout.Strategy{Mode: rollout.Gang, TargetRevision: "2-b", Replicas: 2,
 				MaxUnavailable: ptr(intstr.FromInt32(1)), MaxSurge: ptr(intstr.FromInt32(0))}
@@ -384,7 +429,7 @@ func TestSimulatorDeletesGracefully(t *testing.T) {
 		t.Run(fmt.Sprintf("TerminatingSettles %d", grace), func(t *testing.T) {
 			sim := rollouttest.NewSimulator(rollouttest.Scenario{Strategy: s, Replicas: rs, GangSize: 2}, rollouttest.NoFaults)
 			sim.TerminatingSettles = grace
-			sim.Apply(rollout.Step{Delete: []string{"g-0", "r-0"}})
+			sim.Apply(rollout.Step{Delete: []rollout.Delete{{Replica: "g-0", Pods: []string{"g-0-0", "g-0-1"}}, {Replica: "r-0", Pods: []string{"r-0"}}}})
 			sim.Replicas[1].Members[1].State.Terminating = true // g-1-1's pod is evicted
 			if got := describe(sim.Replicas); got != "g-0 [terminating terminating] g-1 [available terminating] r-0 terminating" {
 				t.Fatalf("after the deletes: %s", got)
@@ -455,7 +500,7 @@ func TestSimulatorFaultsDeleteMembers(t *testing.T) {
 	if len(step.Repair) != 1 || describe(sim.Replicas) != "g-0 [available pending]" {
 		t.Fatalf("repair %+v: %s", step.Repair, describe(sim.Replicas))
 	}
-	if err := sim.Execute(context.Background(), s, step); err == nil || err.Error() != "members already exist: g-0-1" {
+	if err := sim.Execute(context.Background(), nil, s, step); err == nil || err.Error() != "members already exist: g-0-1" {
 		t.Fatalf("repeating the repair: got %v, want members already exist: g-0-1", err)
 	}
 	sim.Settle(nil)
@@ -474,12 +519,12 @@ func TestSimulatorRecreatesOnUpdate(t *testing.T) {
 	rs := fleet("g", 2, "1-a", "", 3)
 	rs[1].Revision = "2-b"
 	rs[1].Members[1].Revision = "1-a"
-	rs[1].Members[2] = rollout.Member{Name: "g-1-2", Missing: true}
+	rs[1].Members[2] = rollout.Member{Column: "2", Missing: true}
 	sim := rollouttest.NewSimulator(rollouttest.Scenario{Strategy: s, Replicas: rs, GangSize: 3}, rollouttest.NoFaults)
 	sim.Recreate = true
 	sim.Apply(rollout.Step{Update: []rollout.Update{
-		{Replica: "g-0", From: "1-a", To: "2-b", Members: []string{"g-0-0", "g-0-1", "g-0-2"}},
-		{Replica: "g-1", From: "2-b", To: "2-b", Members: []string{"g-1-0", "g-1-1", "g-1-2"}},
+		{Replica: "g-0", From: "1-a", To: "2-b", Pods: []string{"g-0-0", "g-0-1", "g-0-2"}},
+		{Replica: "g-1", Index: 1, From: "2-b", To: "2-b", Pods: []string{"g-1-0", "g-1-1"}, Missing: []string{"2"}},
 	}})
 	if got := describe(sim.Replicas); got != "g-0 [terminating terminating terminating] g-1 [available terminating pending]" {
 		t.Fatalf("after the updates: %s", got)

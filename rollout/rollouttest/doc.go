@@ -44,10 +44,11 @@
 //   - Observe lists your pods and converts them the way your controller does
 //     (for example with [rollout.FromPods]). It may read from a cache that lags.
 //   - Execute performs a step (create, delete, update pods) with your
-//     controller's code. It may stop part-way and return the error (a
-//     conflict); the driver counts it and plans again from the next
-//     observation, so your expectations must keep a lagging cache from
-//     creating or deleting twice.
+//     controller's code. It gets the replicas the step was planned from, so
+//     it maps the step's names and slots onto pods without observing again.
+//     It may stop part-way and return the error (a conflict); the driver
+//     counts it and plans again from the next observation, so your
+//     expectations must keep a lagging cache from creating or deleting twice.
 //   - Advance plays the kubelet up to the time it is given: it marks pods
 //     ready, leaves them pending or fails them, drawing its choices from the
 //     *rapid.T it gets (nil: no faults) so that rapid shrinks them.

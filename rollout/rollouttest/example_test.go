@@ -51,7 +51,8 @@ func ExampleCheck() {
 		{Name: "web-3", Revision: "1-a", State: available},
 	}
 	bad := rollout.Step{Update: []rollout.Update{
-		{Replica: "web-0", From: "1-a", To: "2-b"}, {Replica: "web-1", From: "1-a", To: "2-b"}}}
+		{Replica: "web-0", From: "1-a", To: "2-b", Pods: []string{"web-0"}},
+		{Replica: "web-1", From: "1-a", To: "2-b", Pods: []string{"web-1"}}}}
 	fmt.Println(rollouttest.Check(replicas, s, bad))
 	step, _ := rollout.Plan(replicas, s)
 	fmt.Println(rollouttest.Check(replicas, s, step))
@@ -146,7 +147,7 @@ func ExampleHealthy() {
 	fmt.Println(rollouttest.Healthy(replicas, rollout.RecoverPolicy{}, now))
 	// Output:
 	// <nil>
-	// replica web-1: failed
+	// replica web-1: ReplicaFailed
 }
 
 // The generators draw valid scenarios for property tests. Outside a rapid.Check,
@@ -239,15 +240,16 @@ func ExampleDriver() {
 }
 
 // Scenario.Pods turns a scenario into pods that rollout.FromPods reads back, so
-// a test can seed a cluster (here a gang of two with one member missing, at
-// minReadySeconds 30: one member ready for 30s, available).
+// a test can seed a cluster (here a gang of two with its decode member missing,
+// at minReadySeconds 30: the prefill member ready for 30s, available).
 func ExampleScenario_Pods() {
 	now := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
-	sc := rollouttest.Scenario{Strategy: rollout.Strategy{Mode: rollout.Gang, TargetRevision: "2-b", Replicas: 1}, GangSize: 2,
-		Replicas: []rollout.Replica{{Name: "g-0", Revision: "1-a", Members: []rollout.Member{
-			{Name: "g-0-0", State: rollout.State{Ready: true, Available: true, Healthy: true}},
-			{Name: "g-0-1", Missing: true}}}}}
-	opts := rollout.PodOptions{Labels: rollout.KthenaLabels, MinReadySeconds: 30, Now: now, GangSize: 2}
+	columns := []string{"prefill", "decode"}
+	sc := rollouttest.Scenario{Strategy: rollout.Strategy{Mode: rollout.Gang, TargetRevision: "2-b", Replicas: 1, Columns: columns},
+		GangSize: 2, Replicas: []rollout.Replica{{Name: "g-0", Revision: "1-a", Members: []rollout.Member{
+			{Name: "g-0-prefill", Column: "prefill", State: rollout.State{Ready: true, Available: true, Healthy: true}},
+			{Column: "decode", Missing: true}}}}}
+	opts := rollout.PodOptions{Labels: rollout.KthenaLabels, MinReadySeconds: 30, Now: now, Columns: columns}
 	pods, err := sc.Pods(opts)
 	if err != nil {
 		fmt.Println(err)
@@ -260,9 +262,9 @@ func ExampleScenario_Pods() {
 	replicas, err := rollout.FromPods(pods, opts)
 	fmt.Println(rollouttest.Scenario{Strategy: sc.Strategy, GangSize: 2, Replicas: replicas}, err)
 	// Output:
-	// g-0-0 g-0 1-a True 11:59:30
+	// g-0-prefill g-0 1-a True 11:59:30
 	// Gang to 2-b, 1 gang of 2 members, maxUnavailable 25% (default), maxSurge 25% (default), order LessFirst
-	//   g-0 1-a [g-0-0 available, ready since 2026-01-01T11:59:30Z; g-0-missing-1 missing] <nil>
+	//   g-0 1-a [g-0-prefill available, ready since 2026-01-01T11:59:30Z; (decode) missing] <nil>
 }
 
 // A Monitor checks every state a watch of the cluster reports against the one

@@ -37,11 +37,13 @@ type Executor interface {
 	// Observe returns the replicas as the controller sees them now: the input of
 	// the next plan. The caller owns the result and may keep it.
 	Observe(ctx context.Context) ([]rollout.Replica, error)
-	// Execute carries out step, planned under strategy from replicas Observe
-	// returned. Created replicas run the Create's revision and serve
-	// strategy.TargetDataRevision. It returns an error when some actions were not
-	// done; what was done stays done. It must not modify step.
-	Execute(ctx context.Context, strategy rollout.Strategy, step rollout.Step) error
+	// Execute carries out step, planned under strategy from replicas (what
+	// Observe returned), so an executor need not observe again to map the
+	// step's names onto its pods. Created replicas run the Create's revision and
+	// serve strategy.TargetDataRevision. It returns an error when some actions
+	// were not done; what was done stays done. It must not modify replicas or
+	// step.
+	Execute(ctx context.Context, replicas []rollout.Replica, strategy rollout.Strategy, step rollout.Step) error
 	// Advance lets the world move on to now: pending replicas become ready or
 	// fail, available ones may become unready, failed ones may recover. t draws
 	// the faults, so rapid can shrink them; with a nil t nothing random happens.
@@ -54,15 +56,16 @@ func (s *Simulator) Observe(context.Context) ([]rollout.Replica, error) {
 }
 
 // Execute applies step like [Simulator.Apply], creating replicas that serve
-// strategy.TargetDataRevision. Updates, deletes and repairs of replicas that do
-// not exist (a step planned from a stale observation) are skipped and reported
-// in the error, as an API server would answer NotFound, and so are repairs of
-// members that exist (AlreadyExists); the rest is applied.
-func (s *Simulator) Execute(_ context.Context, strategy rollout.Strategy, step rollout.Step) error {
+// strategy.TargetDataRevision; it reads no more of replicas than the step
+// does. Updates, deletes and repairs of replicas or pods that do not exist (a
+// step planned from a stale observation) are skipped and reported in the
+// error, as an API server would answer NotFound, and so are creates of members
+// whose column has a pod (AlreadyExists); the rest is applied.
+func (s *Simulator) Execute(_ context.Context, _ []rollout.Replica, strategy rollout.Strategy, step rollout.Step) error {
 	notFound, present := s.apply(step, strategy)
 	var errs []error
 	if len(notFound) > 0 {
-		errs = append(errs, fmt.Errorf("replicas not found: %s", strings.Join(notFound, ", ")))
+		errs = append(errs, fmt.Errorf("not found: %s", strings.Join(notFound, ", ")))
 	}
 	if len(present) > 0 {
 		errs = append(errs, fmt.Errorf("members already exist: %s", strings.Join(present, ", ")))
@@ -144,7 +147,7 @@ func (d *Driver) reconcile(ctx context.Context) ([]rollout.Replica, rollout.Step
 	if step.Complete {
 		return replicas, step, nil
 	}
-	if err := d.Executor.Execute(ctx, d.Strategy, step); err != nil {
+	if err := d.Executor.Execute(ctx, Clone(replicas), d.Strategy, step); err != nil {
 		d.ExecuteErrors++
 		d.LastExecuteError = err
 	}

@@ -9,9 +9,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"pgregory.net/rapid"
 
+	"github.com/kplan-dev/kplan/internal/exact"
 	"github.com/kplan-dev/kplan/rollout"
 	"github.com/kplan-dev/kplan/rollout/rollouttest"
 )
@@ -34,9 +36,9 @@ func (a *apiLike) Observe(context.Context) ([]rollout.Replica, error) {
 	return rollouttest.Clone(a.cache), nil
 }
 
-func (a *apiLike) Execute(ctx context.Context, s rollout.Strategy, step rollout.Step) error {
+func (a *apiLike) Execute(ctx context.Context, replicas []rollout.Replica, s rollout.Strategy, step rollout.Step) error {
 	if a.honest {
-		return a.sim.Execute(ctx, s, step)
+		return a.sim.Execute(ctx, replicas, s, step)
 	}
 	// Keep a prefix of the actions: updates, then deletes, then creates.
 	n := len(step.Update) + len(step.Delete) + len(step.Create)
@@ -57,7 +59,7 @@ func (a *apiLike) Execute(ctx context.Context, s rollout.Strategy, step rollout.
 			part.Create, keep = append(part.Create, c), keep-1
 		}
 	}
-	err := a.sim.Execute(ctx, s, part)
+	err := a.sim.Execute(ctx, replicas, s, part)
 	if len(part.Update)+len(part.Delete)+len(part.Create) < n {
 		a.partial++
 		return errors.Join(err, errors.New("conflict: the object has been modified"))
@@ -164,11 +166,11 @@ func (b brokenExecutor) Observe(ctx context.Context) ([]rollout.Replica, error) 
 	return b.Simulator.Observe(ctx)
 }
 
-func (b brokenExecutor) Execute(ctx context.Context, s rollout.Strategy, step rollout.Step) error {
+func (b brokenExecutor) Execute(ctx context.Context, replicas []rollout.Replica, s rollout.Strategy, step rollout.Step) error {
 	if b.execute != nil {
 		return b.execute
 	}
-	return b.Simulator.Execute(ctx, s, step)
+	return b.Simulator.Execute(ctx, replicas, s, step)
 }
 
 func (b brokenExecutor) Advance(ctx context.Context, now time.Time, t *rapid.T) error {
@@ -232,7 +234,8 @@ func TestDriverRejectsBadSteps(t *testing.T) {
 		want    string
 	}{
 		{"two updates with maxUnavailable 1", func(rs []rollout.Replica, s rollout.Strategy) (rollout.Step, error) {
-			return rollout.Step{Update: []rollout.Update{{Replica: "r-0", From: "1-a", To: "2-b"}, {Replica: "r-1", From: "1-a", To: "2-b"}}}, nil
+			return rollout.Step{Update: []rollout.Update{{Replica: "r-0", From: "1-a", To: "2-b", Pods: []string{"r-0"}},
+				{Replica: "r-1", From: "1-a", To: "2-b", Index: 1, Pods: []string{"r-1"}}}}, nil
 		}, "reconcile 1: column \"\": availability 4 -> 2, below floor 3 (n=4, maxUnavailable=1)"},
 		{"a planner error", func(rs []rollout.Replica, s rollout.Strategy) (rollout.Step, error) {
 			return rollout.Step{}, errors.New("boom")
@@ -263,10 +266,11 @@ func TestDriverRejectsBadSteps(t *testing.T) {
 func TestSimulatorExecuteReportsNotFound(t *testing.T) {
 	s := rollout.Strategy{TargetRevision: "2-b", Replicas: 2}
 	sim := rollouttest.NewSimulator(rollouttest.Scenario{Strategy: s, Replicas: fleet("r", 2, "1-a", "", 0)}, rollouttest.NoFaults)
-	err := sim.Execute(context.Background(), s, rollout.Step{
-		Update: []rollout.Update{{Replica: "gone", From: "1-a", To: "2-b"}, {Replica: "r-1", From: "1-a", To: "2-b"}},
-		Delete: []string{"also-gone"}})
-	if err == nil || err.Error() != "replicas not found: gone, also-gone" {
+	err := sim.Execute(context.Background(), sim.Replicas, s, rollout.Step{
+		Update: []rollout.Update{{Replica: "gone", From: "1-a", To: "2-b"}, {Replica: "r-1", From: "1-a", To: "2-b", Pods: []string{"r-1"}},
+			{Replica: "r-0", From: "1-a", To: "2-b", Pods: []string{"r-9"}}},
+		Delete: []rollout.Delete{{Replica: "also-gone"}}})
+	if err == nil || err.Error() != "not found: gone, r-9, also-gone" {
 		t.Fatalf("got %v", err)
 	}
 	if sim.Replicas[0].Revision != "1-a" || sim.Replicas[1].Revision != "2-b" {
@@ -286,18 +290,70 @@ func (r renaming) Observe(ctx context.Context) ([]rollout.Replica, error) {
 	return rs, err
 }
 
-func (r renaming) Execute(ctx context.Context, s rollout.Strategy, step rollout.Step) error {
+func (r renaming) Execute(ctx context.Context, replicas []rollout.Replica, s rollout.Strategy, step rollout.Step) error {
+	unname := func(names []string) []string {
+		out := slices.Clone(names)
+		for i := range out {
+			out[i] = strings.TrimPrefix(out[i], "pod-")
+		}
+		return out
+	}
 	step.Update, step.Delete, step.Repair = slices.Clone(step.Update), slices.Clone(step.Delete), slices.Clone(step.Repair)
 	for i := range step.Update {
 		step.Update[i].Replica = strings.TrimPrefix(step.Update[i].Replica, "pod-")
+		step.Update[i].Pods = unname(step.Update[i].Pods)
 	}
 	for i := range step.Delete {
-		step.Delete[i] = strings.TrimPrefix(step.Delete[i], "pod-")
+		step.Delete[i].Replica = strings.TrimPrefix(step.Delete[i].Replica, "pod-")
+		step.Delete[i].Pods = unname(step.Delete[i].Pods)
 	}
 	for i := range step.Repair {
 		step.Repair[i].Replica = strings.TrimPrefix(step.Repair[i].Replica, "pod-")
 	}
-	return r.Simulator.Execute(ctx, s, step)
+	return r.Simulator.Execute(ctx, replicas, s, step)
+}
+
+// recording is a simulator that keeps what each Observe returned and what
+// Execute was given.
+type recording struct {
+	*rollouttest.Simulator
+	observed, executed [][]rollout.Replica
+}
+
+func (r *recording) Observe(ctx context.Context) ([]rollout.Replica, error) {
+	rs, err := r.Simulator.Observe(ctx)
+	r.observed = append(r.observed, rollouttest.Clone(rs))
+	return rs, err
+}
+
+func (r *recording) Execute(ctx context.Context, replicas []rollout.Replica, s rollout.Strategy, step rollout.Step) error {
+	r.executed = append(r.executed, rollouttest.Clone(replicas))
+	return r.Simulator.Execute(ctx, replicas, s, step)
+}
+
+// TestDriverGivesExecuteThePlannedReplicas: every Execute gets the replicas the
+// step was planned from (what that reconcile observed), not a later view, so
+// an executor maps the step's names onto what it planned from without
+// observing again.
+func TestDriverGivesExecuteThePlannedReplicas(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		mode := rapid.SampledFrom(modes).Draw(t, "mode")
+		sc := rollouttest.ScenarioOf(mode, rollouttest.DefaultLimits).Draw(t, "scenario")
+		ex := &recording{Simulator: rollouttest.NewSimulator(sc, rollouttest.NoFaults)}
+		d := &rollouttest.Driver{Executor: ex, Strategy: sc.Strategy, Now: rollouttest.Epoch}
+		if _, err := d.Run(context.Background(), 0); err != nil {
+			t.Fatalf("%v\n%s", err, sc)
+		}
+		// The last reconcile is Complete and not executed.
+		if len(ex.executed) != len(ex.observed)-1 {
+			t.Fatalf("%d observations, %d executes", len(ex.observed), len(ex.executed))
+		}
+		for i, rs := range ex.executed {
+			if diff := cmp.Diff(ex.observed[i], rs, exact.Options); diff != "" {
+				t.Fatalf("execute %d got other replicas than reconcile %d observed (-observed +executed):\n%s", i+1, i+1, diff)
+			}
+		}
+	})
 }
 
 // TestExhaustiveDrivesItsExecutor: Exhaustive starts one executor per scenario

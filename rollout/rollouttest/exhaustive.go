@@ -43,10 +43,13 @@ var DefaultPlanner Planner = PlannerFunc(rollout.Plan)
 //     [Converged].
 //
 // Replicas are named r-0, r-1, ... in the order of an enumeration that lists each
-// multiset once; columns likewise. The planner must not depend on the order of
-// its input (rollout.Plan does not), so states that differ only in the order
-// replicas or columns are listed are not enumerated twice. Gang members all run
-// their gang's revision (half-updated gangs are not enumerated).
+// multiset once, with indexes 0, 1, ... in each pool; columns likewise. The
+// planner must not depend on the order of its input (rollout.Plan does not),
+// so states that differ only in the order replicas or columns are listed are
+// not enumerated twice. In gang mode the strategy's Columns are "0" to
+// "Columns-1" and a gang has a member in each, named <gang>-<column> (none
+// when missing); members all run their gang's revision (half-updated gangs are
+// not enumerated).
 //
 // The cluster side of each rollout is an [Executor]: a [Simulator] without
 // faults by default, or the one Executor starts for the scenario (for example a

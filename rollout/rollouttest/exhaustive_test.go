@@ -3,7 +3,6 @@ package rollouttest_test
 import (
 	"errors"
 	"flag"
-	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -185,9 +184,13 @@ func TestExhaustiveCatchesBadPlanners(t *testing.T) {
 				for _, u := range st.Update {
 					moved[u.Replica] = true
 				}
+				for _, d := range st.Delete {
+					moved[d.Replica] = true
+				}
 				for _, r := range rs {
-					if r.Revision != s.TargetRevision && !moved[r.Name] && !slices.Contains(st.Delete, r.Name) {
-						st.Update = append(st.Update, rollout.Update{Replica: r.Name, From: r.Revision, To: s.TargetRevision})
+					if r.Revision != s.TargetRevision && !moved[r.Name] {
+						st.Update = append(st.Update, rollout.Update{Replica: r.Name, From: r.Revision, To: s.TargetRevision,
+							Index: r.Index, Pods: []string{r.Name}})
 					}
 				}
 				return st, err

@@ -20,7 +20,8 @@ type Scenario struct {
 	Strategy rollout.Strategy
 	// Replicas are the replicas the rollout starts from.
 	Replicas []rollout.Replica
-	// GangSize is the number of members per gang (gang mode).
+	// GangSize is the number of members per gang (gang mode): the strategy's
+	// Columns when it names them.
 	GangSize int
 }
 
@@ -102,10 +103,13 @@ func States() *rapid.Generator[rollout.State] {
 // ScenarioOf generates a scenario for mode within limits: a strategy and replicas
 // that run any of [Revisions] (mostly older ones), in any state, sometimes more or
 // fewer than desired, with priorities and deletion costs, and with data
-// revisions when lim.Data is set. In gang mode about one
-// member in ten is missing (its UnreadySince is zero: when it went missing is
-// unknown, so recovery timeouts never count it; set it to test them), and
-// about one in ten of the others is terminating (its pod is being deleted).
+// revisions when lim.Data is set. Indexes are mostly each pool's positions
+// (0, 1, ...), sometimes repeated or with gaps. In gang mode the strategy's
+// Columns are "0" to "GangSize-1", each gang has a member in each, named
+// <gang>-<column>; about one member in ten is missing (no name; its
+// UnreadySince is zero: when it went missing is unknown, so recovery timeouts
+// never count it; set it to test them), and about one in ten of the others is
+// terminating (its pod is being deleted).
 func ScenarioOf(mode rollout.Mode, lim Limits) *rapid.Generator[Scenario] {
 	return rapid.Custom(func(t *rapid.T) Scenario {
 		s := StrategyOf(mode, lim.MaxReplicas).Draw(t, "strategy")
@@ -128,28 +132,33 @@ func ScenarioOf(mode rollout.Mode, lim Limits) *rapid.Generator[Scenario] {
 		}
 		if mode == rollout.Gang {
 			sc.GangSize = rapid.IntRange(1, lim.MaxColumns).Draw(t, "gangSize")
+			sc.Strategy.Columns = gangColumns(sc.GangSize)
 		}
 		id := 0
 		for _, c := range cols {
 			count := rapid.IntRange(max(0, s.Replicas-2), s.Replicas+2).Draw(t, "count")
-			for range count {
+			for i := range count {
 				r := rollout.Replica{
 					Name:         fmt.Sprintf("r-%d", id),
 					Column:       c,
+					Index:        i,
 					Revision:     Revisions[rapid.IntRange(0, len(Revisions)-1).Draw(t, "rev")],
 					Priority:     int32(rapid.IntRange(0, 2).Draw(t, "priority")),
 					DeletionCost: int64(rapid.IntRange(0, 2).Draw(t, "cost")),
 				}
 				id++
+				if rapid.IntRange(0, 9).Draw(t, "otherIndex") == 0 {
+					r.Index = rapid.IntRange(0, count+1).Draw(t, "index")
+				}
 				if lim.Data {
 					r.DataRevision = rapid.SampledFrom(append([]string{""}, DataRevisions...)).Draw(t, "data")
 				}
 				if mode == rollout.Gang {
-					for m := range sc.GangSize {
-						mb := rollout.Member{Name: fmt.Sprintf("%s-%d", r.Name, m), State: States().Draw(t, "member"),
+					for _, col := range sc.Strategy.Columns {
+						mb := rollout.Member{Name: memberName(r.Name, col), Column: col, State: States().Draw(t, "member"),
 							Missing: rapid.IntRange(0, 9).Draw(t, "missing") == 0}
 						if mb.Missing {
-							mb.State = rollout.State{}
+							mb.Name, mb.State = "", rollout.State{}
 						} else {
 							mb.State.Terminating = rapid.IntRange(0, 9).Draw(t, "terminating") == 0
 						}

@@ -3,6 +3,7 @@ package rollouttest
 import (
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"time"
 
@@ -20,10 +21,14 @@ const PodImage = "kplan.invalid/replica"
 // with the same opts, reads back as the same replicas, so that a test can seed a
 // cluster with a scenario. A single replica is one pod named after it; a gang is
 // one pod per member that is not missing, named after the member and labelled
-// with the gang's name (pass GangSize so that FromPods adds the missing members
-// back, named <gang>-missing-<i>). Labels come from opts.Labels (the zero value
-// means [rollout.DefaultLabels]): the revision (a member's own, else its gang's),
-// the column and the data revision.
+// with the gang's name (pass the gangs' columns as opts.Columns so that
+// FromPods adds the missing members back). Labels come from opts.Labels (the
+// zero value means [rollout.DefaultLabels]): the revision (a member's own,
+// else its gang's), the column (a member's own in a gang), the index and the
+// data revision. Recovery state is in the annotations opts.Annotations names
+// (the zero value means [rollout.DefaultAnnotations]) on every pod of the
+// replica: ReplacementFor, and SwappedAt in UTC (FromPods reads it back in
+// UTC).
 //
 // States map as FromPods reads them: Ready is a PodReady condition that turned
 // true at ReadySince, or when that is zero at opts.Now minus MinReadySeconds for
@@ -33,14 +38,13 @@ const PodImage = "kplan.invalid/replica"
 // reason NodeLost; Terminating is a deletion timestamp at opts.Now. Priority is
 // spec.priority, DeletionCost the pod-deletion-cost annotation.
 //
-// What pods cannot carry is an error naming the replica and field: a replica
-// recovery is tracking (ReplacementFor, SwappedAt), a gang's own State or
-// Column (set its members' states), a label
-// opts does not name, a single replica while opts.Labels.Gang is set, an
-// available replica that is not ready, or one whose availability disagrees with
-// ReadySince, MinReadySeconds and Now. A gang whose members are all missing has
-// no pod, so FromPods does not see it. A gang's revision comes back as the one
-// most members run.
+// What pods cannot carry is an error naming the replica and field: a gang's
+// own State or Column (set its members' states and columns), a label or
+// annotation opts does not name, a single replica while opts.Labels.Gang is
+// set, an available replica that is not ready, or one whose availability
+// disagrees with ReadySince, MinReadySeconds and Now. A gang whose members are
+// all missing has no pod, so FromPods does not see it. A gang's revision comes
+// back as the one most members run.
 //
 // The pods have no namespace, owner or other labels, one container running
 // [PodImage], and their status set: on an API server, create them and then
@@ -49,6 +53,9 @@ const PodImage = "kplan.invalid/replica"
 func (sc Scenario) Pods(opts rollout.PodOptions) ([]*corev1.Pod, error) {
 	if opts.Labels == (rollout.PodLabels{}) {
 		opts.Labels = rollout.DefaultLabels
+	}
+	if opts.Annotations == (rollout.PodAnnotations{}) {
+		opts.Annotations = rollout.DefaultAnnotations
 	}
 	switch {
 	case opts.Labels.Revision == "":
@@ -74,7 +81,7 @@ func (sc Scenario) Pods(opts rollout.PodOptions) ([]*corev1.Pod, error) {
 		if err := podable(r, opts); err != nil {
 			return nil, fmt.Errorf("replica %s: %w", r.Name, err)
 		}
-		add := func(name, revision string, st rollout.State) error {
+		add := func(name, revision, column string, st rollout.State) error {
 			if name == "" {
 				return fmt.Errorf("a pod needs a name")
 			}
@@ -82,7 +89,7 @@ func (sc Scenario) Pods(opts rollout.PodOptions) ([]*corev1.Pod, error) {
 				return fmt.Errorf("pod name %s is used twice", name)
 			}
 			names[name] = true
-			pod, err := replicaPod(r, name, revision, st, opts)
+			pod, err := replicaPod(r, name, revision, column, st, opts)
 			if err != nil {
 				return fmt.Errorf("pod %s: %w", name, err)
 			}
@@ -90,7 +97,7 @@ func (sc Scenario) Pods(opts rollout.PodOptions) ([]*corev1.Pod, error) {
 			return nil
 		}
 		if len(r.Members) == 0 {
-			if err := add(r.Name, r.Revision, r.State); err != nil {
+			if err := add(r.Name, r.Revision, r.Column, r.State); err != nil {
 				return nil, fmt.Errorf("replica %s: %w", r.Name, err)
 			}
 			continue
@@ -104,7 +111,7 @@ func (sc Scenario) Pods(opts rollout.PodOptions) ([]*corev1.Pod, error) {
 			if rev == "" {
 				rev = r.Revision
 			}
-			if err := add(m.Name, rev, m.State); err != nil {
+			if err := add(m.Name, rev, m.Column, m.State); err != nil {
 				return nil, fmt.Errorf("replica %s: member %d: %w", r.Name, j, err)
 			}
 		}
@@ -114,12 +121,19 @@ func (sc Scenario) Pods(opts rollout.PodOptions) ([]*corev1.Pod, error) {
 
 // podable reports what of r pods cannot carry under opts.
 func podable(r *rollout.Replica, opts rollout.PodOptions) error {
-	l := opts.Labels
+	l, a := opts.Labels, opts.Annotations
+	memberColumns := slices.ContainsFunc(r.Members, func(m rollout.Member) bool { return m.Column != "" })
 	switch {
-	case r.ReplacementFor != "":
-		return fmt.Errorf("replacementFor: recovery state is not a pod label")
-	case !r.SwappedAt.IsZero():
-		return fmt.Errorf("swappedAt: recovery state is not a pod label")
+	case r.ReplacementFor != "" && a.ReplacementFor == "":
+		return fmt.Errorf("replacementFor: %q, but options name no replacement-for annotation", r.ReplacementFor)
+	case !r.SwappedAt.IsZero() && a.SwappedAt == "":
+		return fmt.Errorf("swappedAt: set, but options name no swapped-at annotation")
+	case r.Index < 0 || r.Index > math.MaxInt32:
+		return fmt.Errorf("index: %d does not fit the index label (a non-negative int32)", r.Index)
+	case r.Index != 0 && l.Index == "":
+		return fmt.Errorf("index: %d, but options name no index label", r.Index)
+	case memberColumns && l.Column == "":
+		return fmt.Errorf("members: some have a column, but options name no column label")
 	case r.DeletionCost < math.MinInt32 || r.DeletionCost > math.MaxInt32:
 		return fmt.Errorf("deletionCost: %d does not fit the pod-deletion-cost annotation (an int32)", r.DeletionCost)
 	case r.DataRevision != "" && l.DataRevision == "":
@@ -138,9 +152,10 @@ func podable(r *rollout.Replica, opts rollout.PodOptions) error {
 	return nil
 }
 
-// replicaPod is one pod of r, named name, running revision, in state st.
-func replicaPod(r *rollout.Replica, name, revision string, st rollout.State, opts rollout.PodOptions) (*corev1.Pod, error) {
-	l := opts.Labels
+// replicaPod is one pod of r, named name, running revision, in column, in
+// state st.
+func replicaPod(r *rollout.Replica, name, revision, column string, st rollout.State, opts rollout.PodOptions) (*corev1.Pod, error) {
+	l, a := opts.Labels, opts.Annotations
 	pod := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{l.Revision: revision}},
 		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "replica", Image: PodImage}}},
@@ -148,8 +163,11 @@ func replicaPod(r *rollout.Replica, name, revision string, st rollout.State, opt
 	if l.Gang != "" {
 		pod.Labels[l.Gang] = r.Name
 	}
-	if r.Column != "" {
-		pod.Labels[l.Column] = r.Column
+	if column != "" {
+		pod.Labels[l.Column] = column
+	}
+	if l.Index != "" {
+		pod.Labels[l.Index] = strconv.Itoa(r.Index)
 	}
 	if r.DataRevision != "" {
 		pod.Labels[l.DataRevision] = r.DataRevision
@@ -158,8 +176,20 @@ func replicaPod(r *rollout.Replica, name, revision string, st rollout.State, opt
 		p := r.Priority
 		pod.Spec.Priority = &p
 	}
+	annotate := func(k, v string) {
+		if pod.Annotations == nil {
+			pod.Annotations = map[string]string{}
+		}
+		pod.Annotations[k] = v
+	}
 	if r.DeletionCost != 0 {
-		pod.Annotations = map[string]string{rollout.DeletionCostAnnotation: strconv.FormatInt(r.DeletionCost, 10)}
+		annotate(rollout.DeletionCostAnnotation, strconv.FormatInt(r.DeletionCost, 10))
+	}
+	if r.ReplacementFor != "" {
+		annotate(a.ReplacementFor, r.ReplacementFor)
+	}
+	if !r.SwappedAt.IsZero() {
+		annotate(a.SwappedAt, r.SwappedAt.UTC().Format(time.RFC3339Nano))
 	}
 	if st.Available && !st.Ready {
 		return nil, fmt.Errorf("state: available but not ready")

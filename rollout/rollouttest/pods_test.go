@@ -1,7 +1,6 @@
 package rollouttest_test
 
 import (
-	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -15,16 +14,18 @@ import (
 )
 
 // labelsFor are the labels a controller of mode would use: kthena's for gangs
-// and groups (one pod per replica, so no gang label in group mode), the default
-// revision label for rolling; a data label when the scenario serves data.
+// (the role as a member's column) and groups (one pod per replica, so no gang
+// label in group mode), the default revision label for rolling; an index
+// label; a data label when the scenario serves data.
 func labelsFor(mode rollout.Mode, data bool) rollout.PodLabels {
 	l := rollout.DefaultLabels
 	switch mode {
 	case rollout.Gang:
-		l = rollout.PodLabels{Revision: rollout.KthenaLabels.Revision, Gang: rollout.KthenaLabels.Gang}
+		l = rollout.KthenaLabels
 	case rollout.Group:
 		l = rollout.PodLabels{Revision: rollout.KthenaLabels.Revision, Column: rollout.KthenaLabels.Column}
 	}
+	l.Index = "serving.example/index"
 	if data {
 		l.DataRevision = "serving.example/data"
 	}
@@ -41,32 +42,29 @@ func flags(s rollout.State) rollout.State {
 
 // roundTripped is what FromPods should read back from a scenario's pods: every
 // replica but gangs without a pod, in a map by name; states without times;
-// members that are not missing with their revision filled in, then the missing
-// ones renamed as FromPods names them.
+// members that are not missing with their revision filled in, missing ones
+// with their column only (members are in column order already).
 func roundTripped(rs []rollout.Replica) map[string]rollout.Replica {
 	out := map[string]rollout.Replica{}
 	for _, r := range rollouttest.Clone(rs) {
 		r.State = flags(r.State)
 		if len(r.Members) > 0 {
-			var present, missing []rollout.Member
-			for _, m := range r.Members {
+			present := 0
+			for i := range r.Members {
+				m := &r.Members[i]
 				if m.Missing {
-					missing = append(missing, m)
+					*m = rollout.Member{Column: m.Column, Missing: true}
 					continue
 				}
+				present++
 				if m.Revision == "" {
 					m.Revision = r.Revision
 				}
 				m.State = flags(m.State)
-				present = append(present, m)
 			}
-			if len(present) == 0 {
+			if present == 0 {
 				continue
 			}
-			for i := range missing {
-				missing[i] = rollout.Member{Name: fmt.Sprintf("%s-missing-%d", r.Name, len(present)+i), Missing: true}
-			}
-			r.Members = append(present, missing...)
 		}
 		out[r.Name] = r
 	}
@@ -97,6 +95,12 @@ func TestScenarioPodsRoundTrip(t *testing.T) {
 			if len(r.Members) == 0 {
 				extra(&r.State)
 			}
+			switch rapid.IntRange(0, 9).Draw(t, "recovery") {
+			case 0:
+				r.ReplacementFor = "r-99"
+			case 1:
+				r.SwappedAt = now.Add(-time.Duration(rapid.IntRange(1, 1e9).Draw(t, "swappedAgo")))
+			}
 			for j := range r.Members {
 				extra(&r.Members[j].State)
 			}
@@ -105,7 +109,7 @@ func TestScenarioPodsRoundTrip(t *testing.T) {
 		opts := rollout.PodOptions{Labels: labelsFor(mode, lim.Data), Now: now,
 			MinReadySeconds: int32(rapid.IntRange(1, 600).Draw(t, "minReadySeconds"))}
 		if mode == rollout.Gang {
-			opts.GangSize = sc.GangSize
+			opts.Columns = sc.Strategy.Columns
 		}
 		pods, err := sc.Pods(opts)
 		if err != nil {
@@ -152,10 +156,16 @@ func TestScenarioPodsRejectsWhatPodsCannotCarry(t *testing.T) {
 		opts    rollout.PodOptions
 		want    string
 	}{
-		{"a replacement recovery is tracking", rollout.Replica{Name: "r", Revision: "1-a", ReplacementFor: "x", State: good},
-			rollout.PodOptions{}, "replica r: replacementFor"},
-		{"a replica swapped out by recovery", rollout.Replica{Name: "r", Revision: "1-a", SwappedAt: now, State: good},
-			rollout.PodOptions{}, "replica r: swappedAt"},
+		{"a replacement without a replacement-for annotation", rollout.Replica{Name: "r", Revision: "1-a", ReplacementFor: "x", State: good},
+			rollout.PodOptions{Annotations: rollout.PodAnnotations{SwappedAt: "swapped"}}, "replica r: replacementFor"},
+		{"a swapped-out replica without a swapped-at annotation", rollout.Replica{Name: "r", Revision: "1-a", SwappedAt: now, State: good},
+			rollout.PodOptions{Annotations: rollout.PodAnnotations{ReplacementFor: "for"}}, "replica r: swappedAt"},
+		{"an index without an index label", rollout.Replica{Name: "r", Revision: "1-a", Index: 3, State: good},
+			rollout.PodOptions{}, "replica r: index: 3, but options name no index label"},
+		{"a negative index", rollout.Replica{Name: "r", Revision: "1-a", Index: -1, State: good},
+			rollout.PodOptions{Labels: rollout.PodLabels{Revision: "rev", Index: "index"}}, "replica r: index: -1"},
+		{"member columns without a column label", gang(rollout.Member{Name: "g-0", Column: "0", State: good}),
+			rollout.PodOptions{Labels: rollout.PodLabels{Revision: "rev", Gang: "gang"}}, "replica g: members: some have a column"},
 		{"a deletion cost beyond int32", rollout.Replica{Name: "r", Revision: "1-a", DeletionCost: 1 << 40, State: good},
 			rollout.PodOptions{}, "replica r: deletionCost"},
 		{"a data revision without a data label", rollout.Replica{Name: "r", Revision: "1-a", DataRevision: "d1", State: good},
@@ -196,7 +206,7 @@ func TestScenarioPodsRejectsWhatPodsCannotCarry(t *testing.T) {
 		})
 	}
 	dup := rollouttest.Scenario{Replicas: fleet("r", 2, "1-a", "", 0)}
-	dup.Replicas[1].Name = "r-0"
+	dup.Replicas[1].Name, dup.Replicas[1].Index = "r-0", 0
 	if _, err := dup.Pods(rollout.PodOptions{}); err == nil || !strings.Contains(err.Error(), "used twice") {
 		t.Fatalf("two replicas named r-0: got %v", err)
 	}

@@ -2,6 +2,7 @@ package rollouttest
 
 import (
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/kplan-dev/kplan/rollout"
@@ -16,7 +17,10 @@ import (
 //     least as many members as the failed one, all ready), and takes out only a
 //     replica that is failed at now (or none, when it is already gone);
 //   - NoRecover only reports: nothing is started, swapped, released or cancelled;
-//   - a replacement starts only for a failed replica that has none;
+//   - a replacement starts only for a failed replica that has none, at its
+//     revision and column, with its members' columns, in an index no replica
+//     of the column that is not terminating holds and no other replacement
+//     takes;
 //   - in-flight replacements stay within MaxParallel and starts within Window stay
 //     within MaxPerWindow.
 func CheckRecover(before []rollout.Replica, policy rollout.RecoverPolicy, now time.Time, step rollout.RecoverStep) error {
@@ -36,6 +40,12 @@ func CheckRecover(before []rollout.Replica, policy rollout.RecoverPolicy, now ti
 		return fmt.Errorf("NoRecover acts: %d replaced, %d swapped, %d released, %d cancelled",
 			len(step.Replace), len(step.Swap), len(step.Release), len(step.Cancel))
 	}
+	held := map[indexKey]string{}
+	for i := range before {
+		if r := &before[i]; !r.Effective().Terminating {
+			held[indexKey{r.Column, r.Index}] = r.Name
+		}
+	}
 	replacing := map[string]bool{}
 	for _, rep := range step.Replace {
 		r, ok := byName[rep.For]
@@ -48,9 +58,16 @@ func CheckRecover(before []rollout.Replica, policy rollout.RecoverPolicy, now ti
 		if hasReplacement[rep.For] || replacing[rep.For] {
 			return fmt.Errorf("replace %s: it already has a replacement", rep.For)
 		}
-		if rep.Revision != r.Revision || len(rep.Members) != len(r.Members) {
-			return fmt.Errorf("replace %s: replacement differs in revision or members", rep.For)
+		if rep.Revision != r.Revision || rep.Column != r.Column || !slices.Equal(rep.Members, memberColumns(r)) {
+			return fmt.Errorf("replace %s: replacement differs in revision, column or member columns", rep.For)
 		}
+		if rep.Index < 0 {
+			return fmt.Errorf("replace %s: index %d is negative", rep.For, rep.Index)
+		}
+		if by, ok := held[indexKey{rep.Column, rep.Index}]; ok {
+			return fmt.Errorf("replace %s: index %d in column %q is held by %s", rep.For, rep.Index, rep.Column, by)
+		}
+		held[indexKey{rep.Column, rep.Index}] = "the replacement of " + rep.For
 		replacing[rep.For] = true
 	}
 	for _, name := range step.Release {
@@ -106,4 +123,23 @@ func CheckRecover(before []rollout.Replica, policy rollout.RecoverPolicy, now ti
 		}
 	}
 	return nil
+}
+
+// indexKey is an index in a column.
+type indexKey struct {
+	column string
+	index  int
+}
+
+// memberColumns is the columns of a gang's members, in member order; nil for
+// a single pod.
+func memberColumns(r *rollout.Replica) []string {
+	if len(r.Members) == 0 {
+		return nil
+	}
+	out := make([]string, len(r.Members))
+	for i, m := range r.Members {
+		out[i] = m.Column
+	}
+	return out
 }

@@ -66,10 +66,10 @@ func (s *RecoverSimulator) Apply(step rollout.RecoverStep) {
 	pending := rollout.State{Healthy: true, UnreadySince: s.Now}
 	for _, rep := range step.Replace {
 		r := rollout.Replica{Name: fmt.Sprintf("rep-%d", s.created), Revision: rep.Revision, Column: rep.Column,
-			ReplacementFor: rep.For, State: pending}
+			Index: rep.Index, ReplacementFor: rep.For, State: pending}
 		s.created++
-		for m := range rep.Members {
-			r.Members = append(r.Members, rollout.Member{Name: fmt.Sprintf("%s-%d", r.Name, m), State: pending})
+		for m, col := range rep.Members {
+			r.Members = append(r.Members, rollout.Member{Name: fmt.Sprintf("%s-%d", r.Name, m), Column: col, State: pending})
 		}
 		s.Replicas = append(s.Replicas, r)
 		s.Policy.Started = append(s.Policy.Started, s.Now)
@@ -91,7 +91,7 @@ func (s *RecoverSimulator) Settle(t *rapid.T) {
 		went := false
 		for j := range r.Members {
 			if m := &r.Members[j]; !m.Missing && m.State.Terminating {
-				*m = rollout.Member{Name: m.Name, Missing: true, State: rollout.State{UnreadySince: s.Now}}
+				*m = rollout.Member{Column: m.Column, Missing: true, State: rollout.State{UnreadySince: s.Now}}
 				went = true
 			}
 		}
@@ -107,7 +107,7 @@ func (s *RecoverSimulator) Settle(t *rapid.T) {
 			if roll(label+"-recovers", s.Faults.Recovers) {
 				*st = good
 				if missing != nil {
-					*missing = false
+					*missing = false // its pod is back
 				}
 			}
 		case counts(*st):
@@ -138,7 +138,11 @@ func (s *RecoverSimulator) Settle(t *rapid.T) {
 			continue
 		}
 		for j := range r.Members {
-			settle(&r.Members[j].State, &r.Members[j].Missing, "member")
+			m := &r.Members[j]
+			settle(&m.State, &m.Missing, "member")
+			if !m.Missing && m.Name == "" {
+				m.Name = memberName(r.Name, m.Column) // a pod created again
+			}
 		}
 	}
 }

@@ -97,6 +97,9 @@ func describeReplica(r rollout.Replica) string {
 	if r.Column != "" {
 		head += " column " + r.Column
 	}
+	if r.Index != 0 {
+		head += fmt.Sprintf(" index %d", r.Index)
+	}
 	var parts []string
 	if len(r.Members) == 0 {
 		parts = append(parts, describeState(r.State))
@@ -104,6 +107,9 @@ func describeReplica(r rollout.Replica) string {
 		ms := make([]string, len(r.Members))
 		for i, m := range r.Members {
 			ms[i] = m.Name
+			if m.Column != "" && m.Name != memberName(r.Name, m.Column) {
+				ms[i] = strings.TrimSpace(m.Name + " (" + m.Column + ")")
+			}
 			if m.Revision != "" && m.Revision != r.Revision {
 				ms[i] += " " + m.Revision
 			}

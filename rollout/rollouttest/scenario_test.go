@@ -39,11 +39,11 @@ func TestScenarioString(t *testing.T) {
 			Strategy: rollout.Strategy{Mode: rollout.Gang, TargetRevision: "2-b", TargetDataRevision: "d2", Replicas: 1,
 				LatestRatio: half, VersionOrder: rollout.OldFirst, History: []string{"1-a", "2-b"}},
 			GangSize: 2,
-			Replicas: []rollout.Replica{{Name: "g", Revision: "1-a", DataRevision: "d1", Members: []rollout.Member{
-				{Name: "g-0", Revision: "2-b", State: good}, {Name: "g-1", Missing: true}}}},
+			Replicas: []rollout.Replica{{Name: "g", Index: 2, Revision: "1-a", DataRevision: "d1", Members: []rollout.Member{
+				{Name: "g-0", Column: "0", Revision: "2-b", State: good}, {Column: "1", Missing: true}}}},
 		},
 			`Gang to 2-b and data d2, 1 gang of 2 members, maxUnavailable 25% (default), maxSurge 25% (default), latestRatio 50%, order OldFirst, history 1-a 2-b
-  g 1-a data d1 [g-0 2-b available; g-1 missing]`},
+  g 1-a data d1 index 2 [g-0 2-b available; (1) missing]`},
 		{"group with columns, recovery and times", rollouttest.Scenario{
 			Strategy: rollout.Strategy{Mode: rollout.Group, TargetRevision: "2-b", Replicas: 1, Columns: []string{"a", "b"},
 				MaxUnavailable: one, MaxSurge: one},

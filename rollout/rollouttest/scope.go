@@ -3,6 +3,7 @@ package rollouttest
 import (
 	"fmt"
 	"slices"
+	"strconv"
 
 	"k8s.io/apimachinery/pkg/util/intstr"
 
@@ -119,8 +120,11 @@ func (sc Scope) strategies(n int) []rollout.Strategy {
 		dataTargets = append(dataTargets, DataRevisions[sc.DataRevisions-1])
 	}
 	var cols []string
-	if sc.Mode == rollout.Group {
+	switch sc.Mode {
+	case rollout.Group:
 		cols = columnNames(sc.Columns)
+	case rollout.Gang:
+		cols = gangColumns(sc.Columns)
 	}
 	var out []rollout.Strategy
 	for _, target := range revs {
@@ -194,10 +198,10 @@ func (sc Scope) kinds() []rollout.Replica {
 			}
 			for t := range tuples {
 				r := rollout.Replica{Revision: rev, DataRevision: d}
-				for range sc.Columns {
+				for c := range sc.Columns {
 					m := ms[t%len(ms)]
 					t /= len(ms)
-					r.Members = append(r.Members, rollout.Member{Missing: m.missing, State: m.state})
+					r.Members = append(r.Members, rollout.Member{Column: strconv.Itoa(c), Missing: m.missing, State: m.state})
 				}
 				out = append(out, r)
 			}
@@ -247,12 +251,15 @@ func (sc Scope) states(n int) [][]rollout.Replica {
 		if col == columns {
 			var rs []rollout.Replica
 			for c, p := range choice {
-				for _, k := range pools[p] {
+				for i, k := range pools[p] {
 					r := kinds[k]
 					r.Name = fmt.Sprintf("r-%d", len(rs))
+					r.Index = i
 					r.Members = slices.Clone(r.Members)
 					for m := range r.Members {
-						r.Members[m].Name = fmt.Sprintf("%s-%d", r.Name, m)
+						if !r.Members[m].Missing {
+							r.Members[m].Name = memberName(r.Name, r.Members[m].Column)
+						}
 					}
 					if cols != nil {
 						r.Column = cols[c]

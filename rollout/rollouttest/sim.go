@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strconv"
 
 	"pgregory.net/rapid"
 
@@ -40,7 +41,8 @@ var NoFaults = Faults{Recovers: 100}
 //     until the next Settle (with Recreate, its pods are deleted instead);
 //   - a created replica (serving the strategy's TargetDataRevision) appears
 //     unavailable, and so do the members a [rollout.Repair] creates, or an
-//     Update lists while they are missing;
+//     Update lists while they are missing; a created pod is named sim-<n> (a
+//     gang member <gang>-<column>), with the index and columns the step gives;
 //   - a deleted replica's pods (a gang: its members' pods) are terminating for
 //     TerminatingSettles Settles and then gone; a gang member that is gone is
 //     missing, and a gang whose last pod is gone is gone, as
@@ -59,7 +61,9 @@ type Simulator struct {
 	Strategy rollout.Strategy
 	// Replicas is the current state.
 	Replicas []rollout.Replica
-	// GangSize is the number of members a created gang gets.
+	// GangSize is the number of members a created gang gets when its Create
+	// lists no member columns (the strategy names none): columns "0" to
+	// "GangSize-1".
 	GangSize int
 	// Faults is the failure injection rate.
 	Faults Faults
@@ -110,13 +114,15 @@ func (s *Simulator) driver() *Driver {
 }
 
 // Apply applies a step's actions without checking them. Updates, deletes and
-// repairs of replicas that do not exist are skipped, and so are repairs of
-// members that are not missing.
+// repairs of replicas or pods that do not exist are skipped, and so are
+// creates of members whose column has a pod.
 func (s *Simulator) Apply(step rollout.Step) { s.apply(step, s.Strategy) }
 
 // apply applies step; created replicas serve strategy's TargetDataRevision. It
-// returns the replicas named by updates, deletes and repairs that do not exist,
-// and the members repairs name that are not missing.
+// returns the replicas and pods named by updates, deletes and repairs that do
+// not exist, and the member columns they create that have a pod. It acts on
+// the pods and columns the step names, no others: a step that forgets a pod
+// leaves it as it was.
 func (s *Simulator) apply(step rollout.Step, strategy rollout.Strategy) (notFound, present []string) {
 	idx := make(map[string]int, len(s.Replicas))
 	for i := range s.Replicas {
@@ -128,15 +134,18 @@ func (s *Simulator) apply(step rollout.Step, strategy rollout.Strategy) (notFoun
 			notFound = append(notFound, u.Replica)
 			continue
 		}
-		s.update(&s.Replicas[i], u)
+		nf, pr := s.update(&s.Replicas[i], u)
+		notFound, present = append(notFound, nf...), append(present, pr...)
 	}
+	deleted := map[string]bool{}
 	for _, d := range step.Delete {
-		i, ok := idx[d]
+		i, ok := idx[d.Replica]
 		if !ok {
-			notFound = append(notFound, d)
+			notFound = append(notFound, d.Replica)
 			continue
 		}
-		deletePods(&s.Replicas[i])
+		deleted[d.Replica] = true
+		notFound = append(notFound, deletePods(&s.Replicas[i], d.Pods)...)
 	}
 	for _, rp := range step.Repair {
 		i, ok := idx[rp.Replica]
@@ -145,43 +154,72 @@ func (s *Simulator) apply(step rollout.Step, strategy rollout.Strategy) (notFoun
 			continue
 		}
 		r := &s.Replicas[i]
-		for _, name := range rp.Members {
-			j := slices.IndexFunc(r.Members, func(m rollout.Member) bool { return m.Name == name })
-			if j < 0 || !r.Members[j].Missing {
-				present = append(present, name) // an API server answers AlreadyExists
-				continue
+		for _, col := range rp.Missing {
+			if !createMember(r, col, rp.Revision) {
+				present = append(present, memberName(r.Name, col)) // an API server answers AlreadyExists
 			}
-			r.Members[j] = rollout.Member{Name: name, Revision: rp.Revision, State: pending}
 		}
 	}
 	// A gang deleted with no pod left is gone at once: nothing terminates.
 	s.Replicas = slices.DeleteFunc(s.Replicas, func(r rollout.Replica) bool {
-		return len(r.Members) > 0 && !hasPod(&r) && slices.Contains(step.Delete, r.Name)
+		return len(r.Members) > 0 && !hasPod(&r) && deleted[r.Name]
 	})
 	for _, c := range step.Create {
-		for range c.Count {
-			r := rollout.Replica{Name: fmt.Sprintf("sim-%d", s.created), Revision: c.Revision, Column: c.Column, State: pending,
-				DataRevision: strategy.TargetDataRevision}
-			s.created++
-			if strategy.Mode == rollout.Gang {
-				for m := range s.GangSize {
-					r.Members = append(r.Members, rollout.Member{Name: fmt.Sprintf("%s-%d", r.Name, m), State: pending})
-				}
+		r := rollout.Replica{Name: fmt.Sprintf("sim-%d", s.created), Revision: c.Revision, Column: c.Column, Index: c.Index,
+			State: pending, DataRevision: strategy.TargetDataRevision}
+		s.created++
+		if strategy.Mode == rollout.Gang {
+			cols := c.Members
+			if len(cols) == 0 {
+				cols = gangColumns(s.GangSize)
 			}
-			s.Replicas = append(s.Replicas, r)
+			for _, col := range cols {
+				r.Members = append(r.Members, rollout.Member{Name: memberName(r.Name, col), Column: col, State: pending})
+			}
 		}
+		s.Replicas = append(s.Replicas, r)
 	}
 	return notFound, present
+}
+
+// gangColumns are the columns of a created gang's members when the step names
+// none: "0" to "n-1".
+func gangColumns(n int) []string {
+	out := make([]string, max(n, 1))
+	for i := range out {
+		out[i] = strconv.Itoa(i)
+	}
+	return out
+}
+
+// memberName is the name of the pod the simulator creates for gang g's member
+// in column col.
+func memberName(g, col string) string { return g + "-" + col }
+
+// createMember creates the pod of r's missing member in column col at rev,
+// and reports whether the column had one missing.
+func createMember(r *rollout.Replica, col, rev string) bool {
+	j := slices.IndexFunc(r.Members, func(m rollout.Member) bool { return m.Missing && m.Column == col })
+	if j < 0 {
+		return false
+	}
+	r.Members[j] = rollout.Member{Name: memberName(r.Name, col), Column: col, Revision: rev, State: pending}
+	return true
 }
 
 // pending is the state of a pod just created or updated.
 var pending = rollout.State{Healthy: true}
 
-// update applies u to r: in place, or (Recreate) by deleting the pods that
-// change. Pods already terminating are left to go.
-func (s *Simulator) update(r *rollout.Replica, u rollout.Update) {
+// update applies u to r: the pods it names in place, or (Recreate) by
+// deleting those that change; the missing members it names are created. Pods
+// already terminating are left to go. It returns the pods u names that r
+// lacks, and the columns it creates that have a pod.
+func (s *Simulator) update(r *rollout.Replica, u rollout.Update) (notFound, present []string) {
 	dataChanges := u.DataTo != "" && u.DataTo != r.DataRevision
 	if len(r.Members) == 0 {
+		if !slices.Equal(u.Pods, []string{r.Name}) {
+			return u.Pods, nil
+		}
 		switch {
 		case r.State.Terminating:
 		case s.Recreate:
@@ -192,18 +230,20 @@ func (s *Simulator) update(r *rollout.Replica, u rollout.Update) {
 				r.DataRevision = u.DataTo
 			}
 		}
-		return
+		return nil, nil
 	}
 	r.Revision = u.To
 	if u.DataTo != "" {
 		r.DataRevision = u.DataTo
 	}
-	for j := range r.Members {
+	for _, name := range u.Pods {
+		j := slices.IndexFunc(r.Members, func(m rollout.Member) bool { return !m.Missing && m.Name == name })
+		if j < 0 {
+			notFound = append(notFound, name)
+			continue
+		}
 		m := &r.Members[j]
 		switch {
-		case m.Missing:
-			// The update creates what the gang lacks, at To.
-			*m = rollout.Member{Name: m.Name, Revision: u.To, State: pending}
 		case m.State.Terminating:
 		case s.Recreate:
 			if dataChanges || (m.Revision != "" && m.Revision != u.To) || (m.Revision == "" && u.From != u.To) {
@@ -213,19 +253,31 @@ func (s *Simulator) update(r *rollout.Replica, u rollout.Update) {
 			m.Revision, m.State = u.To, pending
 		}
 	}
-}
-
-// deletePods starts deleting a replica's pods (a gang: every member present).
-func deletePods(r *rollout.Replica) {
-	if len(r.Members) == 0 {
-		r.State.Terminating = true
-		return
-	}
-	for j := range r.Members {
-		if !r.Members[j].Missing {
-			r.Members[j].State.Terminating = true
+	for _, col := range u.Missing {
+		// The update creates what the gang lacks, at To.
+		if !createMember(r, col, u.To) {
+			present = append(present, memberName(r.Name, col))
 		}
 	}
+	return notFound, present
+}
+
+// deletePods starts deleting the pods of r that pods names (a single
+// replica's is itself, a gang's its members), and returns those r lacks.
+func deletePods(r *rollout.Replica, pods []string) (notFound []string) {
+	for _, name := range pods {
+		if len(r.Members) == 0 && name == r.Name {
+			r.State.Terminating = true
+			continue
+		}
+		j := slices.IndexFunc(r.Members, func(m rollout.Member) bool { return !m.Missing && m.Name == name })
+		if len(r.Members) == 0 || j < 0 {
+			notFound = append(notFound, name)
+			continue
+		}
+		r.Members[j].State.Terminating = true
+	}
+	return notFound
 }
 
 // hasPod reports whether some member of a gang has a pod.
@@ -302,7 +354,7 @@ func (s *Simulator) Settle(t *rapid.T) {
 			case m.Missing:
 			case m.State.Terminating:
 				if gone(m.Name) {
-					*m = rollout.Member{Name: m.Name, Missing: true}
+					*m = rollout.Member{Column: m.Column, Missing: true}
 					went = true
 				}
 			case roll("member-deleted", s.Faults.MemberDeleted):
@@ -345,8 +397,10 @@ func Converged(replicas []rollout.Replica, strategy rollout.Strategy) error {
 		return err
 	}
 	pools := map[string]*poolStat{}
-	for _, c := range strategy.Columns {
-		pools[c] = &poolStat{}
+	if strategy.Mode == rollout.Group {
+		for _, c := range strategy.Columns {
+			pools[c] = &poolStat{}
+		}
 	}
 	for _, r := range Counted(replicas) {
 		c := ""

@@ -10,6 +10,8 @@ import (
 	"sync"
 
 	corev1 "k8s.io/api/core/v1"
+	resourcev1 "k8s.io/api/resource/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -18,6 +20,7 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/dynamic/dynamicinformer"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/events"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/apis/config"
@@ -47,7 +50,19 @@ type Args struct {
 	// TopologyWeight (0..100) is the share of the score given to NICs sharing the
 	// GPUs' PCIe roots; default 0.
 	TopologyWeight int64 `json:"topologyWeight,omitempty"`
+	// DRAOverlap is what to do with a node whose Device object and DRA
+	// ResourceSlices publish the same devices (by PCI address): "Refuse" (the
+	// default: neither pods asking for RDMA devices nor pods with resource claims are
+	// placed there, with a reason naming the slice and devices) or "Ignore" (no check;
+	// both allocators then hand out those devices independently).
+	DRAOverlap string `json:"draOverlap,omitempty"`
 }
+
+// Values of Args.DRAOverlap.
+const (
+	DRAOverlapRefuse = "Refuse"
+	DRAOverlapIgnore = "Ignore"
+)
 
 // Plugin allocates RDMA NICs (PFs or SR-IOV VFs, jointly with GPUs) with kplan's rdma
 // package: PreFilter decodes the pod's request, Filter and Score use the node's
@@ -65,6 +80,12 @@ type Plugin struct {
 	score      rdma.ScoreOptions
 	state      *cluster
 	synced     []cache.InformerSynced
+	// refuseOverlap: check nodes for devices published both by Device objects and
+	// by ResourceSlices (Args.DRAOverlap Refuse); watchSlices: the ResourceSlices
+	// are watched (the cluster serves resource.k8s.io/v1).
+	refuseOverlap, watchSlices bool
+	logger                     klog.Logger
+	recorder                   events.EventRecorder
 }
 
 var (
@@ -94,6 +115,9 @@ func New(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, err
 	if h.KubeConfig() == nil || h.SharedInformerFactory() == nil {
 		return p, nil // unit tests feed the state directly
 	}
+	registerMetrics()
+	p.logger = klog.FromContext(ctx).WithName(Name)
+	p.recorder = h.EventRecorder()
 	// Pods: the scheduler's own informer, so bound pods are seen as the scheduler
 	// sees them.
 	reg, err := h.SharedInformerFactory().Core().V1().Pods().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
@@ -120,8 +144,40 @@ func New(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, err
 		return nil, fmt.Errorf("%s: watch devices: %w", Name, err)
 	}
 	p.synced = append(p.synced, dreg.HasSynced)
-	factory.Start(ctx.Done())
+	// Started once the scheduler's own informers run (after its event broadcaster),
+	// so that the events about Device objects already there are not lost.
+	go func() {
+		if cache.WaitForCacheSync(ctx.Done(), reg.HasSynced) {
+			factory.Start(ctx.Done())
+		}
+	}()
+	if p.refuseOverlap {
+		if err := p.watchResourceSlices(h); err != nil {
+			return nil, err
+		}
+	}
 	return p, nil
+}
+
+// watchResourceSlices watches the ResourceSlices (the scheduler's own informer) when
+// the cluster serves resource.k8s.io/v1; without DRA no device can be published twice.
+func (p *Plugin) watchResourceSlices(h fwk.Handle) error {
+	gv := resourcev1.SchemeGroupVersion.String()
+	if _, err := h.ClientSet().Discovery().ServerResourcesForGroupVersion(gv); apierrors.IsNotFound(err) {
+		p.logger.Info("the cluster does not serve DRA: ResourceSlices are not checked for devices published twice", "groupVersion", gv)
+		return nil
+	}
+	reg, err := h.SharedInformerFactory().Resource().V1().ResourceSlices().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(o any) { p.onSlice(o) },
+		UpdateFunc: func(_, o any) { p.onSlice(o) },
+		DeleteFunc: func(o any) { p.onSliceDelete(o) },
+	})
+	if err != nil {
+		return fmt.Errorf("%s: watch resourceslices: %w", Name, err)
+	}
+	p.synced = append(p.synced, reg.HasSynced)
+	p.watchSlices = true
+	return nil
 }
 
 func newPlugin(args Args, h fwk.Handle) (*Plugin, error) {
@@ -165,6 +221,14 @@ func newPlugin(args Args, h fwk.Handle) (*Plugin, error) {
 		return nil, fmt.Errorf("%s: args.topologyWeight: %d is outside 0..100", Name, args.TopologyWeight)
 	}
 	p.score.TopologyWeight = args.TopologyWeight
+	switch args.DRAOverlap {
+	case "", DRAOverlapRefuse:
+		p.refuseOverlap = true
+	case DRAOverlapIgnore:
+	default:
+		return nil, fmt.Errorf("%s: args.draOverlap: %q is not Refuse or Ignore", Name, args.DRAOverlap)
+	}
+	p.state.model = p.model
 	return p, nil
 }
 
@@ -195,7 +259,7 @@ func (p *Plugin) Name() string { return Name }
 
 func (p *Plugin) onPod(o any) {
 	if pod, ok := o.(*corev1.Pod); ok {
-		p.state.setPod(pod)
+		p.emit(p.state.setPod(pod))
 	}
 }
 
@@ -210,7 +274,7 @@ func (p *Plugin) onPodDelete(o any) {
 
 func (p *Plugin) onDevice(o any) {
 	if u, ok := o.(*unstructured.Unstructured); ok {
-		p.state.setDevice(u)
+		p.emit(p.state.setDevice(u))
 	}
 }
 
@@ -220,6 +284,22 @@ func (p *Plugin) onDeviceDelete(o any) {
 	}
 	if u, ok := o.(*unstructured.Unstructured); ok {
 		p.state.deleteDevice(u.GetName())
+		forgetDevice(u.GetName())
+	}
+}
+
+func (p *Plugin) onSlice(o any) {
+	if s, ok := o.(*resourcev1.ResourceSlice); ok {
+		p.state.setSlice(s)
+	}
+}
+
+func (p *Plugin) onSliceDelete(o any) {
+	if t, ok := o.(cache.DeletedFinalStateUnknown); ok {
+		o = t.Obj
+	}
+	if s, ok := o.(*resourcev1.ResourceSlice); ok {
+		p.state.deleteSlice(s.Name)
 	}
 }
 
@@ -227,9 +307,12 @@ func (p *Plugin) onDeviceDelete(o any) {
 const stateKey fwk.StateKey = Name
 
 type cycleData struct {
-	req   rdma.Request
-	key   string // req's canonical encoding, the key of the plugin's per-node cache
-	alloc *rdma.Allocation
+	// draOnly: the pod asks for no RDMA devices but has resource claims; Filter only
+	// keeps it off nodes whose devices are published twice.
+	draOnly bool
+	req     rdma.Request
+	key     string // req's canonical encoding, the key of the plugin's per-node cache
+	alloc   *rdma.Allocation
 	// nominated holds, per node, the pods the scheduler's simulation added there
 	// that hold nothing yet (AddPod of a pod nominated to the node after its
 	// preemption). Filter on such a node bypasses the cache.
@@ -274,16 +357,21 @@ func (p *Plugin) PreFilter(ctx context.Context, state fwk.CycleState, pod *corev
 	if err != nil {
 		return nil, statusFor(err) // the request fits no node: UnschedulableAndUnresolvable
 	}
-	if req.IsZero() {
+	draOnly := req.IsZero() && len(pod.Spec.ResourceClaims) > 0 && p.watchSlices
+	if req.IsZero() && !draOnly {
 		return nil, fwk.NewStatus(fwk.Skip)
 	}
-	if err := req.Validate(); err != nil {
+	if err := req.Validate(); err != nil && !draOnly {
 		return nil, statusFor(err)
 	}
 	// Before the first allocation the plugin must have seen every bound pod's
 	// annotation, or it could hand out a device a bound pod holds.
 	if !p.hasSynced() && !cache.WaitForCacheSync(ctx.Done(), p.synced...) {
 		return nil, fwk.AsStatus(fmt.Errorf("%s: informers did not sync: %w", Name, context.Cause(ctx)))
+	}
+	if draOnly {
+		state.Write(stateKey, &cycleData{draOnly: true})
+		return nil, nil
 	}
 	key, err := json.Marshal(req) // maps encode with sorted keys: canonical
 	if err != nil {
@@ -354,12 +442,18 @@ func (p *Plugin) RemovePod(_ context.Context, state fwk.CycleState, _ *corev1.Po
 // message go in as they are, the reason first, so the scheduler's summary of a pod
 // that fits no node counts the nodes per reason ("3 InsufficientDevices"). The code
 // follows the sentinel the error wraps: rdma.ErrUnsatisfiable (not even an idle node
-// would fit the pod; a node with an invalid Device object; a pod whose request is
-// invalid) is UnschedulableAndUnresolvable, as preemption cannot help;
+// would fit the pod; a node with an invalid or no Device object; a pod whose request
+// is invalid) is UnschedulableAndUnresolvable, as preemption cannot help;
 // rdma.ErrInsufficient (not enough free now) is Unschedulable. So is an error that
-// wraps neither: a bound pod's annotation that cannot be read (the node is usable
-// again once that pod changes), or a node without a Device object (it may appear).
+// wraps neither: a bound pod's annotation that cannot be used (preempting that pod
+// helps; the node is usable again once it changes or goes). A node the plugin
+// refuses for its own reasons (devices also published for DRA) is
+// UnschedulableAndUnresolvable with the plugin's reason.
 func statusFor(err error) *fwk.Status {
+	var ne *nodeError
+	if errors.As(err, &ne) {
+		return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, string(ne.Reason), ne.Message)
+	}
 	code := fwk.Unschedulable
 	if errors.Is(err, rdma.ErrUnsatisfiable) {
 		code = fwk.UnschedulableAndUnresolvable
@@ -379,6 +473,12 @@ func (p *Plugin) Filter(_ context.Context, state fwk.CycleState, _ *corev1.Pod, 
 		return fwk.AsStatus(err)
 	}
 	node := ni.Node().Name
+	if d.draOnly {
+		if err := p.state.draConflict(node); err != nil {
+			return statusFor(err)
+		}
+		return nil
+	}
 	if added := d.nominated[node]; len(added) > 0 {
 		if err := p.state.filterWhatIf(node, ni, added, d.req); err != nil {
 			return statusFor(err)
@@ -393,7 +493,7 @@ func (p *Plugin) Filter(_ context.Context, state fwk.CycleState, _ *corev1.Pod, 
 
 // PreScore skips Score for pods PreFilter skipped (pods without an RDMA request).
 func (p *Plugin) PreScore(_ context.Context, state fwk.CycleState, _ *corev1.Pod, _ []fwk.NodeInfo) *fwk.Status {
-	if _, err := readCycle(state); err != nil {
+	if d, err := readCycle(state); err != nil || d.draOnly {
 		return fwk.NewStatus(fwk.Skip)
 	}
 	return nil
@@ -419,8 +519,8 @@ func (p *Plugin) ScoreExtensions() fwk.ScoreExtensions { return nil }
 // its annotation is seen on the bound pod, or Unreserve.
 func (p *Plugin) Reserve(_ context.Context, state fwk.CycleState, pod *corev1.Pod, node string) *fwk.Status {
 	d, err := readCycle(state)
-	if err != nil {
-		return nil // PreFilter skipped this pod
+	if err != nil || d.draOnly {
+		return nil // PreFilter skipped this pod, or it asks for no RDMA devices
 	}
 	a, err := p.state.reserve(pod.UID, node, p.snapshot(node), d.req)
 	if err != nil {
@@ -551,25 +651,33 @@ func (p *Plugin) SignPod(_ context.Context, pod *corev1.Pod) ([]fwk.SignFragment
 	return []fwk.SignFragment{{Key: signKey, Value: req}}, nil
 }
 
-// EventsToRegister requeues pods the plugin rejected when devices may have been freed
-// (a bound pod deleted), or when a node or Device object appears or changes. A pod
-// that fits no node's inventory even when idle is not requeued by pod deletions.
+// EventsToRegister requeues pods the plugin rejected on the events that can make
+// them fit: a pod holding devices deleted or finished (the
+// scheduler's pod informer drops finished pods, so that is a delete too), a bound
+// pod's device-allocated or allocate-hint annotation changed (a fix of an annotation
+// that made its node's holdings unknown), the waiting pod's own request changed, a
+// node added or its capacity changed, a Device object added, changed or deleted, a
+// ResourceSlice changed or deleted (devices no longer published twice). A pod that
+// fits no node's inventory even when idle is not requeued by pod deletions.
 func (p *Plugin) EventsToRegister(context.Context) ([]fwk.ClusterEventWithHint, error) {
-	return []fwk.ClusterEventWithHint{
+	events := []fwk.ClusterEventWithHint{
 		{Event: fwk.ClusterEvent{Resource: fwk.Pod, ActionType: fwk.Delete}, QueueingHintFn: p.hintPodDeleted},
-		{Event: fwk.ClusterEvent{Resource: fwk.Node, ActionType: fwk.Add}},
-		{Event: fwk.ClusterEvent{Resource: deviceEvent, ActionType: fwk.Add | fwk.Update}},
-	}, nil
+		{Event: fwk.ClusterEvent{Resource: fwk.Pod, ActionType: fwk.Update}, QueueingHintFn: p.hintPodUpdated},
+		{Event: fwk.ClusterEvent{Resource: fwk.Node, ActionType: fwk.Add | fwk.UpdateNodeAllocatable}},
+		{Event: fwk.ClusterEvent{Resource: deviceEvent, ActionType: fwk.Add | fwk.Update | fwk.Delete}, QueueingHintFn: p.hintDevice},
+	}
+	if p.watchSlices {
+		events = append(events, fwk.ClusterEventWithHint{Event: fwk.ClusterEvent{Resource: fwk.ResourceSlice, ActionType: fwk.Update | fwk.Delete}, QueueingHintFn: p.hintSlice})
+	}
+	return events, nil
 }
 
 func (p *Plugin) hintPodDeleted(_ klog.Logger, pod *corev1.Pod, oldObj, _ any) (fwk.QueueingHint, error) {
 	if t, ok := oldObj.(cache.DeletedFinalStateUnknown); ok {
 		oldObj = t.Obj
 	}
-	if gone, ok := oldObj.(*corev1.Pod); ok {
-		if _, held := gone.Annotations[rdma.AnnotationDeviceAllocated]; !held {
-			return fwk.QueueSkip, nil
-		}
+	if gone, ok := oldObj.(*corev1.Pod); ok && !mayHold(gone) {
+		return fwk.QueueSkip, nil
 	}
 	if !p.couldEverFit(pod) {
 		return fwk.QueueSkip, nil

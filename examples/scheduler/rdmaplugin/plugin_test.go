@@ -50,8 +50,8 @@ func view(t *testing.T, p *Plugin, node string) fwk.NodeInfo {
 	t.Helper()
 	p.state.mu.RLock()
 	var pods []*corev1.Pod
-	for _, pod := range p.state.pods[node] {
-		pods = append(pods, pod)
+	for _, h := range p.state.pods[node] {
+		pods = append(pods, h.pod)
 	}
 	for uid, r := range p.state.reserved {
 		if r.node == node {

@@ -3,12 +3,12 @@ package rdmaplugin
 import (
 	"fmt"
 	"slices"
-	"strings"
 	"sync"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/resourceversion"
 	fwk "k8s.io/kube-scheduler/framework"
 
 	"github.com/kplan-dev/kplan/rdma"
@@ -24,18 +24,30 @@ type reservation struct {
 // nodeDevices is one node's inventory, or why it could not be built.
 type nodeDevices struct {
 	inv *rdma.Inventory
-	err error
+	err error // an *rdma.Error
+	// gpus are the GPU minors of the Device object, bdfs the PCI addresses of its
+	// GPUs, PFs and VFs (what a ResourceSlice publishing the same devices would
+	// name); both sorted.
+	gpus []int32
+	bdfs []rdma.BDF
+	// version is the Device object's resourceVersion: an older object is not applied
+	// over a newer one.
+	version string
+	// problems is what was reported about this Device object (its fatal error or the
+	// VFs left out), so that each change is reported once.
+	problems string
 }
 
 // cluster is the plugin's view of what every node has and holds. It is fed by
-// informers (Device objects, pods) and by Reserve/Unreserve, and is safe for
-// concurrent use.
+// informers (Device objects, pods, ResourceSlices) and by Reserve/Unreserve, and is
+// safe for concurrent use.
 //
-// A node's Used is rebuilt from the annotations of the bound pods on it plus the
+// A node's Used is the sum of what its bound pods hold (see holding: what the plugin
+// reserved for them, else their first usable device-allocated annotation) plus the
 // reservations of pods still being bound, and cached until one of those changes.
 // Rebuilding from annotations after every restart is what keeps a restarted scheduler
-// from handing out a device twice: PreBind writes the annotation before the pod is
-// bound, so every bound pod carries its devices.
+// from handing out a device twice: the binding (or PreBind, before it) writes the
+// annotation, so every bound pod carries its devices.
 //
 // Only pods the scheduler's own view of the node (its NodeInfo) has are counted. The
 // plugin's informer and the scheduler's cache see a deletion at slightly different
@@ -45,10 +57,12 @@ type nodeDevices struct {
 // (preemption removing victims) change the NodeInfo the same way.
 type cluster struct {
 	mu       sync.RWMutex
-	devices  map[string]nodeDevices               // node -> inventory
-	pods     map[string]map[types.UID]*corev1.Pod // node -> bound pods with an allocation
-	podNode  map[types.UID]string                 // pod -> node it is counted on
-	reserved map[types.UID]reservation            // pod -> allocation not yet seen bound
+	model    rdma.CapacityModel                 // how pods' requests are read
+	devices  map[string]nodeDevices             // node -> inventory
+	pods     map[string]map[types.UID]*holding  // node -> bound pods with an allocation
+	podNode  map[types.UID]string               // pod -> node it is counted on
+	reserved map[types.UID]reservation          // pod -> allocation not yet seen bound
+	slices   map[string]map[string]publishedDRA // node -> ResourceSlice name -> its devices
 	// cache holds each node's Used and its Filter and Score answers per request:
 	// the scheduler tries every pod on hundreds of nodes, and pods of one workload
 	// ask the same, while a binding changes one node.
@@ -79,10 +93,12 @@ const maxResults = 16
 
 func newCluster() *cluster {
 	return &cluster{
+		model:    rdma.CountModel,
 		devices:  map[string]nodeDevices{},
-		pods:     map[string]map[types.UID]*corev1.Pod{},
+		pods:     map[string]map[types.UID]*holding{},
 		podNode:  map[types.UID]string{},
 		reserved: map[types.UID]reservation{},
+		slices:   map[string]map[string]publishedDRA{},
 		cache:    map[string]*nodeCache{},
 	}
 }
@@ -202,21 +218,96 @@ func (c *cluster) holdsOn(uid types.UID, node string) bool {
 	return ok
 }
 
-// setDevice records the inventory of a Device object (named like its node).
-func (c *cluster) setDevice(obj *unstructured.Unstructured) {
-	name := obj.GetName()
-	var d nodeDevices
+// setDevice records the inventory of a Device object (named like its node) and
+// assesses again the pods on the node whose holdings are not recorded yet. It returns
+// what to report: the object's problems when they changed, and the pods' (see
+// setPod). An object no newer than the one recorded (by resourceVersion) is ignored.
+func (c *cluster) setDevice(obj *unstructured.Unstructured) []notice {
+	name, version := obj.GetName(), obj.GetResourceVersion()
+	stale := func(prev nodeDevices) bool {
+		return olderVersion(version, prev.version) || (version != "" && version == prev.version)
+	}
+	c.mu.RLock()
+	prev, had := c.devices[name]
+	c.mu.RUnlock()
+	if had && stale(prev) {
+		return nil // seen already
+	}
+	d := buildDevices(obj)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	prev, had = c.devices[name]
+	if had && stale(prev) {
+		return nil
+	}
+	d.problems = deviceProblems(d)
+	c.devices[name] = d
+	c.invalidate(name)
+	var out []notice
+	if d.problems != prev.problems { // prev is the zero value when !had
+		out = append(out, deviceNotice(obj, d))
+	}
+	for _, uid := range sortedUIDs(c.pods[name]) {
+		if h := c.pods[name][uid]; !h.recorded {
+			out = append(out, c.assessLocked(name, h)...)
+		}
+	}
+	return out
+}
+
+// buildDevices is the inventory of a Device object, or why there is none.
+func buildDevices(obj *unstructured.Unstructured) nodeDevices {
+	d := nodeDevices{version: obj.GetResourceVersion()}
 	n, err := rdma.NodeFromDevice(obj)
 	if err == nil {
 		d.inv, err = rdma.NewInventory(n)
 	}
 	if err != nil {
-		d = nodeDevices{err: err} // an *rdma.Error naming the Device object or node
+		return nodeDevices{version: d.version, err: err} // an *rdma.Error naming the Device object or node
 	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.devices[name] = d
-	c.invalidate(name)
+	for _, dev := range n.Devices {
+		if dev.Type == rdma.GPU && dev.Minor != nil {
+			d.gpus = append(d.gpus, *dev.Minor)
+		}
+		if dev.Topology != nil {
+			if b, err := rdma.ParseBDF(dev.Topology.BusID); err == nil {
+				d.bdfs = append(d.bdfs, b)
+			}
+		}
+		if b, err := rdma.ParseBDF(dev.UUID); err == nil && dev.Type == rdma.RDMA {
+			d.bdfs = append(d.bdfs, b)
+		}
+		for _, g := range dev.VFGroups {
+			for _, vf := range g.VFs {
+				if b, err := rdma.ParseBDF(vf.BusID); err == nil {
+					d.bdfs = append(d.bdfs, b)
+				}
+			}
+		}
+	}
+	slices.Sort(d.gpus)
+	slices.SortFunc(d.bdfs, rdma.BDF.Compare)
+	d.bdfs = slices.Compact(d.bdfs)
+	return d
+}
+
+// hasGPU reports whether the Device object lists a GPU of that minor.
+func (d nodeDevices) hasGPU(minor int32) bool {
+	_, ok := slices.BinarySearch(d.gpus, minor)
+	return ok
+}
+
+// hasBDF reports whether the Device object lists a device at that PCI address.
+func (d nodeDevices) hasBDF(b rdma.BDF) bool {
+	_, ok := slices.BinarySearchFunc(d.bdfs, b, rdma.BDF.Compare)
+	return ok
+}
+
+// olderVersion reports whether resourceVersion a is older than b; false when either
+// is not comparable.
+func olderVersion(a, b string) bool {
+	n, err := resourceversion.CompareResourceVersion(a, b)
+	return err == nil && n < 0
 }
 
 // deleteDevice forgets a node's inventory.
@@ -227,36 +318,59 @@ func (c *cluster) deleteDevice(name string) {
 	c.invalidate(name)
 }
 
-// holds reports whether a pod counts as holding devices: bound, not finished, with
-// a device-allocated annotation.
-func holds(pod *corev1.Pod) bool {
-	if pod.Spec.NodeName == "" || pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed {
-		return false
-	}
-	_, ok := pod.Annotations[rdma.AnnotationDeviceAllocated]
-	return ok
+// bound reports whether a pod is bound and not finished: only such pods hold devices.
+func bound(pod *corev1.Pod) bool {
+	return pod.Spec.NodeName != "" && pod.Status.Phase != corev1.PodSucceeded && pod.Status.Phase != corev1.PodFailed
 }
 
-// setPod records a pod's current state (add or update).
-func (c *cluster) setPod(pod *corev1.Pod) {
+// setPod records a pod's current state (add or update) and returns what to report
+// about its annotation (see assess). A bound pod is counted once it carries a
+// device-allocated annotation; from then on it holds what the plugin recorded first
+// (what the plugin reserved for it, else its first usable annotation), whatever
+// later edits say. An object older than the one recorded is ignored.
+func (c *cluster) setPod(pod *corev1.Pod) []notice {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.dropPod(pod.UID)
-	if !holds(pod) {
-		return
+	uid, node := pod.UID, pod.Spec.NodeName
+	var h *holding
+	if n, ok := c.podNode[uid]; ok {
+		h = c.pods[n][uid]
+		if olderVersion(pod.ResourceVersion, h.pod.ResourceVersion) {
+			return nil
+		}
+		if n != node || !bound(pod) {
+			c.dropPod(uid)
+			h = nil
+		}
 	}
-	node := pod.Spec.NodeName
-	if c.pods[node] == nil {
-		c.pods[node] = map[types.UID]*corev1.Pod{}
+	if !bound(pod) {
+		return nil
 	}
-	c.pods[node][pod.UID] = pod
-	c.podNode[pod.UID] = node
-	c.invalidate(node)
-	// The bound pod's annotation now carries what Reserve allocated.
-	if r, ok := c.reserved[pod.UID]; ok {
-		delete(c.reserved, pod.UID)
+	if h == nil {
+		if _, ok := pod.Annotations[rdma.AnnotationDeviceAllocated]; !ok {
+			return nil // holds nothing yet
+		}
+		h = &holding{}
+		if c.pods[node] == nil {
+			c.pods[node] = map[types.UID]*holding{}
+		}
+		c.pods[node][uid] = h
+		c.podNode[uid] = node
+	} else if h.pod.ResourceVersion == pod.ResourceVersion && pod.ResourceVersion != "" {
+		return nil // seen already
+	}
+	h.pod = pod
+	// The bound pod's annotation now carries what Reserve allocated: that is what it
+	// holds.
+	if r, ok := c.reserved[uid]; ok {
+		delete(c.reserved, uid)
 		c.invalidate(r.node)
+		if r.node == node && !h.recorded {
+			h.record(r.alloc, true)
+		}
 	}
+	c.invalidate(node)
+	return c.assessLocked(node, h)
 }
 
 // deletePod forgets a pod and any reservation it had.
@@ -283,6 +397,17 @@ func (c *cluster) dropPod(uid types.UID) {
 	c.invalidate(node)
 }
 
+// sortedUIDs are a node's pods' UIDs in order, so that an error names the same pod
+// every time.
+func sortedUIDs(pods map[types.UID]*holding) []types.UID {
+	out := make([]types.UID, 0, len(pods))
+	for uid := range pods {
+		out = append(out, uid)
+	}
+	slices.Sort(out)
+	return out
+}
+
 // inventory returns a node's inventory; an error when the node has no valid Device
 // object.
 func (c *cluster) inventory(node string) (*rdma.Inventory, error) {
@@ -294,9 +419,15 @@ func (c *cluster) inventory(node string) (*rdma.Inventory, error) {
 func (c *cluster) inventoryLocked(node string) (*rdma.Inventory, error) {
 	d, ok := c.devices[node]
 	if !ok {
-		return nil, fmt.Errorf("node %s has no Device object", node)
+		return nil, &rdma.Error{Reason: rdma.ReasonInvalidInventory, Message: fmt.Sprintf("node %s has no Device object", node)}
 	}
-	return d.inv, d.err
+	if d.err != nil {
+		return nil, d.err
+	}
+	if err := c.overlapLocked(node); err != nil {
+		return nil, err
+	}
+	return d.inv, nil
 }
 
 // state returns a node's inventory and what its pods (those ni has; nil: all) hold.
@@ -323,15 +454,19 @@ func (c *cluster) stateLocked(node string, ni fwk.NodeInfo) (*rdma.Inventory, *r
 		}
 		present = func(uid types.UID) bool { return uids[uid] }
 	}
-	pods := make([]*corev1.Pod, 0, len(c.pods[node]))
-	for uid, p := range c.pods[node] {
-		if present(uid) {
-			pods = append(pods, p)
+	used := new(rdma.Used)
+	for _, uid := range sortedUIDs(c.pods[node]) {
+		h := c.pods[node][uid]
+		if !present(uid) {
+			continue
+		}
+		if h.recorded {
+			used.Add(h.alloc)
+		} else if h.trusted && h.err != nil {
+			err = unknownHoldings(node, h)
+			break
 		}
 	}
-	// Sorted so that an error names the same pod every time.
-	slices.SortFunc(pods, func(a, b *corev1.Pod) int { return strings.Compare(string(a.UID), string(b.UID)) })
-	used, err := rdma.UsedByPods(inv, pods)
 	if err == nil {
 		for uid, r := range c.reserved {
 			if r.node == node && present(uid) {

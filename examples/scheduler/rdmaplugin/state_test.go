@@ -20,9 +20,15 @@ import (
 
 func i32(v int) *int32 { x := int32(v); return &x }
 
+// fataler is what the test helpers need of a *testing.T, *testing.B or *rapid.T.
+type fataler interface {
+	Helper()
+	Fatal(args ...any)
+}
+
 // device builds a Device object: roots PCIe roots, each with gpus GPUs and pfs PFs of
 // vfs VFs.
-func device(t testing.TB, name string, roots, gpus, pfs, vfs int) *unstructured.Unstructured {
+func device(t fataler, name string, roots, gpus, pfs, vfs int) *unstructured.Unstructured {
 	t.Helper()
 	var devs []rdma.DeviceInfo
 	g, k := 0, 0
@@ -67,7 +73,7 @@ func vfRequest(n int) rdma.Request {
 }
 
 // boundPod is a pod bound to node holding a (its device-allocated annotation).
-func boundPod(t testing.TB, uid, node string, a rdma.Allocation) *corev1.Pod {
+func boundPod(t fataler, uid, node string, a rdma.Allocation) *corev1.Pod {
 	t.Helper()
 	v, err := rdma.EncodeAllocated("", a, rdma.CountModel)
 	if err != nil {
@@ -204,10 +210,13 @@ func TestStatusFor(t *testing.T) {
 	delete(pf, "topology")
 	c.setDevice(bad)
 	c.setDevice(device(t, "n3", 1, 0, 1, 2))
-	c.setPod(&corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: "odd", Namespace: "ns", UID: "odd", Annotations: map[string]string{rdma.AnnotationDeviceAllocated: "{"}},
-		Spec:       corev1.PodSpec{NodeName: "n3"},
-	})
+	odd := rdmaPod(t, "odd", 1, 0) // asks for a VF, so its annotation must be usable
+	odd.Spec.NodeName = "n3"
+	odd.Annotations[rdma.AnnotationDeviceAllocated] = "{"
+	c.setPod(odd)
+	c.setDevice(device(t, "n4", 1, 0, 1, 2))
+	n4 := "n4"
+	c.setSlice((&resourceSliceBuilder{name: "n4-rdma", node: &n4, bdfs: []string{"0000:10:01.0"}}).build())
 	for _, tc := range []struct {
 		name    string
 		node    string
@@ -225,7 +234,11 @@ func TestStatusFor(t *testing.T) {
 		{"an invalid Device object is UnschedulableAndUnresolvable", "n2", vfRequest(1), fwk.UnschedulableAndUnresolvable, rdma.ReasonInvalidInventory,
 			`node n2: devices[0].id: Invalid value: "0000:zz:00.0": no topology.busID, and "0000:zz:00.0" is not a PCI address (domain:bus:device.function like 0000:3b:00.0): bus is not hex`},
 		{"a bound pod's unreadable annotation is Unschedulable", "n3", vfRequest(1), fwk.Unschedulable, rdma.ReasonInvalidAllocation,
-			"pod ns/odd: annotation scheduling.koordinator.sh/device-allocated: unexpected end of JSON input"},
+			"node n3: what pod ns/odd holds is unknown (pod ns/odd: annotation scheduling.koordinator.sh/device-allocated: unexpected end of JSON input); no RDMA pod is placed on this node until that annotation is fixed or the pod is gone"},
+		{"devices published twice are UnschedulableAndUnresolvable", "n4", vfRequest(1), fwk.UnschedulableAndUnresolvable, ReasonDevicesPublishedTwice,
+			"node n4: 1 device is published both by Device n4 and by ResourceSlice n4-rdma of DRA driver rdma.kplan.dev (0000:10:01.0): two allocators would hand them out independently, so the node is used by neither RDMA nor DRA pods (args.draOverlap: Refuse)"},
+		{"a missing Device object is UnschedulableAndUnresolvable", "n9", vfRequest(1), fwk.UnschedulableAndUnresolvable, rdma.ReasonInvalidInventory,
+			"node n9 has no Device object"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s := statusFor(c.filter(tc.node, nil, tc.name, tc.req))
@@ -233,9 +246,6 @@ func TestStatusFor(t *testing.T) {
 				t.Fatalf("code %v, reasons %q\nwant %v, [%s %s]", s.Code(), s.Reasons(), tc.code, tc.reason, tc.message)
 			}
 		})
-	}
-	if s := statusFor(fmt.Errorf("node n9 has no Device object")); s.Code() != fwk.Unschedulable {
-		t.Fatalf("a missing Device object: code %v, want Unschedulable (it may appear)", s.Code())
 	}
 }
 

@@ -28,12 +28,17 @@ type RolloutPool struct {
 	// Strategy is the pool's strategy: the mode, status.updateRevision as the
 	// target (empty when the status has none), status.currentRevision and
 	// status.updateRevision as the history when they differ, the budgets, the
-	// partition as LatestRatio, the replica count and, in Group mode, the
-	// columns.
+	// partition as LatestRatio, the replica count and, in Gang and Group mode,
+	// the columns (<role>-<member index>: a serving group's members in Gang
+	// mode, the pools in Group mode).
 	Strategy rollout.Strategy
-	// Options are the labels (LabelRevision, and LabelGroupName as the gang in
-	// Gang mode or LabelColumn as the column in Group mode), the gang size and
-	// minReadySeconds; the caller sets Now when MinReadySeconds is above 0.
+	// Options are the labels (LabelRevision; in Gang mode LabelGroupName as
+	// the gang, LabelColumn as a member's column and LabelGroupIndex as the
+	// gang's index; in Group mode LabelColumn as the column and
+	// LabelGroupIndex as the row), the recovery annotations
+	// (AnnotationReplacementFor, AnnotationSwappedAt), in Gang mode the columns
+	// every serving group has, and minReadySeconds; the caller sets Now when
+	// MinReadySeconds is above 0.
 	Options rollout.PodOptions
 }
 
@@ -60,7 +65,8 @@ func RolloutPools(ms *ModelServing, pods []*corev1.Pod) ([]RolloutPool, error) {
 	if cur := ms.Status.CurrentRevision; cur != "" && cur != ms.Status.UpdateRevision {
 		base.History = []string{cur, ms.Status.UpdateRevision}
 	}
-	opts := rollout.PodOptions{Labels: rollout.PodLabels{Revision: LabelRevision}, MinReadySeconds: rs.MinReadySeconds}
+	opts := rollout.PodOptions{Labels: rollout.PodLabels{Revision: LabelRevision}, MinReadySeconds: rs.MinReadySeconds,
+		Annotations: rollout.PodAnnotations{ReplacementFor: AnnotationReplacementFor, SwappedAt: AnnotationSwappedAt}}
 	var mine []*corev1.Pod
 	for _, p := range pods {
 		if p != nil && p.Namespace == ms.Namespace && p.Labels[LabelName] == ms.Name {
@@ -69,6 +75,12 @@ func RolloutPools(ms *ModelServing, pods []*corev1.Pod) ([]RolloutPool, error) {
 	}
 	mine = ReadyByGates(mine)
 	members := func(r Role) int { return int(max(r.Replicas, 1)) }
+	var columns []string
+	for _, r := range ms.Spec.Roles {
+		for m := range members(r) {
+			columns = append(columns, fmt.Sprintf("%s-%d", r.Name, m))
+		}
+	}
 	latest := func(unit int) (rollout.Strategy, error) {
 		st := base
 		var err error
@@ -83,26 +95,19 @@ func RolloutPools(ms *ModelServing, pods []*corev1.Pod) ([]RolloutPool, error) {
 		if err != nil {
 			return nil, err
 		}
-		st.Mode, st.Replicas = rollout.Gang, groups
+		st.Mode, st.Replicas, st.Columns = rollout.Gang, groups, columns
 		o := opts
-		o.Labels.Gang = LabelGroupName
-		for _, r := range ms.Spec.Roles {
-			o.GangSize += members(r)
-		}
+		o.Labels.Gang, o.Labels.Column, o.Labels.Index = LabelGroupName, LabelColumn, LabelGroupIndex
+		o.Columns = slices.Clone(columns)
 		return []RolloutPool{{Pods: mine, Strategy: st, Options: o}}, nil
 	case GroupMode:
 		st, err := latest(1)
 		if err != nil {
 			return nil, err
 		}
-		st.Mode, st.Replicas = rollout.Group, groups
-		for _, r := range ms.Spec.Roles {
-			for m := range members(r) {
-				st.Columns = append(st.Columns, fmt.Sprintf("%s-%d", r.Name, m))
-			}
-		}
+		st.Mode, st.Replicas, st.Columns = rollout.Group, groups, columns
 		o := opts
-		o.Labels.Column = LabelColumn
+		o.Labels.Column, o.Labels.Index = LabelColumn, LabelGroupIndex
 		return []RolloutPool{{Pods: mine, Strategy: st, Options: o}}, nil
 	case RollingMode, LockstepMode, "":
 		var out []RolloutPool

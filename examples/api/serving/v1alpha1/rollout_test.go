@@ -47,17 +47,20 @@ func TestRolloutPoolsPerMode(t *testing.T) {
 		Replicas            int
 		Latest              string
 		Columns             []string
-		Gang, Column        string
-		GangSize, MinReadyS int
+		Gang, Column, Index string
+		MemberColumns       []string
+		MinReadyS           int
 		Target              string
 		History             []string
+		Annotations         rollout.PodAnnotations
 	}
 	read := func(ps []servingv1.RolloutPool) []pool {
 		var out []pool
 		for _, p := range ps {
 			q := pool{Role: p.Role, Mode: p.Strategy.Mode, Replicas: p.Strategy.Replicas, Columns: p.Strategy.Columns,
-				Gang: p.Options.Labels.Gang, Column: p.Options.Labels.Column, GangSize: p.Options.GangSize,
-				MinReadyS: int(p.Options.MinReadySeconds), Target: p.Strategy.TargetRevision, History: p.Strategy.History}
+				Gang: p.Options.Labels.Gang, Column: p.Options.Labels.Column, Index: p.Options.Labels.Index, MemberColumns: p.Options.Columns,
+				MinReadyS: int(p.Options.MinReadySeconds), Target: p.Strategy.TargetRevision, History: p.Strategy.History,
+				Annotations: p.Options.Annotations}
 			if p.Strategy.LatestRatio != nil {
 				q.Latest = p.Strategy.LatestRatio.String()
 			}
@@ -69,22 +72,26 @@ func TestRolloutPoolsPerMode(t *testing.T) {
 		return out
 	}
 	hist := []string{"llm-a", "llm-b"}
+	ann := rollout.PodAnnotations{ReplacementFor: servingv1.AnnotationReplacementFor, SwappedAt: servingv1.AnnotationSwappedAt}
+	cols := []string{"prefill-0", "decode-0", "decode-1"}
 	for _, tc := range []struct {
 		mode servingv1.RolloutMode
 		want []pool
 	}{
 		{servingv1.RollingMode, []pool{
-			{Role: "prefill", Pods: []string{"llm-prefill-0-0"}, Mode: rollout.Rolling, Replicas: 3, Latest: "2", MinReadyS: 5, Target: "llm-b", History: hist},
-			{Role: "decode", Pods: []string{"llm-decode-0-0"}, Mode: rollout.Rolling, Replicas: 6, Latest: "4", MinReadyS: 5, Target: "llm-b", History: hist},
+			{Role: "prefill", Pods: []string{"llm-prefill-0-0"}, Mode: rollout.Rolling, Replicas: 3, Latest: "2", MinReadyS: 5, Target: "llm-b", History: hist, Annotations: ann},
+			{Role: "decode", Pods: []string{"llm-decode-0-0"}, Mode: rollout.Rolling, Replicas: 6, Latest: "4", MinReadyS: 5, Target: "llm-b", History: hist, Annotations: ann},
 		}},
 		{servingv1.LockstepMode, []pool{
-			{Role: "prefill", Pods: []string{"llm-prefill-0-0"}, Mode: rollout.Rolling, Replicas: 3, Latest: "2", MinReadyS: 5, Target: "llm-b", History: hist},
-			{Role: "decode", Pods: []string{"llm-decode-0-0"}, Mode: rollout.Rolling, Replicas: 6, Latest: "4", MinReadyS: 5, Target: "llm-b", History: hist},
+			{Role: "prefill", Pods: []string{"llm-prefill-0-0"}, Mode: rollout.Rolling, Replicas: 3, Latest: "2", MinReadyS: 5, Target: "llm-b", History: hist, Annotations: ann},
+			{Role: "decode", Pods: []string{"llm-decode-0-0"}, Mode: rollout.Rolling, Replicas: 6, Latest: "4", MinReadyS: 5, Target: "llm-b", History: hist, Annotations: ann},
 		}},
 		{servingv1.GangMode, []pool{{Pods: []string{"llm-prefill-0-0", "llm-decode-0-0"}, Mode: rollout.Gang, Replicas: 3, Latest: "2",
-			Gang: servingv1.LabelGroupName, GangSize: 3, MinReadyS: 5, Target: "llm-b", History: hist}}},
+			Columns: cols, Gang: servingv1.LabelGroupName, Column: servingv1.LabelColumn, Index: servingv1.LabelGroupIndex, MemberColumns: cols,
+			MinReadyS: 5, Target: "llm-b", History: hist, Annotations: ann}}},
 		{servingv1.GroupMode, []pool{{Pods: []string{"llm-prefill-0-0", "llm-decode-0-0"}, Mode: rollout.Group, Replicas: 3, Latest: "2",
-			Columns: []string{"prefill-0", "decode-0", "decode-1"}, Column: servingv1.LabelColumn, MinReadyS: 5, Target: "llm-b", History: hist}}},
+			Columns: cols, Column: servingv1.LabelColumn, Index: servingv1.LabelGroupIndex, MinReadyS: 5, Target: "llm-b", History: hist,
+			Annotations: ann}}},
 	} {
 		t.Run(string(tc.mode), func(t *testing.T) {
 			got, err := servingv1.RolloutPools(testModelServing(tc.mode), pods)

@@ -369,20 +369,19 @@ const (
 	ConditionRanktableReady = "RanktableReady"
 )
 
-// Condition reasons, from the rollout plan.
+// Condition reasons. While the operator writes nothing and the rollout is not
+// complete, Progressing and RollingUpdate carry the reason and message of
+// package rollout's plan as they are (rollout.ReasonBudget
+// "MaxUnavailableReached", rollout.ReasonWindow "GroupWindow",
+// rollout.ReasonNotAvailable "WaitingForAvailable", and the others of
+// rollout.Step.Reason and rollout.LockstepStep.Reason); the message names
+// the waiting pods, per role in Rolling mode.
 const (
 	// ReasonRolloutComplete: every pod runs the revision it should and is
 	// available.
 	ReasonRolloutComplete = "RolloutComplete"
 	// ReasonUpdating: the operator created, updated or deleted pods this reconcile.
 	ReasonUpdating = "Updating"
-	// ReasonWaitingForAvailable: pods of the new revision are not available yet.
-	ReasonWaitingForAvailable = "WaitingForAvailable"
-	// ReasonBudgetExhausted: taking another pod down would break maxUnavailable;
-	// the rollout waits for new pods to become available.
-	ReasonBudgetExhausted = "BudgetExhausted"
-	// ReasonGroupWindow: Group mode waits for the slowest column.
-	ReasonGroupWindow = "GroupWindow"
 	// ReasonPartitioned: the partition keeps the remaining pods on the previous
 	// revision.
 	ReasonPartitioned = "Partitioned"

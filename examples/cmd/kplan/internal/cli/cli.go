@@ -66,8 +66,7 @@ type options struct {
 	versionOrder, history, columns string
 	labels                         string
 	revisionLabel, gangLabel       string
-	columnLabel                    string
-	gangSize                       int
+	columnLabel, indexLabel        string
 	minReadySeconds                int
 	simulate                       bool
 	maxSteps                       int

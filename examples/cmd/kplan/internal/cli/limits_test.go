@@ -27,11 +27,11 @@ items:
 // Every stderr line is now printable: the escapes are written in Go syntax.
 func TestLabelValuesOnStderrCarryNoTerminalEscapes(t *testing.T) {
 	var stdout, stderr bytes.Buffer
-	code := Main([]string{"rollout", "-f", "-", "--mode", "gang", "--gang-label", "gang", "--gang-size", "1", "--target", "2-b"},
-		strings.NewReader(gangPods), &stdout, &stderr)
+	code := Main([]string{"rollout", "-f", "-", "--mode", "gang", "--gang-label", "gang", "--column-label", "gang", "--columns", "only",
+		"--target", "2-b"}, strings.NewReader(gangPods), &stdout, &stderr)
 	msg := stderr.String()
-	if code != ExitError || !strings.Contains(msg, "gang ") {
-		t.Fatalf("exit %d, stderr %q; want the gang-size error", code, msg)
+	if code != ExitError || !strings.Contains(msg, "label gang: ") {
+		t.Fatalf("exit %d, stderr %q; want the error naming the column label's value", code, msg)
 	}
 	if strings.ContainsAny(msg, "\x1b\a") {
 		t.Errorf("stderr carries terminal control characters: %q", msg)

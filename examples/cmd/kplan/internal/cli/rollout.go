@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 
@@ -31,8 +32,10 @@ its pods are read as the operator reads them (not ready while a readiness gate,
 such as the operator's during an in-place image update, is not True).
 --target, --replicas, --max-unavailable, --max-surge, --latest-ratio, --history
 and --min-ready-seconds, when given, win over the object's fields.
-Prints the next step: replicas to update in place, create and delete, and why
-the others wait. With --simulate, applies steps the way a cluster would
+Prints the next step: replicas to update in place (their pods, and the columns
+of a gang's members to create), create (each in its slot: index, column, a
+gang's member columns) and delete (their pods), gangs to repair, why the others
+wait, and the step's reason and message as a condition would carry them. With --simulate, applies steps the way a cluster would
 (updated replicas become available one reconcile later) until the rollout is
 complete, checking every step against the rollout invariants, and prints a
 table (or the steps, with -o yaml or -o json).
@@ -51,12 +54,12 @@ table (or the steps, with -o yaml or -o json).
 		fs.StringVar(&o.latestRatio, "latest-ratio", "", "how many replicas should run the target, integer or percent (default: all)")
 		fs.StringVar(&o.versionOrder, "version-order", "LessFirst", "which old version is cut first: LessFirst, LatestFirst or OldFirst")
 		fs.StringVar(&o.history, "history", "", "known revisions, oldest first, comma-separated")
-		fs.StringVar(&o.columns, "columns", "", "columns that must exist in group mode, comma-separated")
+		fs.StringVar(&o.columns, "columns", "", "comma-separated: in group mode the columns that must exist; in gang mode the columns every gang has (the column label's values), so members missing from one are found")
 		fs.StringVar(&o.labels, "labels", "default", "label scheme: default (controller-revision-hash) or kthena (ModelServing revision, group-name gangs, role columns)")
 		fs.StringVar(&o.revisionLabel, "revision-label", "", "the pod label holding the revision (overrides --labels)")
 		fs.StringVar(&o.gangLabel, "gang-label", "", "the pod label grouping pods into gangs (overrides --labels)")
-		fs.StringVar(&o.columnLabel, "column-label", "", "the pod label holding the column (overrides --labels)")
-		fs.IntVar(&o.gangSize, "gang-size", 0, "members per gang (default: as many as the largest gang has)")
+		fs.StringVar(&o.columnLabel, "column-label", "", "the pod label holding the column, a gang member's in gang mode (overrides --labels)")
+		fs.StringVar(&o.indexLabel, "index-label", "", "the pod label holding the replica's index (a pod's ordinal, a gang's group index, a row); creates take the lowest free (default: none)")
 		fs.IntVar(&o.minReadySeconds, "min-ready-seconds", 0, "how long a pod must be ready to be available (needs --now or the clock)")
 		fs.Var(&o.now, "now", "the current time, RFC 3339 (default: the clock)")
 		fs.BoolVar(&o.simulate, "simulate", false, "simulate the whole rollout and print a table (-o yaml or json for the steps)")
@@ -68,30 +71,43 @@ table (or the steps, with -o yaml or -o json).
 
 // stepOut is one rollout step as printed.
 type stepOut struct {
-	Mode           string      `json:"mode"`
-	TargetRevision string      `json:"targetRevision"`
-	Replicas       int         `json:"replicas"`
-	Budget         budgetOut   `json:"budget"`
-	Latest         int         `json:"latest"`
-	Complete       bool        `json:"complete"`
-	Update         []updateOut `json:"update,omitempty"`
-	Create         []createOut `json:"create,omitempty"`
-	Delete         []string    `json:"delete,omitempty"`
-	Repair         []repairOut `json:"repair,omitempty"`
-	Waiting        []waitOut   `json:"waiting,omitempty"`
+	Mode           string    `json:"mode"`
+	TargetRevision string    `json:"targetRevision"`
+	Replicas       int       `json:"replicas"`
+	Budget         budgetOut `json:"budget"`
+	Latest         int       `json:"latest"`
+	Complete       bool      `json:"complete"`
+	// Reason and Message say where the rollout stands, as a condition would.
+	Reason  string      `json:"reason"`
+	Message string      `json:"message,omitempty"`
+	Update  []updateOut `json:"update,omitempty"`
+	Create  []createOut `json:"create,omitempty"`
+	Delete  []deleteOut `json:"delete,omitempty"`
+	Repair  []repairOut `json:"repair,omitempty"`
+	Waiting []waitOut   `json:"waiting,omitempty"`
 }
 
 // repairOut is a gang whose missing members are to be created.
 type repairOut struct {
-	Replica  string   `json:"replica"`
-	Revision string   `json:"revision"`
-	Column   string   `json:"column,omitempty"`
-	Members  []string `json:"members"`
+	Replica  string `json:"replica"`
+	Revision string `json:"revision"`
+	Column   string `json:"column,omitempty"`
+	Index    int    `json:"index"`
+	// Missing are the columns of the members to create.
+	Missing []string `json:"missing"`
+}
+
+// deleteOut is a replica to delete and its pods.
+type deleteOut struct {
+	Replica string   `json:"replica"`
+	Column  string   `json:"column,omitempty"`
+	Pods    []string `json:"pods,omitempty"`
 }
 
 type waitOut struct {
 	Replica string `json:"replica"`
 	Reason  string `json:"reason"`
+	Message string `json:"message"`
 }
 
 type budgetOut struct {
@@ -100,20 +116,26 @@ type budgetOut struct {
 }
 
 type updateOut struct {
-	Replica string   `json:"replica"`
-	From    string   `json:"from"`
-	To      string   `json:"to"`
-	Column  string   `json:"column,omitempty"`
-	Members []string `json:"members,omitempty"`
+	Replica string `json:"replica"`
+	From    string `json:"from"`
+	To      string `json:"to"`
+	Column  string `json:"column,omitempty"`
+	Index   int    `json:"index"`
+	// Pods are the pods to update; Missing the columns of a gang's members to
+	// create.
+	Pods    []string `json:"pods,omitempty"`
+	Missing []string `json:"missing,omitempty"`
 	// DataFrom and DataTo are set when the strategy releases data too.
 	DataFrom string `json:"dataFrom,omitempty"`
 	DataTo   string `json:"dataTo,omitempty"`
 }
 
+// createOut is one replica to create, in its slot.
 type createOut struct {
-	Revision string `json:"revision"`
-	Column   string `json:"column,omitempty"`
-	Count    int    `json:"count"`
+	Revision string   `json:"revision"`
+	Column   string   `json:"column,omitempty"`
+	Index    int      `json:"index"`
+	Members  []string `json:"members,omitempty"`
 }
 
 // simulation is a whole simulated rollout.
@@ -216,7 +238,7 @@ func runRollout(o *options, objs []manifest.Object) (any, error) {
 		strategy.Replicas = countReplicas(replicas, strategy.Mode)
 	}
 	if o.simulate {
-		return simulate(strategy, replicas, opts.GangSize, o.maxSteps)
+		return simulate(strategy, replicas, o.maxSteps)
 	}
 	step, err := rollout.Plan(replicas, strategy)
 	if err != nil {
@@ -224,16 +246,20 @@ func runRollout(o *options, objs []manifest.Object) (any, error) {
 	}
 	out := stepOut{
 		Mode: strings.ToLower(string(strategy.Mode)), TargetRevision: strategy.TargetRevision, Replicas: strategy.Replicas,
-		Budget: budgetOut(step.Budget), Latest: step.Latest, Complete: step.Complete, Delete: step.Delete,
+		Budget: budgetOut(step.Budget), Latest: step.Latest, Complete: step.Complete,
+		Reason: string(step.Reason), Message: step.Message,
 	}
 	for _, w := range step.Waiting {
-		out.Waiting = append(out.Waiting, waitOut{Replica: w.Replica, Reason: string(w.Reason)})
+		out.Waiting = append(out.Waiting, waitOut{Replica: w.Replica, Reason: string(w.Reason), Message: w.Message})
 	}
 	for _, u := range step.Update {
 		out.Update = append(out.Update, updateOut(u))
 	}
 	for _, c := range step.Create {
 		out.Create = append(out.Create, createOut(c))
+	}
+	for _, d := range step.Delete {
+		out.Delete = append(out.Delete, deleteOut(d))
 	}
 	for _, r := range step.Repair {
 		out.Repair = append(out.Repair, repairOut(r))
@@ -265,8 +291,8 @@ func rolloutStrategy(o *options) (rollout.Strategy, rollout.PodOptions, error) {
 	default:
 		return s, opts, usagef("--version-order %q: want LessFirst, LatestFirst or OldFirst", o.versionOrder)
 	}
-	if o.replicas < 0 || o.gangSize < 0 || o.minReadySeconds < 0 || o.maxSteps < 1 {
-		return s, opts, usagef("--replicas, --gang-size and --min-ready-seconds must not be negative, --max-steps must be positive")
+	if o.replicas < 0 || o.minReadySeconds < 0 || o.maxSteps < 1 {
+		return s, opts, usagef("--replicas and --min-ready-seconds must not be negative, --max-steps must be positive")
 	}
 	if o.minReadySeconds > math.MaxInt32 {
 		return s, opts, usagef("--min-ready-seconds %d: more than %d", o.minReadySeconds, math.MaxInt32)
@@ -301,10 +327,11 @@ func rolloutStrategy(o *options) (rollout.Strategy, rollout.PodOptions, error) {
 	if o.columnLabel != "" {
 		opts.Labels.Column = o.columnLabel
 	}
+	opts.Labels.Index = o.indexLabel
 	if s.Mode != rollout.Gang {
 		opts.Labels.Gang = ""
 	}
-	if s.Mode != rollout.Group {
+	if s.Mode == rollout.Rolling {
 		opts.Labels.Column = ""
 	}
 	if s.Mode == rollout.Gang && opts.Labels.Gang == "" {
@@ -313,7 +340,12 @@ func rolloutStrategy(o *options) (rollout.Strategy, rollout.PodOptions, error) {
 	if s.Mode == rollout.Group && opts.Labels.Column == "" {
 		return s, opts, usagef("--mode group needs --column-label (or --labels kthena)")
 	}
-	opts.GangSize = o.gangSize
+	if s.Mode == rollout.Gang && len(s.Columns) > 0 {
+		if opts.Labels.Column == "" {
+			return s, opts, usagef("--mode gang with --columns needs --column-label (or --labels kthena)")
+		}
+		opts.Columns = s.Columns
+	}
 	opts.MinReadySeconds = int32(o.minReadySeconds)
 	return s, opts, nil
 }
@@ -456,8 +488,11 @@ func countReplicas(replicas []rollout.Replica, mode rollout.Mode) int {
 // in the input cannot make the simulation run out of memory.
 const MaxSimulatedPods = 10000
 
-// simulate runs the rollout to completion in rollouttest's simulator.
-func simulate(strategy rollout.Strategy, replicas []rollout.Replica, gangSize, maxSteps int) (simulation, error) {
+// simulate runs the rollout to completion in rollouttest's simulator. A gang it
+// creates has a member in each of the strategy's columns, or without columns as
+// many as the largest gang.
+func simulate(strategy rollout.Strategy, replicas []rollout.Replica, maxSteps int) (simulation, error) {
+	gangSize := len(strategy.Columns)
 	if strategy.Mode == rollout.Gang && gangSize == 0 {
 		for _, r := range replicas {
 			gangSize = max(gangSize, len(r.Members))
@@ -488,15 +523,18 @@ func simulate(strategy rollout.Strategy, replicas []rollout.Replica, gangSize, m
 			return out, fmt.Errorf("simulation: %v", err)
 		}
 		out.Budget = budgetOut(step.Budget)
-		st := simStep{Reconcile: sim.Reconciles, Complete: step.Complete, Delete: step.Delete, Waiting: len(step.Waiting), Latest: step.Latest}
+		st := simStep{Reconcile: sim.Reconciles, Complete: step.Complete, Waiting: len(step.Waiting), Latest: step.Latest}
 		for _, u := range step.Update {
 			st.Update = append(st.Update, u.Replica)
 		}
 		for _, c := range step.Create {
-			st.Create = append(st.Create, fmt.Sprintf("%dx%s%s", c.Count, c.Revision, columnSuffix(c.Column)))
+			st.Create = append(st.Create, c.Revision+"@"+slot(c.Column, c.Index))
+		}
+		for _, d := range step.Delete {
+			st.Delete = append(st.Delete, d.Replica)
 		}
 		for _, r := range step.Repair {
-			st.Repair = append(st.Repair, fmt.Sprintf("%s[%s]", r.Replica, strings.Join(r.Members, " ")))
+			st.Repair = append(st.Repair, fmt.Sprintf("%s[%s]", r.Replica, strings.Join(r.Missing, " ")))
 		}
 		for _, r := range rollouttest.Counted(sim.Replicas) {
 			st.Total++
@@ -517,11 +555,13 @@ func simulate(strategy rollout.Strategy, replicas []rollout.Replica, gangSize, m
 	return out, fmt.Errorf("simulation: not complete after %d reconciles (--max-steps)", maxSteps)
 }
 
-func columnSuffix(c string) string {
-	if c == "" {
-		return ""
+// slot is how a simulation table names a create's slot: its index, after its
+// column when it has one (column/index).
+func slot(column string, index int) string {
+	if column == "" {
+		return strconv.Itoa(index)
 	}
-	return "@" + c
+	return column + "/" + strconv.Itoa(index)
 }
 
 func splitList(s string) []string {
