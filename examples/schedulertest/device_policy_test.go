@@ -158,6 +158,16 @@ func TestDeviceAllocatedPolicy(t *testing.T) {
 	refused("the tenant removes it", patch(tenant, "plain", `{"metadata":{"annotations":{"`+rdma.AnnotationDeviceAllocated+`":null}}}`))
 	allowed("the tenant changes another annotation", patch(tenant, "plain", `{"metadata":{"annotations":{"team":"a"}}}`))
 
+	// "plain" now carries a valid allocation of the node's only PF: bound by the
+	// scheduler below, it would keep it (a pod asking for no RDMA devices is counted
+	// with what its valid annotation names) and the RDMA pod would never fit. It goes
+	// before the scheduler starts.
+	deletePod(t, ctx, ns, "plain")
+	waitFor(t, ctx, time.Minute, "pod plain gone", func(ctx context.Context) (bool, error) {
+		_, err := cs.CoreV1().Pods(ns).Get(ctx, "plain", metav1.GetOptions{})
+		return apierrors.IsNotFound(err), nil
+	})
+
 	t.Run("the real scheduler binds an RDMA pod with its annotation", func(t *testing.T) {
 		createNodes(t, ctx, makeNode("policy-node", shape{roots: 1, pfs: 1, vfs: 4}))
 		startScheduler(t, nil)
