@@ -55,8 +55,9 @@
 //  1. Surplus (more than n replicas): delete replicas of the over-quota side
 //     (target replicas beyond t, or old replicas beyond n - t), unavailable first;
 //     an available one only while available - 1 >= floor. In group mode with old
-//     rows kept (L < n) and the stable revision's row whole, stable replicas go
-//     last, so every column keeps the same old row.
+//     rows kept (L < n), old replicas go in three passes so that every column
+//     keeps the same old rows: those beyond their version's whole rows W_i first,
+//     then other old versions' whole rows, then the stable revision's.
 //  2. Missing (fewer than n): create them, at the target up to t, the rest at the
 //     stable revision.
 //  3. Move in place: while target replicas < t, update old replicas to the target

@@ -107,15 +107,22 @@ func (p *planner) planPool(k, t int) bool {
 	newOver, oldOver := 0, 0
 	if excess := total - n; excess > 0 {
 		newOver, oldOver = max(0, newCnt-t), max(0, oldCnt-(n-t))
-		// With old rows kept (extra != nil) and the stable revision's row whole, the
-		// stable replicas go last: every column then keeps the stable row, where
-		// cutting by availability alone could keep the stable replica in one column
-		// and another old version's in the next, leaving neither row whole. A stable
-		// revision whose row is not whole is cut in the usual order, so a whole row
-		// of another old version is kept instead.
+		// With old rows kept (extra != nil), old replicas are cut in three passes so
+		// that every column keeps the same old rows: first those beyond their
+		// version's whole rows (more in this column than in the column with the
+		// fewest), then other old versions' whole rows, then the stable revision's.
+		// Cutting by availability alone could keep the stable row in one column and
+		// another old version's in the next, leaving neither whole.
 		passes := 1
-		if extra != nil && p.rowMin[p.stable] > 0 {
-			passes = 2
+		var beyond map[int32]int
+		if extra != nil {
+			passes = 3
+			beyond = make(map[int32]int, len(pl.revs))
+			for _, c := range pl.revs {
+				if c.rev != p.target {
+					beyond[c.rev] = c.n - p.rowMin[c.rev]
+				}
+			}
 		}
 		for pass := range passes {
 			for i := range pl.units {
@@ -127,8 +134,17 @@ func (p *planner) planPool(k, t int) bool {
 				if u.done || u.recovering || (isNew && newOver == 0) || (!isNew && oldOver == 0) {
 					continue
 				}
-				if passes == 2 && (u.rev == p.stable) != (pass == 1) {
-					continue
+				if passes > 1 && !isNew {
+					switch {
+					case beyond[u.rev] > 0:
+						if pass != 0 {
+							continue
+						}
+					case pass == 0:
+						continue
+					case (u.rev == p.stable) != (pass == 2):
+						continue
+					}
 				}
 				if extra != nil && u.rev == p.stable && stableCnt <= stableQuota {
 					// Keep the stable replicas whole rows need (created to replace
@@ -142,6 +158,9 @@ func (p *planner) planPool(k, t int) bool {
 					avail--
 				}
 				u.done = true
+				if beyond != nil && !isNew {
+					beyond[u.rev]--
+				}
 				r := p.replica(u)
 				p.step.Delete = append(p.step.Delete, Delete{Replica: r.Name, Column: pl.column, Pods: podNames(r, &p.pods)})
 				if extra != nil {

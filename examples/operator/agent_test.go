@@ -14,7 +14,9 @@ import (
 	"testing"
 	"time"
 
+	authnv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/clientcmd"
@@ -35,9 +37,20 @@ func runAgent() int {
 	return reload.Main(ctx, []string{"-poll", "200ms"}, os.Getenv, os.Stderr)
 }
 
-// agentKubeconfig writes a kubeconfig for the API server that impersonates the
-// ServiceAccount ns/sa, bound to config/reload/role.yaml.
-func agentKubeconfig(t *testing.T, ns, sa string) string {
+// agentKubeconfig applies config/reload/role.yaml for the set and the
+// ServiceAccount ns/sa (once), and writes a kubeconfig holding a token of that
+// ServiceAccount bound to the pod, as the kubelet mounts into the pod's containers:
+// the API server sees the pod's name and UID in its claims, which the policy
+// configmapset-reload-agent checks.
+func agentKubeconfig(t *testing.T, ns, sa, set, pod string) string {
+	t.Helper()
+	applyReloadRole(t, ns, sa, set)
+	return kubeconfigFor(t, boundToken(t, ns, sa, pod))
+}
+
+// applyReloadRole applies config/reload/role.yaml for the set and the
+// ServiceAccount ns/sa, and creates the ServiceAccount; objects that exist are kept.
+func applyReloadRole(t *testing.T, ns, sa, set string) {
 	t.Helper()
 	ctx := context.Background()
 	raw, err := os.ReadFile(filepath.Join("..", "config", "reload", "role.yaml"))
@@ -45,7 +58,7 @@ func agentKubeconfig(t *testing.T, ns, sa string) string {
 		t.Fatal(err)
 	}
 	manifest := filepath.Join(t.TempDir(), "role.yaml")
-	text := strings.NewReplacer("NAMESPACE", ns, "SERVICEACCOUNT", sa).Replace(string(raw))
+	text := strings.NewReplacer("NAMESPACE", ns, "SERVICEACCOUNT", sa, "SETNAME", set).Replace(string(raw))
 	if err := os.WriteFile(manifest, []byte(text), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -55,18 +68,38 @@ func agentKubeconfig(t *testing.T, ns, sa string) string {
 	}
 	objs = append(objs, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: sa}})
 	for _, o := range objs {
-		if err := admin.Create(ctx, o); err != nil {
+		if err := admin.Create(ctx, o); err != nil && !apierrors.IsAlreadyExists(err) {
 			t.Fatalf("applying config/reload: %v", err)
 		}
 	}
+}
+
+// boundToken returns a token of the ServiceAccount ns/sa bound to the pod ns/pod
+// (TokenRequest with the pod as bound object, as the kubelet requests it).
+func boundToken(t *testing.T, ns, sa, pod string) string {
+	t.Helper()
+	ctx := context.Background()
+	var p corev1.Pod
+	if err := admin.Get(ctx, types.NamespacedName{Namespace: ns, Name: pod}, &p); err != nil {
+		t.Fatal(err)
+	}
+	tr := &authnv1.TokenRequest{Spec: authnv1.TokenRequestSpec{
+		ExpirationSeconds: ptr(int64(3600)),
+		BoundObjectRef:    &authnv1.BoundObjectReference{Kind: "Pod", APIVersion: "v1", Name: p.Name, UID: p.UID},
+	}}
+	if err := admin.SubResource("token").Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: sa}}, tr); err != nil {
+		t.Fatalf("token of %s/%s bound to pod %s: %v", ns, sa, pod, err)
+	}
+	return tr.Status.Token
+}
+
+// kubeconfigFor writes a kubeconfig for the API server authenticating with token.
+func kubeconfigFor(t *testing.T, token string) string {
+	t.Helper()
 	c := env.Config
 	kc := clientcmdapi.NewConfig()
 	kc.Clusters["envtest"] = &clientcmdapi.Cluster{Server: c.Host, CertificateAuthorityData: c.CAData}
-	kc.AuthInfos["agent"] = &clientcmdapi.AuthInfo{
-		ClientCertificateData: c.CertData, ClientKeyData: c.KeyData, Token: c.BearerToken,
-		Impersonate:       "system:serviceaccount:" + ns + ":" + sa,
-		ImpersonateGroups: []string{"system:serviceaccounts", "system:serviceaccounts:" + ns, "system:authenticated"},
-	}
+	kc.AuthInfos["agent"] = &clientcmdapi.AuthInfo{Token: token}
 	kc.Contexts["agent"] = &clientcmdapi.Context{Cluster: "envtest", AuthInfo: "agent"}
 	kc.CurrentContext = "agent"
 	path := filepath.Join(t.TempDir(), "kubeconfig")

@@ -137,7 +137,7 @@ func TestRanktableReplanAfterTemplateChange(t *testing.T) {
 		t.Fatal("no library template", ranktable.LibraryMindIESimple)
 	}
 	tmpl := base.DeepCopy()
-	tmpl.ObjectMeta = metav1.ObjectMeta{Namespace: ranktable.DefaultTemplateNamespace, Name: "t16-" + ns}
+	tmpl.ObjectMeta = metav1.ObjectMeta{Namespace: ranktable.DefaultTemplateNamespace, Name: "t16-" + ns, Labels: base.Labels}
 	if err := admin.Create(ctx, tmpl); err != nil {
 		t.Fatal(err)
 	}

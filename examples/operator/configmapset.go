@@ -14,11 +14,13 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/kplan-dev/kplan"
 	"github.com/kplan-dev/kplan/revision"
@@ -28,7 +30,10 @@ import (
 // annotations and its status, as revision.Plan says, with the ConfigMapSetComplete
 // condition taken from the plan's Complete and Waiting.
 type ConfigMapSetReconciler struct {
-	Client   client.Client
+	Client client.Client
+	// Pods is the cache whose pod events trigger reconciles (nil: the manager's);
+	// Client must read pods from it.
+	Pods     cache.Cache
 	Recorder events.EventRecorder
 	// Now is the clock.
 	Now func() time.Time
@@ -37,11 +42,15 @@ type ConfigMapSetReconciler struct {
 // SetupWithManager registers the reconciler: ConfigMapSets, their hubs and the pods
 // their selectors match.
 func (r *ConfigMapSetReconciler) SetupWithManager(mgr ctrl.Manager) error {
+	pods := r.Pods
+	if pods == nil {
+		pods = mgr.GetCache()
+	}
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("configmapset").
 		For(&revision.ConfigMapSet{}).
 		Owns(&corev1.ConfigMap{}).
-		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(r.setsOfPod)).
+		WatchesRawSource(source.Kind(pods, client.Object(&corev1.Pod{}), handler.EnqueueRequestsFromMapFunc(r.setsOfPod))).
 		Complete(r)
 }
 
@@ -100,6 +109,7 @@ func (r *ConfigMapSetReconciler) Reconcile(ctx context.Context, req ctrl.Request
 	}
 	switch cm := res.Hub.ConfigMap; res.Hub.Action {
 	case kplan.ActionCreate:
+		labelHub(cm)
 		if err := controllerutil.SetControllerReference(&set, cm, r.Client.Scheme()); err != nil {
 			return ctrl.Result{}, err
 		}

@@ -59,7 +59,8 @@ func newWebPod(t *testing.T, ns, name string) *corev1.Pod {
 	t.Helper()
 	pod := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: map[string]string{"app": "web"}},
-		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "main", Image: "busybox:1.36"}}},
+		// The ServiceAccount the reload tests bind config/reload's Role to.
+		Spec: corev1.PodSpec{ServiceAccountName: "web", Containers: []corev1.Container{{Name: "main", Image: "busybox:1.36"}}},
 	}
 	if err := admin.Create(context.Background(), pod); err != nil {
 		t.Fatalf("creating pod %s: %v", name, err)

@@ -73,8 +73,13 @@
 //     examples/reload), and answers with webhookpatch.Diff of the pod before and
 //     after.
 //
-// Manifests: examples/config (CRDs, RBAC, webhook configuration, deployment); the
-// integration tests run against a real kube-apiserver and etcd (see DEVELOPERS.md).
+// Manifests: examples/config (CRDs, RBAC and admission policies, webhook
+// configuration, deployment, the API server's client certificate for the webhook);
+// the integration tests run against a real kube-apiserver and etcd (see
+// DEVELOPERS.md). A process embedding the operator creates its manager with
+// CacheOptions (it caches only what it reconciles), NewWebhookServer (HTTP/1.1, the
+// API server's client certificate) and MetricsServerOptions (authenticated and
+// authorized scrapes), as examples/cmd/kplan-operator does.
 //
 // # Expected pods
 //
@@ -98,7 +103,8 @@
 //   - ConfigMap names carry the serving group (the design's
 //     {ms}-{role}-ranktable collides across groups; see the ranktable package).
 //   - The operator does not create the wait container in the pods it builds: the
-//     webhook injects it, so pods created by anything else on behalf of the
-//     ModelServing get it too. A ModelServing annotated after its pods exist gets
-//     its tables, but its existing pods mount nothing until they are recreated.
+//     webhook injects it, as into any pod a ModelServing controls (only the
+//     operator may create those: the policy kplan-modelserving-pods). A
+//     ModelServing annotated after its pods exist gets its tables, but its existing
+//     pods mount nothing until they are recreated.
 package operator

@@ -61,13 +61,15 @@ func TestRanktableHostileTemplates(t *testing.T) {
 		}
 		if h.parser != "" {
 			data[ranktable.KeyPodParserTemplate] = tmplName + "-parser"
-			parser := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ranktable.DefaultTemplateNamespace, Name: tmplName + "-parser"},
+			parser := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ranktable.DefaultTemplateNamespace, Name: tmplName + "-parser",
+				Labels: map[string]string{ranktable.LabelComponent: operator.ComponentParser}},
 				Data: map[string]string{ranktable.KeyParserTemplate: h.parser}}
 			if err := admin.Create(ctx, parser); err != nil {
 				t.Fatal(err)
 			}
 		}
-		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ranktable.DefaultTemplateNamespace, Name: tmplName}, Data: data}
+		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ranktable.DefaultTemplateNamespace, Name: tmplName,
+			Labels: map[string]string{ranktable.LabelComponent: operator.ComponentTemplate}}, Data: data}
 		if err := admin.Create(ctx, cm); err != nil {
 			t.Fatal(err)
 		}
@@ -105,7 +107,7 @@ func TestRanktableHostileTemplates(t *testing.T) {
 		pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "bad-clock-x", Labels: ms.Spec.Roles[0].Template.Labels,
 			OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(&ms, servingv1.GroupVersion.WithKind("ModelServing"))}},
 			Spec: *ms.Spec.Roles[0].Template.Spec.DeepCopy()}
-		err := admin.Create(ctx, pod)
+		err := operClient(t).Create(ctx, pod) // only the operator creates a ModelServing's pods
 		if err == nil || !strings.Contains(err.Error(), `function "now" is not available`) {
 			t.Fatalf("creating a pod of an owner whose template does not load: %v, want a denial naming the function", err)
 		}

@@ -13,8 +13,8 @@ import (
 
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
-	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/rest"
@@ -76,24 +76,43 @@ func run(m *testing.M) (int, error) {
 	if scheme, err = operator.NewScheme(); err != nil {
 		return 0, err
 	}
+	certDir, err := os.MkdirTemp("", "kplan-operator-test-")
+	if err != nil {
+		return 0, err
+	}
+	defer os.RemoveAll(certDir)
+	if webhookClient, err = newWebhookClientAuth(certDir); err != nil {
+		return 0, err
+	}
 	env, err = testenv.Start(ctx, testenv.Options{
 		CRDDirectoryPaths: []string{"config/crd", "operator/testdata/crd"},
 		WebhookPaths:      []string{"config/webhook"},
+		APIServerArgs: map[string][]string{
+			// The API server presents config/apiserver's client certificate to the webhook.
+			"admission-control-config-file": {webhookClient.admissionConfig},
+			// Owner references with blockOwnerDeletion need update on the owner's
+			// finalizers subresource, as in clusters that enable it.
+			"enable-admission-plugins": {"OwnerReferencesPermissionEnforcement"},
+		},
 	})
 	if err != nil {
 		return 0, err
 	}
 	defer env.Stop()
-	if admin, err = client.New(env.Config, client.Options{Scheme: scheme}); err != nil {
+	// The webhook server trusts only the CA of the API server's client certificate.
+	if err := os.WriteFile(filepath.Join(env.Webhook.LocalServingCertDir, webhookClientCAName), webhookClient.caPEM, 0o600); err != nil {
 		return 0, err
 	}
-	if err := setupCluster(ctx); err != nil {
+	if admin, err = client.New(env.Config, client.Options{Scheme: scheme}); err != nil {
 		return 0, err
 	}
 	operCfg = rest.CopyConfig(env.Config)
 	operCfg.Impersonate = rest.ImpersonationConfig{
 		UserName: "system:serviceaccount:" + operatorNamespace + ":" + operatorSA,
 		Groups:   []string{"system:serviceaccounts", "system:serviceaccounts:" + operatorNamespace, "system:authenticated"},
+	}
+	if err := setupCluster(ctx); err != nil {
+		return 0, err
 	}
 	if err := startManager(nil); err != nil {
 		return 0, err
@@ -105,22 +124,20 @@ func run(m *testing.M) (int, error) {
 	return code, nil
 }
 
-// setupCluster creates the namespaces, applies config/rbac and loads the ranktable
-// template library into the templates namespace.
+// setupCluster creates the namespaces, applies config/rbac (the operator's roles and
+// the admission policies) and loads the ranktable template library into the
+// templates namespace.
 func setupCluster(ctx context.Context) error {
 	for _, ns := range []string{operatorNamespace, ranktable.DefaultTemplateNamespace} {
 		if err := admin.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
 			return err
 		}
 	}
-	objs, err := readManifests(filepath.Join("..", "config", "rbac", "role.yaml"))
-	if err != nil {
+	if err := applyManifests(ctx, filepath.Join("..", "config", "rbac")); err != nil {
 		return err
 	}
-	for _, o := range objs {
-		if err := admin.Create(ctx, o); err != nil {
-			return fmt.Errorf("applying config/rbac: %s %s: %w", o.GetObjectKind().GroupVersionKind().Kind, o.GetName(), err)
-		}
+	if err := waitPoliciesActive(ctx); err != nil {
+		return err
 	}
 	for _, cm := range ranktable.LibraryConfigMaps() {
 		if err := admin.Create(ctx, cm); err != nil {
@@ -130,7 +147,33 @@ func setupCluster(ctx context.Context) error {
 	return nil
 }
 
-// readManifests decodes the YAML documents of a file into typed objects.
+// applyManifests creates every object of the YAML files at path (a file or a
+// directory).
+func applyManifests(ctx context.Context, path string) error {
+	files := []string{path}
+	if entries, err := os.ReadDir(path); err == nil {
+		files = files[:0]
+		for _, e := range entries {
+			if filepath.Ext(e.Name()) == ".yaml" {
+				files = append(files, filepath.Join(path, e.Name()))
+			}
+		}
+	}
+	for _, f := range files {
+		objs, err := readManifests(f)
+		if err != nil {
+			return err
+		}
+		for _, o := range objs {
+			if err := admin.Create(ctx, o); err != nil {
+				return fmt.Errorf("applying %s: %s %s: %w", f, o.GetObjectKind().GroupVersionKind().Kind, o.GetName(), err)
+			}
+		}
+	}
+	return nil
+}
+
+// readManifests decodes the YAML documents of a file.
 func readManifests(path string) ([]client.Object, error) {
 	f, err := os.Open(path)
 	if err != nil {
@@ -156,23 +199,12 @@ func readManifests(path string) ([]client.Object, error) {
 		if err := utilyaml.Unmarshal(raw.Raw, &u); err != nil {
 			return nil, err
 		}
-		var o client.Object
-		switch u.Kind {
-		case "ClusterRole":
-			o = &rbacv1.ClusterRole{}
-		case "ClusterRoleBinding":
-			o = &rbacv1.ClusterRoleBinding{}
-		case "ServiceAccount":
-			o = &corev1.ServiceAccount{}
-		case "Role":
-			o = &rbacv1.Role{}
-		case "RoleBinding":
-			o = &rbacv1.RoleBinding{}
-		default:
-			return nil, fmt.Errorf("%s: unexpected kind %q", path, u.Kind)
+		if u.Kind == "" {
+			return nil, fmt.Errorf("%s: a document without a kind", path)
 		}
-		if err := utilyaml.Unmarshal(raw.Raw, o); err != nil {
-			return nil, err
+		o := &unstructured.Unstructured{}
+		if err := utilyaml.Unmarshal(raw.Raw, &o.Object); err != nil {
+			return nil, fmt.Errorf("%s: %w", path, err)
 		}
 		out = append(out, o)
 	}
@@ -195,13 +227,19 @@ func startManager(o *managerOptions) error {
 		o = &managerOptions{}
 	}
 	wh := env.Webhook
+	srv, err := operator.NewWebhookServer(webhook.Options{
+		Host: wh.LocalServingHost, Port: wh.LocalServingPort, CertDir: wh.LocalServingCertDir,
+		ClientCAName: webhookClientCAName,
+	})
+	if err != nil {
+		return err
+	}
 	opts := ctrl.Options{
-		Scheme:  scheme,
-		Metrics: metricsserver.Options{BindAddress: "0"},
-		WebhookServer: webhook.NewServer(webhook.Options{
-			Host: wh.LocalServingHost, Port: wh.LocalServingPort, CertDir: wh.LocalServingCertDir,
-		}),
-		Controller: ctrlConfig(),
+		Scheme:        scheme,
+		Cache:         operator.CacheOptions(operator.Options{}),
+		Metrics:       metricsserver.Options{BindAddress: "0"},
+		WebhookServer: srv,
+		Controller:    ctrlConfig(),
 	}
 	if o.wrap != nil {
 		opts.NewClient = func(cfg *rest.Config, co client.Options) (client.Client, error) {
@@ -255,17 +293,36 @@ func restartManager(t *testing.T, o *managerOptions) {
 	}
 }
 
-// newNamespace creates a namespace for one test.
-func newNamespace(t *testing.T) string {
+// newNamespace creates a namespace for one test, opted in to ConfigMapSet
+// injection (labels adds labels, or removes one with the value "-").
+func newNamespace(t *testing.T, labels ...string) string {
 	t.Helper()
 	mgrMu.Lock()
 	nsSerial++
 	name := fmt.Sprintf("t%d", nsSerial)
 	mgrMu.Unlock()
-	if err := admin.Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}); err != nil {
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{operator.LabelNamespaceInjection: "enabled"}}}
+	for i := 0; i+1 < len(labels); i += 2 {
+		if labels[i+1] == "-" {
+			delete(ns.Labels, labels[i])
+		} else {
+			ns.Labels[labels[i]] = labels[i+1]
+		}
+	}
+	if err := admin.Create(context.Background(), ns); err != nil {
 		t.Fatal(err)
 	}
 	return name
+}
+
+// operClient returns a client acting as the operator's ServiceAccount.
+func operClient(t *testing.T) client.Client {
+	t.Helper()
+	c, err := client.New(operCfg, client.Options{Scheme: scheme})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
 }
 
 // waitFor polls f until it returns nil or the timeout passes, and returns its last

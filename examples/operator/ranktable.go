@@ -11,7 +11,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/client-go/util/retry"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -96,13 +95,13 @@ func (r *RanktableReconciler) ownersOfTemplate(ctx context.Context, o client.Obj
 // parser ConfigMap it names unless that is a built-in parser.
 func loadTemplate(ctx context.Context, c client.Reader, cache *ranktable.TemplateCache, ns, name string) (*ranktable.Template, error) {
 	var rt corev1.ConfigMap
-	if err := c.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, &rt); err != nil {
+	if err := getComponent(ctx, c, ns, name, ComponentTemplate, &rt); err != nil {
 		return nil, fmt.Errorf("ranktable template ConfigMap %s/%s: %w", ns, name, err)
 	}
 	var parser *corev1.ConfigMap
 	if p := ranktable.ParserConfigMapName(&rt); p != "" {
 		parser = &corev1.ConfigMap{}
-		if err := c.Get(ctx, types.NamespacedName{Namespace: ns, Name: p}, parser); err != nil {
+		if err := getComponent(ctx, c, ns, p, ComponentParser, parser); err != nil {
 			return nil, fmt.Errorf("pod parser ConfigMap %s/%s: %w", ns, p, err)
 		}
 	}

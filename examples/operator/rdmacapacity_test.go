@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -14,6 +15,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/retry"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kplan-dev/kplan/examples/operator"
 	"github.com/kplan-dev/kplan/rdma"
@@ -86,10 +89,24 @@ func newNode(t *testing.T, name string) {
 	if err := admin.Create(context.Background(), n); err != nil {
 		t.Fatal(err)
 	}
-	// The kubelet's own resources, which the controller must keep.
-	n.Status.Capacity = corev1.ResourceList{corev1.ResourceCPU: resourceQty("64")}
-	n.Status.Allocatable = corev1.ResourceList{corev1.ResourceCPU: resourceQty("63")}
-	if err := admin.Status().Update(context.Background(), n); err != nil {
+	// The kubelet's own resources, which the controller must keep. The controller
+	// may write the status first (a Device written before the node): merge, not
+	// replace, and retry on its write.
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		if err := admin.Get(context.Background(), client.ObjectKeyFromObject(n), n); err != nil {
+			return err
+		}
+		if n.Status.Capacity == nil {
+			n.Status.Capacity = corev1.ResourceList{}
+		}
+		if n.Status.Allocatable == nil {
+			n.Status.Allocatable = corev1.ResourceList{}
+		}
+		n.Status.Capacity[corev1.ResourceCPU] = resourceQty("64")
+		n.Status.Allocatable[corev1.ResourceCPU] = resourceQty("63")
+		return admin.Status().Update(context.Background(), n)
+	})
+	if err != nil {
 		t.Fatal(err)
 	}
 }
@@ -110,6 +127,7 @@ func TestNodeRDMACapacity(t *testing.T) {
 		{name: "percent", model: rdma.PercentModel, pfMode: "400", vfMode: "200", mixed: "400"},
 	} {
 		t.Run(model.name+" model", func(t *testing.T) {
+			applyNodeRDMARole(t)
 			restartManager(t, &managerOptions{rdma: &model.model})
 			t.Cleanup(func() { restartManager(t, nil) })
 			prefix := "rdma-" + model.name + "-"
@@ -201,3 +219,21 @@ func waitEventCluster(t *testing.T, reason, regarding string) string {
 }
 
 func resourceQty(s string) resource.Quantity { return resource.MustParse(s) }
+
+// applyNodeRDMARole applies the optional config/node-rdma role the node capacity
+// controller needs, and removes it when the test ends (the base role grants nothing
+// on nodes or Devices; TestRBAC checks that).
+func applyNodeRDMARole(t *testing.T) {
+	t.Helper()
+	ctx := context.Background()
+	objs, err := readManifests(filepath.Join("..", "config", "node-rdma", "role.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, o := range objs {
+		if err := admin.Create(ctx, o); err != nil {
+			t.Fatalf("applying config/node-rdma: %v", err)
+		}
+		t.Cleanup(func() { _ = admin.Delete(ctx, o) })
+	}
+}

@@ -175,12 +175,11 @@ func TestReloadAgent(t *testing.T) {
 	v1, v2 := taggedFiles("v1"), taggedFiles("v2")
 	r1, r2 := revision.RevisionHash(v1, 0), revision.RevisionHash(v2, 0)
 	set := newSet(t, ns, "web-config", v1, false)
-	kubeconfig := agentKubeconfig(t, ns, "web")
 	pods := []string{"web-0", "web-1"}
 	kubelets := map[string]*kubelet{}
 	for _, p := range pods {
 		newWebPod(t, ns, p)
-		kubelets[p] = startKubelet(t, ns, p, set.Name, kubeconfig)
+		kubelets[p] = startKubelet(t, ns, p, set.Name, agentKubeconfig(t, ns, "web", set.Name, p))
 	}
 
 	t.Run("each agent serves revision 1, marks its pod and the set completes", func(t *testing.T) {
@@ -286,6 +285,7 @@ func TestReloadAgentRefusesEscapingHubKey(t *testing.T) {
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "victim", Labels: map[string]string{"app": "none"},
 			Annotations: map[string]string{keys.UpdateRevision: "bad", keys.UpdateRevisionTimestamp: revision.FormatTimestamp(time.Now())}},
 		Spec: corev1.PodSpec{
+			ServiceAccountName: "default",
 			InitContainers: []corev1.Container{{Name: revision.ReloadSidecarName(setName), Image: "reload", RestartPolicy: ptr(corev1.ContainerRestartPolicyAlways),
 				Env: []corev1.EnvVar{
 					{Name: revision.EnvRevision, ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.annotations['" + keys.UpdateRevision + "']"}}},
@@ -300,7 +300,7 @@ func TestReloadAgentRefusesEscapingHubKey(t *testing.T) {
 	if err := admin.Create(ctx, pod); err != nil {
 		t.Fatal(err)
 	}
-	k := startKubelet(t, ns, "victim", setName, agentKubeconfig(t, ns, "default"))
+	k := startKubelet(t, ns, "victim", setName, agentKubeconfig(t, ns, "default", setName, "victim"))
 	eventually(t, "the agent refuses the revision", func() error {
 		if !strings.Contains(k.logs(), `"../escape.conf"`) {
 			return fmt.Errorf("agent log does not name the refused key yet:\n%s", k.logs())
@@ -329,7 +329,7 @@ func TestReloadAgentWaitsForInjectedRestarts(t *testing.T) {
 	set := newSet(t, ns, "restarting", v1, false)
 	updateSet(t, set, func(s *revision.ConfigMapSet) { s.Spec.UpdateStrategy.RestartInjectedContainers = true })
 	newWebPod(t, ns, "web-0")
-	k := startKubelet(t, ns, "web-0", set.Name, agentKubeconfig(t, ns, "web"))
+	k := startKubelet(t, ns, "web-0", set.Name, agentKubeconfig(t, ns, "web", set.Name, "web-0"))
 	waitServes(t, k, set, r1, v1)
 
 	updateSet(t, set, func(s *revision.ConfigMapSet) { s.Spec.Data = v2 })

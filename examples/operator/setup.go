@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/discovery"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
@@ -27,8 +28,12 @@ type Options struct {
 	// WaitTimeout makes the ranktable wait container fail after waiting that long
 	// (0: it waits for ever).
 	WaitTimeout time.Duration
-	// SidecarImage is the ConfigMapSet reload sidecar's image (default DefaultSidecarImage).
+	// SidecarImage is the ConfigMapSet reload sidecar's image (default
+	// DefaultSidecarImage); pin it with a digest (see CheckImage).
 	SidecarImage string
+	// SidecarResources are the reload sidecar's requests and limits (default
+	// DefaultSidecarResources).
+	SidecarResources *corev1.ResourceRequirements
 	// KubeVersion is the cluster version; "" asks the API server.
 	KubeVersion string
 	// Now is the clock (default time.Now).
@@ -41,16 +46,28 @@ type Options struct {
 
 // DefaultSidecarImage is the reload sidecar image used when Options.SidecarImage is
 // empty: an image of examples/cmd/configmapset-reload (package examples/reload),
-// which writes the wanted revision's files and marks the pod current.
-const DefaultSidecarImage = "ghcr.io/kplan-dev/configmapset-reload:latest"
+// which writes the wanted revision's files and marks the pod current. Deployments
+// pin their own build by digest (examples/config/manager/manager.yaml does, through
+// ko).
+const DefaultSidecarImage = "ghcr.io/kplan-dev/configmapset-reload:v0.1.0"
 
 // Setup adds the ranktable, ConfigMapSet and ModelServing controllers to mgr and registers the pod
 // mutating webhook at WebhookPath on its webhook server. mgr's scheme must hold
 // ConfigMapSet and ModelServing (see NewScheme), and the cluster their CRDs
-// (examples/config/crd).
+// (examples/config/crd). Create mgr with CacheOptions(opts) as its cache options so
+// that it caches only what the operator reconciles.
 func Setup(mgr ctrl.Manager, opts Options) error {
 	opts.TemplateNamespace = cmp.Or(opts.TemplateNamespace, ranktable.DefaultTemplateNamespace)
 	opts.SidecarImage = cmp.Or(opts.SidecarImage, DefaultSidecarImage)
+	for _, img := range []struct{ field, ref string }{{"SidecarImage", opts.SidecarImage}, {"WaitImage", opts.WaitImage}} {
+		if err := CheckImage(img.ref); err != nil {
+			return fmt.Errorf("operator options: %s: %w", img.field, err)
+		}
+	}
+	resources := DefaultSidecarResources
+	if opts.SidecarResources != nil {
+		resources = *opts.SidecarResources
+	}
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
@@ -76,8 +93,13 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 	if err := rt.SetupWithManager(mgr); err != nil {
 		return err
 	}
+	cmsPods, err := newConfigMapSetPodCache(mgr)
+	if err != nil {
+		return err
+	}
 	cs := &ConfigMapSetReconciler{
-		Client:   mgr.GetClient(),
+		Client:   podsFrom{mgr.GetClient(), cmsPods},
+		Pods:     cmsPods,
 		Recorder: mgr.GetEventRecorder("kplan-configmapset"),
 		Now:      opts.Now,
 	}
@@ -99,11 +121,12 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 		}
 	}
 	mgr.GetWebhookServer().Register(WebhookPath, &webhook.Admission{Handler: &PodMutator{
-		Client:            mgr.GetClient(),
+		Client:            podsFrom{mgr.GetClient(), cmsPods},
 		TemplateNamespace: opts.TemplateNamespace,
 		WaitImage:         opts.WaitImage,
 		WaitTimeout:       opts.WaitTimeout,
 		SidecarImage:      opts.SidecarImage,
+		SidecarResources:  resources,
 		KubeVersion:       opts.KubeVersion,
 		Now:               opts.Now,
 	}})

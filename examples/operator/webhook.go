@@ -41,6 +41,8 @@ type PodMutator struct {
 	WaitTimeout time.Duration
 	// SidecarImage is the ConfigMapSet reload sidecar's image.
 	SidecarImage string
+	// SidecarResources are the reload sidecar's requests and limits.
+	SidecarResources corev1.ResourceRequirements
 	// KubeVersion is the cluster's version; it picks the sidecar mode.
 	KubeVersion string
 	// Now is the clock.
@@ -58,9 +60,12 @@ func (m *PodMutator) Handle(ctx context.Context, req admission.Request) admissio
 	if err := json.Unmarshal(req.Object.Raw, &pod); err != nil {
 		return admission.Errored(http.StatusBadRequest, err)
 	}
-	if pod.Namespace == "" {
-		pod.Namespace = req.Namespace // not set yet on CREATE; set on both sides of the diff
+	// The request's namespace is the one the API server authorized; a pod claiming
+	// another is refused without looking at either namespace's objects.
+	if pod.Namespace != "" && pod.Namespace != req.Namespace {
+		return admission.Denied("the pod's namespace differs from the request's")
 	}
+	pod.Namespace = req.Namespace // not set yet on CREATE; set on both sides of the diff
 	mutated, err := m.Mutate(ctx, &pod)
 	if err != nil {
 		return admission.Denied(err.Error())
@@ -153,11 +158,14 @@ func (m *PodMutator) injectConfigMapSets(ctx context.Context, pod *corev1.Pod) e
 		}
 		if _, err := revision.Inject(pod, revision.InjectInput{
 			Set: set, Pods: others, KubeVersion: m.KubeVersion,
-			Sidecar: revision.SidecarOptions{Image: m.SidecarImage}, Now: m.Now(),
+			Sidecar: revision.SidecarOptions{Image: m.SidecarImage, Resources: m.SidecarResources}, Now: m.Now(),
 		}); err != nil {
 			return fmt.Errorf("ConfigMapSet %s: %w", set.Name, err)
 		}
 		if err := injectReloadEnv(pod, set); err != nil {
+			return fmt.Errorf("ConfigMapSet %s: %w", set.Name, err)
+		}
+		if err := finishConfigMapSetPod(pod, set); err != nil {
 			return fmt.Errorf("ConfigMapSet %s: %w", set.Name, err)
 		}
 	}

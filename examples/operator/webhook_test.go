@@ -56,7 +56,8 @@ func injectedPod(t *testing.T, ns string) *corev1.Pod {
 func mutator() *operator.PodMutator {
 	return &operator.PodMutator{
 		Client: admin, TemplateNamespace: ranktable.DefaultTemplateNamespace,
-		SidecarImage: operator.DefaultSidecarImage, KubeVersion: testenv.KubeVersion, Now: time.Now,
+		SidecarImage: operator.DefaultSidecarImage, SidecarResources: operator.DefaultSidecarResources,
+		KubeVersion: testenv.KubeVersion, Now: time.Now,
 	}
 }
 
@@ -134,7 +135,7 @@ func TestWebhookTwice(t *testing.T) {
 		clone := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{
 			Namespace: ns, Name: "qwen-inference-clone", Labels: labels, Annotations: pod.Annotations, OwnerReferences: pod.OwnerReferences,
 		}, Spec: *pod.Spec.DeepCopy()}
-		if err := admin.Create(context.Background(), clone); err != nil {
+		if err := operClient(t).Create(context.Background(), clone); err != nil {
 			t.Fatal(err)
 		}
 		var got corev1.Pod
@@ -155,14 +156,14 @@ func TestWebhookRejectsConflict(t *testing.T) {
 	ms := newOwner(t, ns, "qwen-inference", 0, nil) // no serving groups: the operator creates no pod
 	pod := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "qwen-inference-worker-0-0",
-			Labels:          map[string]string{ranktable.LabelGroupName: "qwen-inference-0", ranktable.LabelRole: "worker"},
+			Labels:          map[string]string{servingv1.LabelName: ms.Name, ranktable.LabelGroupName: "qwen-inference-0", ranktable.LabelRole: "worker"},
 			OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(ms, servingv1.GroupVersion.WithKind("ModelServing"))}},
 		Spec: corev1.PodSpec{
 			Containers: []corev1.Container{{Name: "inference", Image: "busybox:1.36"}},
 			Volumes:    []corev1.Volume{{Name: ranktable.VolumeName, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}},
 		},
 	}
-	err := admin.Create(context.Background(), pod)
+	err := operClient(t).Create(context.Background(), pod) // only the operator creates a ModelServing's pods
 	if err == nil || !strings.Contains(err.Error(), "conflict") || !strings.Contains(err.Error(), ranktable.VolumeName) {
 		t.Fatalf("create = %v, want a rejection naming the conflicting volume %q", err, ranktable.VolumeName)
 	}

@@ -28,9 +28,16 @@
 //     code; before Kubernetes 1.29 the pod's restartPolicy must be Always) and the
 //     downward API resolves the new revision.
 //
-// RBAC: the pod's ServiceAccount needs get and patch on its pods, get on configmaps
-// (the hub) and get on configmapsets.apps.kplan.dev; examples/config/reload/role.yaml
-// is a Role granting exactly that, and the operator's tests run the agent under it.
+// RBAC: the agent runs as its pod's ServiceAccount. It needs get and patch on pods,
+// get on its set's hub ConfigMap and get on its ConfigMapSet;
+// examples/config/reload/role.yaml is a Role granting exactly that (hub and set by
+// name), and the operator's tests run the agent under it, with the token the kubelet
+// mounts into the pod. Pods cannot be named in a Role, so the Role's RoleBinding is
+// the parameter of the ValidatingAdmissionPolicy configmapset-reload-agent
+// (examples/config/rbac/policies.yaml): that ServiceAccount may change only the pod
+// whose bound token it presents, and only the set's currentRevision annotations. The
+// pod's other containers share the ServiceAccount, so they can do the same, to their
+// own pod only.
 //
 // # Restarting injected containers
 //

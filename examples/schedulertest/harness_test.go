@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -144,49 +145,87 @@ func deviceCRD(ctx context.Context) (string, error) {
 	return filepath.Join(mod.Dir, "config", "crd", "bases", "scheduling.koordinator.sh_devices.yaml"), nil
 }
 
-// applyRBAC creates the ClusterRole and ClusterRoleBinding of the checked-in RBAC.
+// applyRBAC creates the objects of the checked-in RBAC (config/rbac.yaml).
 func applyRBAC(ctx context.Context) error {
+	_, err := applyConfig(ctx, "rbac.yaml")
+	return err
+}
+
+// applyConfig creates the RBAC objects and ServiceAccounts of a file of the scheduler
+// module's config directory, and returns a function deleting them.
+func applyConfig(ctx context.Context, name string) (func(), error) {
 	root, err := testenv.Root()
 	if err != nil {
-		return err
+		return nil, err
 	}
-	b, err := os.ReadFile(filepath.Join(root, "scheduler", "config", "rbac.yaml"))
+	b, err := os.ReadFile(filepath.Join(root, "scheduler", "config", name))
 	if err != nil {
+		return nil, err
+	}
+	var undo []func()
+	cleanup := func() {
+		for _, u := range slices.Backward(undo) {
+			u()
+		}
+	}
+	create := func(doc []byte, kind string) error {
+		bg := context.Background()
+		var err error
+		switch kind {
+		case "ClusterRole":
+			var r rbacv1.ClusterRole
+			if err = yaml.UnmarshalStrict(doc, &r); err == nil {
+				_, err = cs.RbacV1().ClusterRoles().Create(ctx, &r, metav1.CreateOptions{})
+				undo = append(undo, func() { _ = cs.RbacV1().ClusterRoles().Delete(bg, r.Name, metav1.DeleteOptions{}) })
+			}
+		case "ClusterRoleBinding":
+			var r rbacv1.ClusterRoleBinding
+			if err = yaml.UnmarshalStrict(doc, &r); err == nil {
+				_, err = cs.RbacV1().ClusterRoleBindings().Create(ctx, &r, metav1.CreateOptions{})
+				undo = append(undo, func() { _ = cs.RbacV1().ClusterRoleBindings().Delete(bg, r.Name, metav1.DeleteOptions{}) })
+			}
+		case "Role":
+			var r rbacv1.Role
+			if err = yaml.UnmarshalStrict(doc, &r); err == nil {
+				_, err = cs.RbacV1().Roles(r.Namespace).Create(ctx, &r, metav1.CreateOptions{})
+				undo = append(undo, func() { _ = cs.RbacV1().Roles(r.Namespace).Delete(bg, r.Name, metav1.DeleteOptions{}) })
+			}
+		case "RoleBinding":
+			var r rbacv1.RoleBinding
+			if err = yaml.UnmarshalStrict(doc, &r); err == nil {
+				_, err = cs.RbacV1().RoleBindings(r.Namespace).Create(ctx, &r, metav1.CreateOptions{})
+				undo = append(undo, func() { _ = cs.RbacV1().RoleBindings(r.Namespace).Delete(bg, r.Name, metav1.DeleteOptions{}) })
+			}
+		case "ServiceAccount":
+			var r corev1.ServiceAccount
+			if err = yaml.UnmarshalStrict(doc, &r); err == nil {
+				_, err = cs.CoreV1().ServiceAccounts(r.Namespace).Create(ctx, &r, metav1.CreateOptions{})
+				undo = append(undo, func() { _ = cs.CoreV1().ServiceAccounts(r.Namespace).Delete(bg, r.Name, metav1.DeleteOptions{}) })
+			}
+		case "":
+		default:
+			return fmt.Errorf("%s: unexpected kind %q", name, kind)
+		}
 		return err
 	}
 	dec := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(b)))
 	for {
 		doc, err := dec.Read()
 		if errors.Is(err, io.EOF) {
-			return nil
+			return cleanup, nil
 		}
 		if err != nil {
-			return err
+			cleanup()
+			return nil, err
 		}
 		var meta metav1.TypeMeta
 		if err := yaml.Unmarshal(doc, &meta); err != nil {
-			return err
+			cleanup()
+			return nil, err
 		}
-		switch meta.Kind {
-		case "ClusterRole":
-			var r rbacv1.ClusterRole
-			if err := yaml.UnmarshalStrict(doc, &r); err != nil {
-				return err
-			}
-			if _, err := cs.RbacV1().ClusterRoles().Create(ctx, &r, metav1.CreateOptions{}); err != nil {
-				return err
-			}
-		case "ClusterRoleBinding":
-			var r rbacv1.ClusterRoleBinding
-			if err := yaml.UnmarshalStrict(doc, &r); err != nil {
-				return err
-			}
-			if _, err := cs.RbacV1().ClusterRoleBindings().Create(ctx, &r, metav1.CreateOptions{}); err != nil {
-				return err
-			}
-		case "":
-		default:
-			return fmt.Errorf("rbac.yaml: unexpected kind %q", meta.Kind)
+		if err := create(doc, meta.Kind); err != nil {
+			cleanup()
+			return nil, fmt.Errorf("%s: %s: %w", name, meta.Kind, err)
 		}
 	}
 }

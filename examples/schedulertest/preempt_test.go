@@ -246,6 +246,11 @@ func TestFailedBindingReleasesAndRetries(t *testing.T) {
 		t.Run(mode, func(t *testing.T) {
 			var edit func(map[string]any)
 			if mode == "prebind" {
+				undo, err := applyConfig(context.Background(), "rbac-prebind.yaml") // PreBind patches pods
+				if err != nil {
+					t.Fatal(err)
+				}
+				t.Cleanup(undo)
 				edit = func(cfg map[string]any) {
 					delete(cfg["profiles"].([]any)[0].(map[string]any)["plugins"].(map[string]any), "bind")
 				}

@@ -12,7 +12,6 @@ import (
 
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
 	"github.com/kplan-dev/kplan/examples/operator"
@@ -22,10 +21,12 @@ import (
 
 func main() {
 	var opts operator.Options
-	metricsAddr := flag.String("metrics-bind-address", ":8080", "address the metrics endpoint binds to")
+	metricsAddr := flag.String("metrics-bind-address", ":8443", "address the metrics endpoint binds to (HTTPS; callers need a token allowed get on /metrics); 0 turns it off")
+	metricsCertDir := flag.String("metrics-cert-dir", "", "directory holding tls.crt and tls.key for the metrics endpoint (default: a self-signed certificate)")
 	probeAddr := flag.String("health-probe-bind-address", ":8081", "address the health probes bind to")
 	webhookPort := flag.Int("webhook-port", 9443, "port the webhook server listens on")
 	certDir := flag.String("webhook-cert-dir", "/tmp/k8s-webhook-server/serving-certs", "directory holding tls.crt and tls.key for the webhook server")
+	clientCA := flag.String("webhook-client-ca", "", "file in --webhook-cert-dir holding the CA of the client certificate the API server presents to the webhook; callers without one are refused (empty: any caller is served)")
 	var le leaderElection
 	flag.BoolVar(&le.enabled, "leader-elect", true, "hold a Lease while reconciling, so that only one operator acts at a time (during an upgrade, or with several replicas)")
 	flag.StringVar(&le.namespace, "leader-election-namespace", "", "namespace of the leader election Lease (default: the operator's own namespace when it runs in a cluster)")
@@ -52,7 +53,17 @@ func main() {
 		os.Exit(2)
 	}
 
-	if err := run(opts, le, *metricsAddr, *probeAddr, *webhookPort, *certDir); err != nil {
+	if err := operator.CheckImage(opts.SidecarImage); err != nil {
+		fmt.Fprintf(os.Stderr, "kplan-operator: --sidecar-image: %v\n", err)
+		os.Exit(2)
+	}
+	if err := operator.CheckImage(opts.WaitImage); err != nil {
+		fmt.Fprintf(os.Stderr, "kplan-operator: --wait-image: %v\n", err)
+		os.Exit(2)
+	}
+	srv := servers{metricsAddr: *metricsAddr, metricsCertDir: *metricsCertDir, probeAddr: *probeAddr,
+		webhook: webhook.Options{Port: *webhookPort, CertDir: *certDir, ClientCAName: *clientCA}}
+	if err := run(opts, le, srv); err != nil {
 		fmt.Fprintln(os.Stderr, "kplan-operator:", err)
 		os.Exit(1)
 	}
@@ -67,7 +78,13 @@ type leaderElection struct {
 // leaderElectionID names the Lease the operator's replicas compete for.
 const leaderElectionID = "kplan-operator.kplan.dev"
 
-func run(opts operator.Options, le leaderElection, metricsAddr, probeAddr string, webhookPort int, certDir string) error {
+// servers are the operator's listeners.
+type servers struct {
+	metricsAddr, metricsCertDir, probeAddr string
+	webhook                                webhook.Options
+}
+
+func run(opts operator.Options, le leaderElection, srv servers) error {
 	scheme, err := operator.NewScheme()
 	if err != nil {
 		return err
@@ -76,11 +93,16 @@ func run(opts operator.Options, le leaderElection, metricsAddr, probeAddr string
 	if err != nil {
 		return err
 	}
+	webhookServer, err := operator.NewWebhookServer(srv.webhook)
+	if err != nil {
+		return err
+	}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                 scheme,
-		Metrics:                metricsserver.Options{BindAddress: metricsAddr},
-		HealthProbeBindAddress: probeAddr,
-		WebhookServer:          webhook.NewServer(webhook.Options{Port: webhookPort, CertDir: certDir}),
+		Cache:                  operator.CacheOptions(opts),
+		Metrics:                operator.MetricsServerOptions(srv.metricsAddr, srv.metricsCertDir),
+		HealthProbeBindAddress: srv.probeAddr,
+		WebhookServer:          webhookServer,
 		// The webhook serves on every replica; the controllers run only on the
 		// one holding the Lease. A replica that stops hands the Lease over at
 		// once; one that dies loses it after the lease duration.

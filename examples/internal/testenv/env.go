@@ -4,8 +4,10 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"time"
 
 	"k8s.io/client-go/rest"
@@ -21,6 +23,10 @@ type Options struct {
 	// relative to the examples module's directory. envtest points them at a local
 	// webhook server (see Env.Webhook).
 	WebhookPaths []string
+	// APIServerArgs are extra kube-apiserver flags (name without dashes, values), set
+	// on top of envtest's; for example "enable-admission-plugins" or
+	// "admission-control-config-file".
+	APIServerArgs map[string][]string
 	// Log receives build progress (nil: os.Stderr).
 	Log io.Writer
 }
@@ -73,6 +79,10 @@ func Start(ctx context.Context, opts Options) (*Env, error) {
 		ErrorIfCRDPathMissing:    true,
 		ControlPlaneStartTimeout: 2 * time.Minute,
 		ControlPlaneStopTimeout:  time.Minute,
+	}
+	args := te.ControlPlane.GetAPIServer().Configure()
+	for _, name := range slices.Sorted(maps.Keys(opts.APIServerArgs)) {
+		args.Set(name, opts.APIServerArgs[name]...)
 	}
 	cfg, err := te.Start()
 	if err != nil {
