@@ -158,14 +158,18 @@ func TestDeviceAllocatedPolicy(t *testing.T) {
 	refused("the tenant removes it", patch(tenant, "plain", `{"metadata":{"annotations":{"`+rdma.AnnotationDeviceAllocated+`":null}}}`))
 	allowed("the tenant changes another annotation", patch(tenant, "plain", `{"metadata":{"annotations":{"team":"a"}}}`))
 
-	// "plain" now carries a valid allocation of the node's only PF: bound by the
-	// scheduler below, it would keep it (a pod asking for no RDMA devices is counted
-	// with what its valid annotation names) and the RDMA pod would never fit. It goes
-	// before the scheduler starts.
-	deletePod(t, ctx, ns, "plain")
-	waitFor(t, ctx, time.Minute, "pod plain gone", func(ctx context.Context) (bool, error) {
-		_, err := cs.CoreV1().Pods(ns).Get(ctx, "plain", metav1.GetOptions{})
-		return apierrors.IsNotFound(err), nil
+	// "plain" now carries a valid allocation of the node's only PF, and so does every
+	// probe the API server admitted before it enforced the policy (when it is slow to,
+	// e.g. after other tests): bound by the scheduler below, such a pod would keep the
+	// PF (a pod asking for no RDMA devices is counted with what its valid annotation
+	// names) and the RDMA pod would never fit. They go before the scheduler starts.
+	zero := int64(0)
+	if err := cs.CoreV1().Pods(ns).DeleteCollection(ctx, metav1.DeleteOptions{GracePeriodSeconds: &zero}, metav1.ListOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, ctx, time.Minute, "the annotated pods gone", func(ctx context.Context) (bool, error) {
+		l, err := cs.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
+		return err == nil && len(l.Items) == 0, err
 	})
 
 	t.Run("the real scheduler binds an RDMA pod with its annotation", func(t *testing.T) {
