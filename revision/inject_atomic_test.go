@@ -1,7 +1,6 @@
 package revision
 
 import (
-	"encoding/json"
 	"errors"
 	"slices"
 	"strings"
@@ -126,7 +125,7 @@ func TestInjectProperties(t *testing.T) {
 		if res.Changed != !equality.Semantic.DeepEqual(before, pod) {
 			t.Fatalf("Changed = %v for a pod that %s", res.Changed, map[bool]string{true: "did not change", false: "changed"}[res.Changed])
 		}
-		if want := injectedItems(t, before, pod, InjectorName(set.Name)); !slices.Equal(res.Items, want) {
+		if want := recordChanges(t, before, pod, InjectorName(set.Name)); !slices.Equal(res.Items, want) {
 			t.Fatalf("Items = %q, the record changed %q", res.Items, want)
 		}
 		if got := pod.Annotations[testKeys.UpdateRevision]; res.Revision != got || got == "" {
@@ -219,30 +218,11 @@ func drawInjectPod(t *rapid.T, set *ConfigMapSet) *corev1.Pod {
 	return pod
 }
 
-// injectedItems decodes the injection record of both pods with encoding/json and
-// returns the items of injector whose hash differs or that only one pod has, sorted.
-func injectedItems(t *rapid.T, a, b *corev1.Pod, injector string) []string {
-	read := func(p *corev1.Pod) map[string]string {
-		var rec map[string]map[string]string
-		if raw := p.Annotations[webhookpatch.RecordAnnotation]; raw != "" {
-			if err := json.Unmarshal([]byte(raw), &rec); err != nil {
-				t.Fatalf("record: %v", err)
-			}
-		}
-		return rec[injector]
+// recordChanges lists the record items of injector that differ between a and b.
+func recordChanges(t *rapid.T, a, b *corev1.Pod, injector string) []string {
+	items, err := podfixture.RecordChanges(a, b, webhookpatch.RecordAnnotation, injector)
+	if err != nil {
+		t.Fatalf("record: %v", err)
 	}
-	ra, rb := read(a), read(b)
-	var out []string
-	for item, h := range ra {
-		if hb, ok := rb[item]; !ok || hb != h {
-			out = append(out, item)
-		}
-	}
-	for item := range rb {
-		if _, ok := ra[item]; !ok {
-			out = append(out, item)
-		}
-	}
-	slices.Sort(out)
-	return out
+	return items
 }

@@ -1,7 +1,6 @@
 package webhookpatch
 
 import (
-	"encoding/json"
 	"errors"
 	"slices"
 	"strings"
@@ -292,33 +291,14 @@ func TestApplyIsAllOrNothing(t *testing.T) {
 	})
 }
 
-// recordChanges decodes the record annotation of both pods with encoding/json and
-// returns the items of injector whose hash differs or that only one pod has, sorted.
-func recordChanges(t *rapid.T, a, b *corev1.Pod, injector string) []string {
-	read := func(p *corev1.Pod) map[string]string {
-		var rec map[string]map[string]string
-		if raw := p.Annotations[RecordAnnotation]; raw != "" {
-			if err := json.Unmarshal([]byte(raw), &rec); err != nil {
-				t.Fatalf("record of a generated pod: %v", err)
-			}
-		}
-		return rec[injector]
-	}
-	ra, rb := read(a), read(b)
-	var out []string
-	for item, h := range ra {
-		if hb, ok := rb[item]; !ok || hb != h {
-			out = append(out, item)
-		}
-	}
-	for item := range rb {
-		if _, ok := ra[item]; !ok {
-			out = append(out, item)
-		}
-	}
-	slices.Sort(out)
-	return out
-}
-
 // ignore drops an Ensure call's changed result, keeping its error.
 func ignore(_ bool, err error) error { return err }
+
+// recordChanges lists the record items of injector that differ between a and b.
+func recordChanges(t *rapid.T, a, b *corev1.Pod, injector string) []string {
+	items, err := podfixture.RecordChanges(a, b, RecordAnnotation, injector)
+	if err != nil {
+		t.Fatalf("record of a generated pod: %v", err)
+	}
+	return items
+}

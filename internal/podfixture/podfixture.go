@@ -10,6 +10,9 @@
 package podfixture
 
 import (
+	"encoding/json"
+	"fmt"
+	"slices"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -154,4 +157,41 @@ func setCondition(p *corev1.Pod, c corev1.PodCondition) {
 		}
 	}
 	p.Status.Conditions = append(p.Status.Conditions, c)
+}
+
+// RecordChanges decodes the injection record under annotation key of both pods with
+// encoding/json, independently of the code under test, and returns the items of
+// injector whose content hash differs or that only one pod has, sorted. A record that
+// does not decode is an error.
+func RecordChanges(a, b *corev1.Pod, key, injector string) ([]string, error) {
+	read := func(p *corev1.Pod) (map[string]string, error) {
+		var rec map[string]map[string]string
+		if raw := p.Annotations[key]; raw != "" {
+			if err := json.Unmarshal([]byte(raw), &rec); err != nil {
+				return nil, fmt.Errorf("pod %s: annotation %s: %w", p.Name, key, err)
+			}
+		}
+		return rec[injector], nil
+	}
+	ra, err := read(a)
+	if err != nil {
+		return nil, err
+	}
+	rb, err := read(b)
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for item, h := range ra {
+		if hb, ok := rb[item]; !ok || hb != h {
+			out = append(out, item)
+		}
+	}
+	for item := range rb {
+		if _, ok := ra[item]; !ok {
+			out = append(out, item)
+		}
+	}
+	slices.Sort(out)
+	return out, nil
 }

@@ -1,6 +1,7 @@
 package podfixture
 
 import (
+	"slices"
 	"testing"
 	"time"
 
@@ -40,5 +41,40 @@ func TestPod(t *testing.T) {
 	}
 	if !p.CreationTimestamp.Time.Equal(at) || p.DeletionTimestamp == nil {
 		t.Errorf("timestamps: %v %v", p.CreationTimestamp, p.DeletionTimestamp)
+	}
+}
+
+func TestRecordChangesListsItemsThatDiffer(t *testing.T) {
+	const key = "kplan.dev/injected"
+	pod := func(record string) *corev1.Pod {
+		p := &corev1.Pod{}
+		if record != "" {
+			p.Annotations = map[string]string{key: record}
+		}
+		return p
+	}
+	tests := []struct {
+		name   string
+		a, b   string
+		want   []string
+		broken bool
+	}{
+		{"no records differ in nothing", "", "", nil, false},
+		{"an added item is listed", "", `{"x":{"volume/v":"1"}}`, []string{"volume/v"}, false},
+		{"a removed item is listed", `{"x":{"volume/v":"1"}}`, `{"x":{}}`, []string{"volume/v"}, false},
+		{"a changed hash is listed, equal ones are not", `{"x":{"a":"1","b":"2"}}`, `{"x":{"a":"1","b":"3"}}`, []string{"b"}, false},
+		{"another injector's items are not listed", `{"y":{"a":"1"}}`, `{"y":{"a":"2"}}`, nil, false},
+		{"a record that does not decode is an error", `{`, "", nil, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := RecordChanges(pod(tt.a), pod(tt.b), key, "x")
+			if (err != nil) != tt.broken {
+				t.Fatalf("error %v, want error %t", err, tt.broken)
+			}
+			if !slices.Equal(got, tt.want) {
+				t.Errorf("got %v, want %v", got, tt.want)
+			}
+		})
 	}
 }
