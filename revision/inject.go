@@ -25,6 +25,13 @@ const (
 	EnvHubFile = "CONFIGMAPSET_HUB_FILE"
 	// EnvDataDir is the directory to write files into.
 	EnvDataDir = "CONFIGMAPSET_DATA_DIR"
+	// EnvSetName holds the ConfigMapSet's name.
+	EnvSetName = "CONFIGMAPSET_NAME"
+	// EnvPodName holds the pod's name (downward API), so the sidecar can read its
+	// pod and mark it current.
+	EnvPodName = "POD_NAME"
+	// EnvPodNamespace holds the pod's namespace (downward API).
+	EnvPodNamespace = "POD_NAMESPACE"
 )
 
 // labelSafe turns a set name (a DNS-1123 subdomain) into a DNS-1123 label part: dots
@@ -95,8 +102,10 @@ type InjectResult struct {
 }
 
 // Inject changes pod so it serves the set's files: an emptyDir, the hub ConfigMap
-// volume, the reload sidecar (native or with launch priority by Kubernetes version),
-// read-only mounts in the selected containers, and, if the pod has none, a wanted
+// volume, the reload sidecar (native or with launch priority by Kubernetes version;
+// its environment is the node agent's whole configuration: [EnvRevision],
+// [EnvHubFile], [EnvDataDir], [EnvSetName], and the pod's own name and namespace
+// through the downward API, [EnvPodName] and [EnvPodNamespace]), read-only mounts in the selected containers, and, if the pod has none, a wanted
 // revision chosen so the partition holds (the update revision while fewer than
 // pods+1-partition pods run it, else the current one) with its timestamp. Deep-copy
 // pod first to diff the two with webhookpatch.Diff.
@@ -175,9 +184,12 @@ func inject(pod *corev1.Pod, in InjectInput, inj webhookpatch.Injector, keys Key
 		Image:     in.Sidecar.Image,
 		Resources: *in.Sidecar.Resources.DeepCopy(),
 		Env: []corev1.EnvVar{
-			{Name: EnvRevision, ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{APIVersion: "v1", FieldPath: "metadata.annotations['" + keys.UpdateRevision + "']"}}},
+			{Name: EnvRevision, ValueFrom: fieldRef("metadata.annotations['" + keys.UpdateRevision + "']")},
 			{Name: EnvHubFile, Value: SidecarHubPath + "/" + HubDataKey},
 			{Name: EnvDataDir, Value: SidecarDataPath},
+			{Name: EnvSetName, Value: set.Name},
+			{Name: EnvPodName, ValueFrom: fieldRef("metadata.name")},
+			{Name: EnvPodNamespace, ValueFrom: fieldRef("metadata.namespace")},
 		},
 		VolumeMounts: []corev1.VolumeMount{
 			{Name: hubVol, MountPath: SidecarHubPath, ReadOnly: true},
@@ -213,6 +225,11 @@ func inject(pod *corev1.Pod, in InjectInput, inj webhookpatch.Injector, keys Key
 		return res, err
 	}
 	return res, nil
+}
+
+// fieldRef is a downward API reference to a field of the pod.
+func fieldRef(path string) *corev1.EnvVarSource {
+	return &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{APIVersion: "v1", FieldPath: path}}
 }
 
 func hasContainer(pod *corev1.Pod, name string) bool {

@@ -5,9 +5,11 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
+	"github.com/kplan-dev/kplan/internal/exact"
 	"github.com/kplan-dev/kplan/internal/podfixture"
 	"github.com/kplan-dev/kplan/webhookpatch"
 )
@@ -96,6 +98,46 @@ func TestInject(t *testing.T) {
 			t.Errorf("%+v %v", res, err)
 		}
 	})
+}
+
+// TestInjectGivesTheSidecarItsWholeConfiguration: the reload sidecar's environment
+// names the wanted revision, the hub file, the data directory, the set and, through
+// the downward API, the pod, in both sidecar modes; nothing else is needed to run
+// a node agent.
+func TestInjectGivesTheSidecarItsWholeConfiguration(t *testing.T) {
+	set := newSet(data("a"))
+	keys, err := KeysFor(set.Name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	field := func(path string) *corev1.EnvVarSource {
+		return &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{APIVersion: "v1", FieldPath: path}}
+	}
+	want := []corev1.EnvVar{
+		{Name: EnvRevision, ValueFrom: field("metadata.annotations['" + keys.UpdateRevision + "']")},
+		{Name: EnvHubFile, Value: SidecarHubPath + "/" + HubDataKey},
+		{Name: EnvDataDir, Value: SidecarDataPath},
+		{Name: EnvSetName, Value: set.Name},
+		{Name: EnvPodName, ValueFrom: field("metadata.name")},
+		{Name: EnvPodNamespace, ValueFrom: field("metadata.namespace")},
+	}
+	for _, version := range []string{"v1.30.0", "v1.28.5"} {
+		t.Run(version, func(t *testing.T) {
+			p := podfixture.Pod("ns", "p", podfixture.Labels("app", "sample"), podfixture.Containers("main", "side"))
+			if _, err := Inject(p, injectInput(set, version)); err != nil {
+				t.Fatal(err)
+			}
+			var got []corev1.EnvVar
+			for _, c := range append(p.Spec.InitContainers, p.Spec.Containers...) {
+				if c.Name == ReloadSidecarName(set.Name) {
+					got = c.Env
+				}
+			}
+			if diff := cmp.Diff(want, got, exact.Options); diff != "" {
+				t.Errorf("sidecar env (-want +got):\n%s", diff)
+			}
+		})
+	}
 }
 
 func TestInitialRevision(t *testing.T) {

@@ -68,9 +68,8 @@
 //     volume, wait init container and mounts (ranktable.PodConfigMapName names the
 //     table, ranktable.Inject mounts it in the engine containers) into the pods of an
 //     annotated ModelServing (their controller reference names it) and each matching
-//     ConfigMapSet's emptyDir, reload sidecar and mounts (revision.Inject, plus
-//     EnvSetName, EnvPodName and EnvPodNamespace for the reload agent, package
-//     examples/reload), and answers with webhookpatch.Diff of the pod before and
+//     ConfigMapSet's emptyDir, reload sidecar and mounts (revision.Inject, whose
+//     environment configures the reload agent, package examples/reload), and answers with webhookpatch.Diff of the pod before and
 //     after.
 //
 // Manifests: examples/config (CRDs, RBAC and admission policies, webhook

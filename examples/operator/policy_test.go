@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	cmsv1 "github.com/kplan-dev/kplan/examples/api/configmapset/v1alpha1"
 	servingv1 "github.com/kplan-dev/kplan/examples/api/serving/v1alpha1"
 	"github.com/kplan-dev/kplan/examples/operator"
 	"github.com/kplan-dev/kplan/ranktable"
@@ -81,7 +82,7 @@ func TestOperatorWritesPolicy(t *testing.T) {
 		// A hub with a controller reference to its set (blockOwnerDeletion: needs
 		// update on configmapsets/finalizers under OwnerReferencesPermissionEnforcement).
 		hub := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "manual-hub", Labels: hubLabels,
-			OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(set, operator.GroupVersion.WithKind("ConfigMapSet"))}}}
+			OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(set, cmsv1.GroupVersion.WithKind("ConfigMapSet"))}}}
 		if err := oper.Create(ctx, hub); err != nil {
 			t.Errorf("a labeled hub owned by its set: %v", err)
 		}

@@ -290,9 +290,9 @@ func TestReloadAgentRefusesEscapingHubKey(t *testing.T) {
 				Env: []corev1.EnvVar{
 					{Name: revision.EnvRevision, ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.annotations['" + keys.UpdateRevision + "']"}}},
 					{Name: revision.EnvHubFile, Value: "/hub/revisions"}, {Name: revision.EnvDataDir, Value: "/data"},
-					{Name: "CONFIGMAPSET_NAME", Value: setName},
-					{Name: "POD_NAME", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.name"}}},
-					{Name: "POD_NAMESPACE", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.namespace"}}},
+					{Name: revision.EnvSetName, Value: setName},
+					{Name: revision.EnvPodName, ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.name"}}},
+					{Name: revision.EnvPodNamespace, ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.namespace"}}},
 				}}},
 			Containers: []corev1.Container{{Name: "main", Image: "busybox:1.36"}},
 		},

@@ -162,9 +162,6 @@ func (m *PodMutator) injectConfigMapSets(ctx context.Context, pod *corev1.Pod) e
 		}); err != nil {
 			return fmt.Errorf("ConfigMapSet %s: %w", set.Name, err)
 		}
-		if err := injectReloadEnv(pod, set); err != nil {
-			return fmt.Errorf("ConfigMapSet %s: %w", set.Name, err)
-		}
 		if err := finishConfigMapSetPod(pod, set); err != nil {
 			return fmt.Errorf("ConfigMapSet %s: %w", set.Name, err)
 		}

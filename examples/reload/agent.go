@@ -11,10 +11,13 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
-	"sigs.k8s.io/controller-runtime/pkg/client"
+	"k8s.io/client-go/dynamic"
+	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 
-	"github.com/kplan-dev/kplan/examples/operator"
+	cmsv1 "github.com/kplan-dev/kplan/examples/api/configmapset/v1alpha1"
 	"github.com/kplan-dev/kplan/revision"
 )
 
@@ -35,24 +38,24 @@ type Config struct {
 	Poll time.Duration
 }
 
-// ConfigFromEnv reads the configuration the webhook injects: revision.EnvRevision,
-// EnvHubFile and EnvDataDir (revision.Inject) and operator.EnvSetName, EnvPodName and
-// EnvPodNamespace (the example operator's webhook).
+// ConfigFromEnv reads the configuration revision.Inject gives the sidecar:
+// revision.EnvRevision, EnvHubFile, EnvDataDir, EnvSetName, EnvPodName and
+// EnvPodNamespace.
 func ConfigFromEnv(getenv func(string) string) Config {
 	return Config{
 		Revision:  getenv(revision.EnvRevision),
 		HubFile:   getenv(revision.EnvHubFile),
 		DataDir:   getenv(revision.EnvDataDir),
-		SetName:   getenv(operator.EnvSetName),
-		Namespace: getenv(operator.EnvPodNamespace),
-		PodName:   getenv(operator.EnvPodName),
+		SetName:   getenv(revision.EnvSetName),
+		Namespace: getenv(revision.EnvPodNamespace),
+		PodName:   getenv(revision.EnvPodName),
 	}
 }
 
 func (c Config) check() error {
 	var missing []string
 	for _, f := range []struct{ name, v string }{
-		{revision.EnvDataDir, c.DataDir}, {operator.EnvSetName, c.SetName}, {operator.EnvPodNamespace, c.Namespace}, {operator.EnvPodName, c.PodName},
+		{revision.EnvDataDir, c.DataDir}, {revision.EnvSetName, c.SetName}, {revision.EnvPodNamespace, c.Namespace}, {revision.EnvPodName, c.PodName},
 	} {
 		if f.v == "" {
 			missing = append(missing, f.name)
@@ -75,8 +78,10 @@ var ErrRestart = errors.New("restart to load the pod's wanted revision")
 // serves.
 type Agent struct {
 	Config Config
-	// Client reads the pod, the ConfigMapSet and the hub, and patches the pod.
-	Client client.Client
+	// Core reads the pod and the hub ConfigMap, and patches the pod.
+	Core corev1client.CoreV1Interface
+	// Dynamic reads the ConfigMapSet (resource SetResource).
+	Dynamic dynamic.Interface
 	// Log receives progress lines.
 	Log io.Writer
 	// Now is the clock (default time.Now).
@@ -170,12 +175,12 @@ func (a *Agent) files(ctx context.Context) (map[string]string, error) {
 			}
 		}
 	}
-	var cm corev1.ConfigMap
 	key := types.NamespacedName{Namespace: a.Config.Namespace, Name: revision.HubName(a.Config.SetName)}
-	if err := a.Client.Get(ctx, key, &cm); err != nil {
+	cm, err := a.Core.ConfigMaps(key.Namespace).Get(ctx, key.Name, metav1.GetOptions{})
+	if err != nil {
 		return nil, fmt.Errorf("hub ConfigMap %s: %w", key, err)
 	}
-	hub, err := revision.DecodeHub(&cm)
+	hub, err := revision.DecodeHub(cm)
 	if err != nil {
 		return nil, err
 	}
@@ -184,8 +189,8 @@ func (a *Agent) files(ctx context.Context) (map[string]string, error) {
 
 // check reads the pod and the set and restarts, waits or marks the pod current.
 func (a *Agent) check(ctx context.Context, served bool, now func() time.Time) error {
-	var pod corev1.Pod
-	if err := a.Client.Get(ctx, types.NamespacedName{Namespace: a.Config.Namespace, Name: a.Config.PodName}, &pod); err != nil {
+	pod, err := a.Core.Pods(a.Config.Namespace).Get(ctx, a.Config.PodName, metav1.GetOptions{})
+	if err != nil {
 		return fmt.Errorf("pod %s/%s: %w", a.Config.Namespace, a.Config.PodName, err)
 	}
 	keys, err := revision.KeysFor(a.Config.SetName)
@@ -199,14 +204,14 @@ func (a *Agent) check(ctx context.Context, served bool, now func() time.Time) er
 	if !served {
 		return nil
 	}
-	var set revision.ConfigMapSet
-	if err := a.Client.Get(ctx, types.NamespacedName{Namespace: a.Config.Namespace, Name: a.Config.SetName}, &set); err != nil {
+	set, err := a.set(ctx)
+	if err != nil {
 		if apierrors.IsNotFound(err) {
 			return nil // deleted: pods keep the files written, nothing to report
 		}
 		return fmt.Errorf("ConfigMapSet %s/%s: %w", a.Config.Namespace, a.Config.SetName, err)
 	}
-	restarts, err := revision.Restarts(&pod, &set)
+	restarts, err := revision.Restarts(pod, set)
 	if err != nil {
 		return err
 	}
@@ -215,7 +220,7 @@ func (a *Agent) check(ctx context.Context, served bool, now func() time.Time) er
 		// start times have one-second precision: restart only when this process
 		// started before the wanted revision was asked for, or the status has not
 		// caught up after statusGrace.
-		st, err := keys.Read(&pod)
+		st, err := keys.Read(pod)
 		if err != nil {
 			return err
 		}
@@ -230,9 +235,9 @@ func (a *Agent) check(ctx context.Context, served bool, now func() time.Time) er
 		a.once(fmt.Sprintf("waiting for the node to restart %v", restarts))
 		return nil
 	}
-	patch, ok, err := revision.MarkCurrent(&pod, &set, now())
+	patch, ok, err := revision.MarkCurrent(pod, set, now())
 	if err != nil || !ok {
-		if err == nil && !podReady(&pod) {
+		if err == nil && !podReady(pod) {
 			a.once("waiting for the pod to be ready")
 		}
 		return err
@@ -241,11 +246,27 @@ func (a *Agent) check(ctx context.Context, served bool, now func() time.Time) er
 	if err != nil {
 		return err
 	}
-	if err := a.Client.Patch(ctx, &pod, client.RawPatch(types.MergePatchType, b)); err != nil {
+	if _, err := a.Core.Pods(pod.Namespace).Patch(ctx, pod.Name, types.MergePatchType, b, metav1.PatchOptions{}); err != nil {
 		return fmt.Errorf("marking revision %s current: %w", a.Config.Revision, err)
 	}
 	a.logf("pod %s/%s marked current at revision %s", pod.Namespace, pod.Name, a.Config.Revision)
 	return nil
+}
+
+// SetResource is the ConfigMapSet resource the agent reads.
+var SetResource = cmsv1.GroupVersion.WithResource("configmapsets")
+
+// set reads the agent's ConfigMapSet.
+func (a *Agent) set(ctx context.Context) (*revision.ConfigMapSet, error) {
+	u, err := a.Dynamic.Resource(SetResource).Namespace(a.Config.Namespace).Get(ctx, a.Config.SetName, metav1.GetOptions{})
+	if err != nil {
+		return nil, err
+	}
+	var set revision.ConfigMapSet
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &set); err != nil {
+		return nil, err
+	}
+	return &set, nil
 }
 
 func (a *Agent) once(msg string) {

@@ -4,10 +4,10 @@
 //
 // # Overview
 //
-// The webhook (revision.Inject plus the operator's three extra variables) gives the
-// sidecar the pod's wanted revision through the downward API (resolved when the
-// container starts), the hub ConfigMap as a volume, the shared emptyDir to write into,
-// the set's name and the pod's name and namespace. The agent:
+// The webhook (revision.Inject) gives the sidecar the pod's wanted revision through
+// the downward API (resolved when the container starts), the hub ConfigMap as a
+// volume, the shared emptyDir to write into, the set's name and the pod's name and
+// namespace. The agent:
 //
 //  1. reads the wanted revision's files from the hub (the volume's file, or the hub
 //     ConfigMap from the API server while the kubelet has not refreshed the volume

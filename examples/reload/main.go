@@ -7,12 +7,11 @@ import (
 	"fmt"
 	"io"
 
+	"k8s.io/client-go/dynamic"
+	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/config"
-
-	"github.com/kplan-dev/kplan/examples/operator"
 )
 
 // Main runs the agent as a command: configuration from the environment
@@ -47,15 +46,15 @@ func Main(ctx context.Context, args []string, getenv func(string) string, stderr
 	if err != nil {
 		return fail(err)
 	}
-	scheme, err := operator.NewScheme()
+	core, err := corev1client.NewForConfig(restCfg)
 	if err != nil {
 		return fail(err)
 	}
-	c, err := client.New(restCfg, client.Options{Scheme: scheme})
+	dyn, err := dynamic.NewForConfig(restCfg)
 	if err != nil {
 		return fail(err)
 	}
-	a := &Agent{Config: cfg, Client: c, Log: stderr}
+	a := &Agent{Config: cfg, Core: core, Dynamic: dyn, Log: stderr}
 	switch err := a.Run(ctx); {
 	case errors.Is(err, ErrRestart):
 		fmt.Fprintln(stderr, "configmapset-reload: exiting:", err)
