@@ -308,8 +308,8 @@ func (e *msExecutor) repair(ctx context.Context, pl msPool) error {
 // slotIn is the slot of column (<role>-<member>) in serving group g.
 func (e *msExecutor) slotIn(g int, column string) (podSlot, error) {
 	for _, role := range e.ms.Spec.Roles {
-		for m := range int(roleMembers(role)) {
-			if columnName(role.Name, m) == column {
+		for m := range role.Members() {
+			if servingv1.ColumnName(role.Name, m) == column {
 				return podSlot{role: role.Name, group: g, member: m}, nil
 			}
 		}
@@ -498,7 +498,7 @@ func (e *msExecutor) createInRole(ctx context.Context, role, rev, replacementFor
 		if r.Name != role {
 			continue
 		}
-		members := int(roleMembers(r))
+		members := r.Members()
 		for i := 0; ; i++ {
 			s := podSlot{role: role, group: i / members, member: i % members}
 			if !e.used[s] {
@@ -624,12 +624,12 @@ func newPod(ms *servingv1.ModelServing, tmpl corev1.PodTemplateSpec, s podSlot, 
 		labels = map[string]string{}
 	}
 	labels[servingv1.LabelName] = ms.Name
-	labels[servingv1.LabelGroupName] = groupName(ms.Name, s.group)
+	labels[servingv1.LabelGroupName] = ms.GroupName(s.group)
 	labels[servingv1.LabelRole] = s.role
 	labels[servingv1.LabelRevision] = rev
 	labels[servingv1.LabelGroupIndex] = strconv.Itoa(s.group)
 	labels[servingv1.LabelMemberIndex] = strconv.Itoa(s.member)
-	labels[servingv1.LabelColumn] = columnName(s.role, s.member)
+	labels[servingv1.LabelColumn] = servingv1.ColumnName(s.role, s.member)
 	pod := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{
 			Namespace:   ms.Namespace,
@@ -708,7 +708,7 @@ func (r *ModelServingReconciler) status(ms *servingv1.ModelServing, h *history, 
 			}
 		}
 	}
-	size := gangSize(ms)
+	size := ms.GroupSize()
 	for _, idx := range slices.Sorted(maps.Keys(groups)) {
 		g := groups[idx]
 		gs := servingv1.GroupStatus{Index: int32(idx)}

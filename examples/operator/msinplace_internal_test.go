@@ -127,7 +127,7 @@ func TestExpectationsWaitForInPlaceUpdates(t *testing.T) {
 func gangMember(g, m int, rev string, gate corev1.ConditionStatus, record bool) *corev1.Pod {
 	p := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: msPodName("llm", "decode", g, m), UID: types.UID(msPodName("llm", "decode", g, m)),
-			Labels: map[string]string{servingv1.LabelGroupName: groupName("llm", g), servingv1.LabelRevision: rev}},
+			Labels: map[string]string{servingv1.LabelGroupName: (&servingv1.ModelServing{ObjectMeta: metav1.ObjectMeta{Name: "llm"}}).GroupName(g), servingv1.LabelRevision: rev}},
 		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "engine", Image: "e:" + rev}},
 			ReadinessGates: []corev1.PodReadinessGate{{ConditionType: servingv1.PodConditionImagesReady}}},
 		Status: corev1.PodStatus{Phase: corev1.PodRunning, ContainerStatuses: []corev1.ContainerStatus{{Name: "engine", Image: "e:v1", ImageID: "id-v1", Ready: true}}},

@@ -52,34 +52,10 @@ type msPlan struct {
 	recovering bool
 }
 
-// gangSize is how many pods a serving group of ms has.
-func gangSize(ms *servingv1.ModelServing) int {
-	n := 0
-	for _, r := range ms.Spec.Roles {
-		n += int(roleMembers(r))
-	}
-	return n
-}
-
-func roleMembers(r servingv1.Role) int32 { return max(r.Replicas, 1) }
-
-// groupCount is how many serving groups ms asks for (spec.replicas, 1 when unset).
-func groupCount(ms *servingv1.ModelServing) int {
-	if ms.Spec.Replicas == nil {
-		return 1
-	}
-	return int(*ms.Spec.Replicas)
-}
-
-func columnName(role string, member int) string { return role + "-" + strconv.Itoa(member) }
-
-// podName is the name of member m of role in serving group g.
+// msPodName is the name of member m of role in serving group g.
 func msPodName(ms, role string, g, m int) string {
 	return fmt.Sprintf("%s-%s-%d-%d", ms, role, g, m)
 }
-
-// groupName is the name of serving group g (the gang's name).
-func groupName(ms string, g int) string { return ms + "-" + strconv.Itoa(g) }
 
 // planModelServing builds the rollout input from ms's pods and plans one step.
 // The pools, budgets and labels are servingv1.RolloutPools' (what kplan rollout

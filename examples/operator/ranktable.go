@@ -273,17 +273,17 @@ func expected(ms *servingv1.ModelServing, level ranktable.Level, pods []corev1.P
 			groups[g] = true
 		}
 	}
-	for g := 0; len(groups) < groupCount(ms); g++ {
+	for g := 0; len(groups) < ms.GroupCount(); g++ {
 		groups[g] = true
 	}
 	out := map[ranktable.GroupKey]int{}
 	for g := range groups {
 		for _, role := range ms.Spec.Roles {
-			k := ranktable.GroupKey{Group: groupName(ms.Name, g)}
+			k := ranktable.GroupKey{Group: ms.GroupName(g)}
 			if level == ranktable.LevelRole {
 				k.Role = role.Name
 			}
-			out[k] += int(roleMembers(role))
+			out[k] += role.Members()
 		}
 	}
 	return out

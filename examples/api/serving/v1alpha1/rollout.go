@@ -56,10 +56,7 @@ func RolloutPools(ms *ModelServing, pods []*corev1.Pod) ([]RolloutPool, error) {
 	if len(ms.Spec.Roles) == 0 {
 		return nil, fmt.Errorf("ModelServing %s/%s: spec.roles is empty", ms.Namespace, ms.Name)
 	}
-	groups := 1
-	if ms.Spec.Replicas != nil {
-		groups = int(*ms.Spec.Replicas)
-	}
+	groups := ms.GroupCount()
 	rs := ms.Spec.RolloutStrategy
 	base := rollout.Strategy{TargetRevision: ms.Status.UpdateRevision, MaxUnavailable: rs.MaxUnavailable, MaxSurge: rs.MaxSurge}
 	if cur := ms.Status.CurrentRevision; cur != "" && cur != ms.Status.UpdateRevision {
@@ -74,11 +71,10 @@ func RolloutPools(ms *ModelServing, pods []*corev1.Pod) ([]RolloutPool, error) {
 		}
 	}
 	mine = ReadyByGates(mine)
-	members := func(r Role) int { return int(max(r.Replicas, 1)) }
 	var columns []string
 	for _, r := range ms.Spec.Roles {
-		for m := range members(r) {
-			columns = append(columns, fmt.Sprintf("%s-%d", r.Name, m))
+		for m := range r.Members() {
+			columns = append(columns, ColumnName(r.Name, m))
 		}
 	}
 	latest := func(unit int) (rollout.Strategy, error) {
@@ -112,11 +108,11 @@ func RolloutPools(ms *ModelServing, pods []*corev1.Pod) ([]RolloutPool, error) {
 	case RollingMode, LockstepMode, "":
 		var out []RolloutPool
 		for _, r := range ms.Spec.Roles {
-			st, err := latest(members(r))
+			st, err := latest(r.Members())
 			if err != nil {
 				return nil, err
 			}
-			st.Mode, st.Replicas = rollout.Rolling, groups*members(r)
+			st.Mode, st.Replicas = rollout.Rolling, groups*r.Members()
 			var rolePods []*corev1.Pod
 			for _, p := range mine {
 				if p.Labels[LabelRole] == r.Name {
