@@ -22,6 +22,7 @@ import (
 
 	servingv1 "github.com/kplan-dev/kplan/examples/api/serving/v1alpha1"
 	"github.com/kplan-dev/kplan/examples/operator"
+	"github.com/kplan-dev/kplan/examples/operator/configmapset"
 	"github.com/kplan-dev/kplan/ranktable"
 )
 
@@ -40,7 +41,7 @@ func TestOperatorCachesOnlyWhatItReconciles(t *testing.T) {
 		}
 	}
 	owned := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "a-hub",
-		Labels: map[string]string{ranktable.LabelComponent: operator.ComponentHub}}}
+		Labels: map[string]string{ranktable.LabelComponent: configmapset.ComponentHub}}}
 	unlabeledTemplate := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ranktable.DefaultTemplateNamespace, Name: "unlabeled-" + ns}}
 	msPod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "llm-worker-0-0", Labels: map[string]string{servingv1.LabelName: "llm"}},
 		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "main", Image: "busybox:1.36"}}}}

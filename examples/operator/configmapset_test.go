@@ -18,7 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kplan-dev/kplan"
-	"github.com/kplan-dev/kplan/examples/operator"
+	"github.com/kplan-dev/kplan/examples/operator/configmapset"
 	"github.com/kplan-dev/kplan/revision"
 )
 
@@ -133,7 +133,7 @@ func waitCondition(t *testing.T, set *revision.ConfigMapSet, status metav1.Condi
 		if err := admin.Get(context.Background(), client.ObjectKeyFromObject(set), set); err != nil {
 			return err
 		}
-		c := meta.FindStatusCondition(set.Status.Conditions, operator.ConfigMapSetComplete)
+		c := meta.FindStatusCondition(set.Status.Conditions, configmapset.ConditionComplete)
 		if c == nil || c.Status != status || c.Reason != string(reason) || !strings.HasPrefix(c.Message, msg) || c.ObservedGeneration != set.Generation {
 			return fmt.Errorf("condition %+v (generation %d)", c, set.Generation)
 		}
@@ -362,7 +362,7 @@ func TestConfigMapSetCRDRoundTrip(t *testing.T) {
 		ObservedGeneration: 7, CurrentRevision: "c", UpdateRevision: "u", CollisionCount: &coll,
 		MatchedPods: 4, UpdatedPods: 3, ReadyPods: 2, UpdatedReadyPods: 1,
 		LastContainersTimestamp: &now, LastContainersHash: "h",
-		Conditions: []metav1.Condition{{Type: operator.ConfigMapSetComplete, Status: metav1.ConditionFalse, ObservedGeneration: 7,
+		Conditions: []metav1.Condition{{Type: configmapset.ConditionComplete, Status: metav1.ConditionFalse, ObservedGeneration: 7,
 			LastTransitionTime: now, Reason: string(revision.ReasonPodNotReady), Message: "pod p: not ready"}},
 	}
 	if err := checkAllSet(reflect.ValueOf(spec), "spec"); err != nil {

@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kplan-dev/kplan/examples/operator"
+	"github.com/kplan-dev/kplan/examples/operator/ranktables"
 	"github.com/kplan-dev/kplan/ranktable"
 	"github.com/kplan-dev/kplan/revision"
 )
@@ -49,7 +50,7 @@ func TestRanktableTemplateMustBeLabeled(t *testing.T) {
 	if strings.Contains(c.Message, secret) {
 		t.Errorf("the condition echoes the ConfigMap's values: %q", c.Message)
 	}
-	if want := ranktable.LabelComponent + "=" + operator.ComponentTemplate; !strings.Contains(c.Message, want) {
+	if want := ranktable.LabelComponent + "=" + ranktables.ComponentTemplate; !strings.Contains(c.Message, want) {
 		t.Errorf("condition %q does not name the label %s", c.Message, want)
 	}
 	var events eventsv1.EventList

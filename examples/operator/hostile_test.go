@@ -11,7 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	servingv1 "github.com/kplan-dev/kplan/examples/api/serving/v1alpha1"
-	"github.com/kplan-dev/kplan/examples/operator"
+	"github.com/kplan-dev/kplan/examples/operator/ranktables"
 	"github.com/kplan-dev/kplan/ranktable"
 )
 
@@ -62,14 +62,14 @@ func TestRanktableHostileTemplates(t *testing.T) {
 		if h.parser != "" {
 			data[ranktable.KeyPodParserTemplate] = tmplName + "-parser"
 			parser := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ranktable.DefaultTemplateNamespace, Name: tmplName + "-parser",
-				Labels: map[string]string{ranktable.LabelComponent: operator.ComponentParser}},
+				Labels: map[string]string{ranktable.LabelComponent: ranktables.ComponentParser}},
 				Data: map[string]string{ranktable.KeyParserTemplate: h.parser}}
 			if err := admin.Create(ctx, parser); err != nil {
 				t.Fatal(err)
 			}
 		}
 		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ranktable.DefaultTemplateNamespace, Name: tmplName,
-			Labels: map[string]string{ranktable.LabelComponent: operator.ComponentTemplate}}, Data: data}
+			Labels: map[string]string{ranktable.LabelComponent: ranktables.ComponentTemplate}}, Data: data}
 		if err := admin.Create(ctx, cm); err != nil {
 			t.Fatal(err)
 		}
@@ -90,7 +90,7 @@ func TestRanktableHostileTemplates(t *testing.T) {
 				t.Errorf("event %s %q does not name template %s and %q", ev.Type, ev.Note, tmplID, h.want)
 			}
 			condition(t, ns, ownerName, "the owner's condition", func(c metav1.Condition) error {
-				if c.Status != metav1.ConditionFalse || (c.Reason != string(ranktable.ReasonGenerationFailed) && c.Reason != operator.ReasonGroupsFailed) ||
+				if c.Status != metav1.ConditionFalse || (c.Reason != string(ranktable.ReasonGenerationFailed) && c.Reason != ranktables.ReasonGroupsFailed) ||
 					!strings.Contains(c.Message, tmplID) || !strings.Contains(c.Message, h.want) {
 					return fmt.Errorf("condition %+v does not name template %s and %q", c, tmplID, h.want)
 				}
@@ -121,7 +121,7 @@ func TestRanktableHostileTemplates(t *testing.T) {
 	})
 
 	t.Run("the good owner still follows its pods", func(t *testing.T) {
-		condition(t, ns, good.Name, "the good owner's condition", is(metav1.ConditionTrue, operator.ReasonRanktableReady))
+		condition(t, ns, good.Name, "the good owner's condition", is(metav1.ConditionTrue, ranktables.ReasonRanktableReady))
 		name := podOf(good.Name, "worker", 0, 1)
 		deletePod(t, ns, name) // the operator creates the replacement through the webhook
 		tableIs(t, ns, designCM, "", "the good owner's table reset")

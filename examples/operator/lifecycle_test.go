@@ -17,7 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	servingv1 "github.com/kplan-dev/kplan/examples/api/serving/v1alpha1"
-	"github.com/kplan-dev/kplan/examples/operator"
+	"github.com/kplan-dev/kplan/examples/operator/ranktables"
 	"github.com/kplan-dev/kplan/ranktable"
 )
 
@@ -71,7 +71,7 @@ func TestRanktableOwnerLifecycle(t *testing.T) {
 			if err := admin.Get(ctx, client.ObjectKeyFromObject(ms), ms); err != nil {
 				return err
 			}
-			if !slices.Contains(ms.Finalizers, operator.RanktableFinalizer) {
+			if !slices.Contains(ms.Finalizers, ranktables.Finalizer) {
 				return fmt.Errorf("finalizers %v", ms.Finalizers)
 			}
 			return nil
@@ -80,14 +80,14 @@ func TestRanktableOwnerLifecycle(t *testing.T) {
 
 	t.Run("waiting pods make the condition False naming pods and annotation", func(t *testing.T) {
 		annotate(t, ns, w0, deviceAnnotation(w0, "192.168.1.10", "10.0.0", 1))
-		condition(t, ns, "life", "condition waiting", is(metav1.ConditionFalse, operator.ReasonGroupsWaiting,
+		condition(t, ns, "life", "condition waiting", is(metav1.ConditionFalse, ranktables.ReasonGroupsWaiting,
 			ns+"/"+w1, ranktable.DefaultAnnotationName))
 	})
 
 	t.Run("a complete table makes it True with a Ready event", func(t *testing.T) {
 		annotate(t, ns, w1, deviceAnnotation(w1, "192.168.1.11", "10.0.0", 11))
-		condition(t, ns, "life", "condition ready", is(metav1.ConditionTrue, operator.ReasonRanktableReady))
-		if ev := waitEvent(t, ns, operator.ReasonRanktableReady, "life"); ev.Type != corev1.EventTypeNormal {
+		condition(t, ns, "life", "condition ready", is(metav1.ConditionTrue, ranktables.ReasonRanktableReady))
+		if ev := waitEvent(t, ns, ranktables.ReasonRanktableReady, "life"); ev.Type != corev1.EventTypeNormal {
 			t.Errorf("ready event type %s", ev.Type)
 		}
 	})
@@ -95,9 +95,9 @@ func TestRanktableOwnerLifecycle(t *testing.T) {
 	t.Run("a bad annotation makes it False naming the pod and field, with a NotReady event", func(t *testing.T) {
 		broken := strings.Replace(deviceAnnotation(w1, "192.168.1.11", "10.0.0", 11), `"10.0.0.13"`, `"not-an-ip"`, 1)
 		annotate(t, ns, w1, broken)
-		c := condition(t, ns, "life", "condition failed", is(metav1.ConditionFalse, operator.ReasonGroupsFailed, ns+"/"+w1, "device_ip", "not-an-ip"))
+		c := condition(t, ns, "life", "condition failed", is(metav1.ConditionFalse, ranktables.ReasonGroupsFailed, ns+"/"+w1, "device_ip", "not-an-ip"))
 		t.Logf("condition message: %s", c.Message)
-		ev := waitEvent(t, ns, operator.ReasonRanktableNotReady, "life")
+		ev := waitEvent(t, ns, ranktables.ReasonRanktableNotReady, "life")
 		if ev.Type != corev1.EventTypeWarning || !strings.Contains(ev.Note, w1) {
 			t.Errorf("not-ready event %s %q, want a Warning naming the pod", ev.Type, ev.Note)
 		}
@@ -127,7 +127,7 @@ func TestRanktableOwnerLifecycle(t *testing.T) {
 			}
 			return client.IgnoreNotFound(err)
 		})
-		waitEvent(t, ns, operator.ReasonCleanedUp, "life")
+		waitEvent(t, ns, ranktables.ReasonCleanedUp, "life")
 	})
 }
 
@@ -141,7 +141,7 @@ func TestRanktableTimeoutCondition(t *testing.T) {
 	newOwner(t, ns, "late", 1, nil)
 	w0 := podOf("late", "worker", 0, 0)
 	annotate(t, ns, w0, deviceAnnotation(w0, "192.168.1.10", "10.0.0", 1))
-	condition(t, ns, "late", "timed-out condition", is(metav1.ConditionFalse, operator.ReasonGroupsFailed,
+	condition(t, ns, "late", "timed-out condition", is(metav1.ConditionFalse, ranktables.ReasonGroupsFailed,
 		"timed out", ns+"/"+podOf("late", "worker", 0, 1), ranktable.DefaultAnnotationName))
 }
 
@@ -178,10 +178,10 @@ func TestRanktableStatusUpdateFailed(t *testing.T) {
 	ns := newNamespace(t)
 	startMSKubelet(t, ns, kubeletDefaults.StartDelay)
 	newOwner(t, ns, "flaky", 1, nil)
-	ev := waitEvent(t, ns, operator.ReasonUpdateFailed, "flaky")
+	ev := waitEvent(t, ns, ranktables.ReasonUpdateFailed, "flaky")
 	if ev.Type != corev1.EventTypeWarning || !strings.Contains(ev.Note, "injected status write failure") {
 		t.Errorf("event %s %q", ev.Type, ev.Note)
 	}
 	fail.Store(false)
-	condition(t, ns, "flaky", "condition written after the failure", is(metav1.ConditionFalse, operator.ReasonGroupsWaiting))
+	condition(t, ns, "flaky", "condition written after the failure", is(metav1.ConditionFalse, ranktables.ReasonGroupsWaiting))
 }

@@ -27,6 +27,7 @@ import (
 
 	"github.com/kplan-dev/kplan/examples/internal/testenv"
 	"github.com/kplan-dev/kplan/examples/operator"
+	"github.com/kplan-dev/kplan/examples/operator/podwebhook"
 	"github.com/kplan-dev/kplan/ranktable"
 	"github.com/kplan-dev/kplan/rdma"
 )
@@ -301,7 +302,7 @@ func newNamespace(t *testing.T, labels ...string) string {
 	nsSerial++
 	name := fmt.Sprintf("t%d", nsSerial)
 	mgrMu.Unlock()
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{operator.LabelNamespaceInjection: "enabled"}}}
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{podwebhook.LabelNamespaceInjection: "enabled"}}}
 	for i := 0; i+1 < len(labels); i += 2 {
 		if labels[i+1] == "-" {
 			delete(ns.Labels, labels[i])

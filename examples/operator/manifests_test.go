@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kplan-dev/kplan/examples/operator"
+	"github.com/kplan-dev/kplan/examples/operator/podwebhook"
 )
 
 // TestManagerManifest: config/manager/manager.yaml is valid for the API server
@@ -118,7 +119,7 @@ func TestWebhookManifest(t *testing.T) {
 				t.Fatal(err)
 			}
 			for _, ns := range []string{"kube-system", "kube-public", "kube-node-lease", "kplan-system"} {
-				l := labels.Set{"kubernetes.io/metadata.name": ns, operator.LabelNamespaceInjection: "enabled"}
+				l := labels.Set{"kubernetes.io/metadata.name": ns, podwebhook.LabelNamespaceInjection: "enabled"}
 				if sel.Matches(l) {
 					t.Errorf("selects namespace %s", ns)
 				}

@@ -33,6 +33,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	servingv1 "github.com/kplan-dev/kplan/examples/api/serving/v1alpha1"
+	"github.com/kplan-dev/kplan/examples/internal/kube"
 	"github.com/kplan-dev/kplan/rollout"
 	"github.com/kplan-dev/kplan/rollout/rollouttest"
 )
@@ -381,7 +382,7 @@ func checkGates(mode servingv1.RolloutMode, pods []*corev1.Pod) error {
 		}
 		g.members++
 		g.revs[p.Labels[servingv1.LabelRevision]] = true
-		if c := podConditionOf(p, servingv1.PodConditionImagesReady); c == nil || c.Status != corev1.ConditionTrue {
+		if c := kube.PodCondition(p, servingv1.PodConditionImagesReady); c == nil || c.Status != corev1.ConditionTrue {
 			continue
 		}
 		g.open++
@@ -399,15 +400,6 @@ func checkGates(mode servingv1.RolloutMode, pods []*corev1.Pod) error {
 	for _, name := range slices.Sorted(maps.Keys(groups)) {
 		if g := groups[name]; g.open == g.members && len(g.revs) > 1 {
 			return fmt.Errorf("serving group %s: every gate open while its members run revisions %v", name, slices.Sorted(maps.Keys(g.revs)))
-		}
-	}
-	return nil
-}
-
-func podConditionOf(p *corev1.Pod, t corev1.PodConditionType) *corev1.PodCondition {
-	for i := range p.Status.Conditions {
-		if p.Status.Conditions[i].Type == t {
-			return &p.Status.Conditions[i]
 		}
 	}
 	return nil

@@ -15,7 +15,8 @@ import (
 
 	cmsv1 "github.com/kplan-dev/kplan/examples/api/configmapset/v1alpha1"
 	servingv1 "github.com/kplan-dev/kplan/examples/api/serving/v1alpha1"
-	"github.com/kplan-dev/kplan/examples/operator"
+	"github.com/kplan-dev/kplan/examples/operator/configmapset"
+	"github.com/kplan-dev/kplan/examples/operator/ranktables"
 	"github.com/kplan-dev/kplan/ranktable"
 )
 
@@ -38,7 +39,7 @@ func TestOperatorWritesPolicy(t *testing.T) {
 	ctx := context.Background()
 	ns := newNamespace(t)
 	oper := operClient(t)
-	hubLabels := map[string]string{ranktable.LabelComponent: operator.ComponentHub}
+	hubLabels := map[string]string{ranktable.LabelComponent: configmapset.ComponentHub}
 	ms := newOwner(t, ns, "owner", 0, nil)
 	controlled := []metav1.OwnerReference{*metav1.NewControllerRef(ms, servingv1.GroupVersion.WithKind("ModelServing"))}
 	plain := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "plain", Labels: map[string]string{"app": "x"}},
@@ -56,7 +57,7 @@ func TestOperatorWritesPolicy(t *testing.T) {
 		refused(t, "a ConfigMap in kube-system", oper.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "kube-system", Name: "x", Labels: hubLabels}}))
 		refused(t, "a ConfigMap without the component label", oper.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "y"}}))
 		refused(t, "a ConfigMap labeled as a template", oper.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "z",
-			Labels: map[string]string{ranktable.LabelComponent: operator.ComponentTemplate}}}))
+			Labels: map[string]string{ranktable.LabelComponent: ranktables.ComponentTemplate}}}))
 		refused(t, "deleting another's ConfigMap", oper.Delete(ctx, foreign))
 		refused(t, "updating another's ConfigMap", oper.Update(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: foreign.Name,
 			ResourceVersion: foreign.ResourceVersion}, Data: map[string]string{"k": "pwned"}}))

@@ -21,7 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	servingv1 "github.com/kplan-dev/kplan/examples/api/serving/v1alpha1"
-	"github.com/kplan-dev/kplan/examples/operator"
+	"github.com/kplan-dev/kplan/examples/operator/ranktables"
 	"github.com/kplan-dev/kplan/ranktable"
 )
 
@@ -586,7 +586,7 @@ func TestRanktableGangSurge(t *testing.T) {
 	})
 	first := podOf("surge", "worker", 0, 0)
 	annotate(t, ns, first, deviceAnnotation(first, "192.168.3.10", "10.50.0", 2))
-	condition(t, ns, "surge", "ready before the rollout", is(metav1.ConditionTrue, operator.ReasonRanktableReady))
+	condition(t, ns, "surge", "ready before the rollout", is(metav1.ConditionTrue, ranktables.ReasonRanktableReady))
 	// The group must serve first: a rollout updates an unavailable group in place
 	// (that costs no availability), and surges only for an available one.
 	eventually(t, "the serving group available", func() error {
@@ -615,7 +615,7 @@ func TestRanktableGangSurge(t *testing.T) {
 		t.Fatalf("the ConfigMap %q pod %s mounts: %v", cmName, pod.Name, err)
 	}
 	annotate(t, ns, pod.Name, deviceAnnotation(pod.Name, "192.168.3.11", "10.50.0", 20))
-	condition(t, ns, "surge", "ready after the rollout", is(metav1.ConditionTrue, operator.ReasonRanktableReady, "1 ranktable groups complete"))
+	condition(t, ns, "surge", "ready after the rollout", is(metav1.ConditionTrue, ranktables.ReasonRanktableReady, "1 ranktable groups complete"))
 	waitTable(t, ns, cmName, "the new group's table", func(tab table, raw string) error {
 		if len(tab.ServerList) != 1 || tab.ServerList[0].ServerID != "192.168.3.11" {
 			return fmt.Errorf("want the new pod's server alone: %s", trim(raw))

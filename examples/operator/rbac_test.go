@@ -13,7 +13,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	servingv1 "github.com/kplan-dev/kplan/examples/api/serving/v1alpha1"
-	"github.com/kplan-dev/kplan/examples/operator"
+	"github.com/kplan-dev/kplan/examples/operator/configmapset"
+	"github.com/kplan-dev/kplan/examples/operator/rdmacapacity"
 	"github.com/kplan-dev/kplan/ranktable"
 )
 
@@ -30,7 +31,7 @@ func TestRBAC(t *testing.T) {
 		t.Fatal(err)
 	}
 	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "x",
-		Labels: map[string]string{ranktable.LabelComponent: operator.ComponentHub}}}
+		Labels: map[string]string{ranktable.LabelComponent: configmapset.ComponentHub}}}
 	if err := c.Create(ctx, cm); err != nil {
 		t.Fatalf("create ConfigMap as the operator: %v", err)
 	}
@@ -60,7 +61,7 @@ func TestRBAC(t *testing.T) {
 		}},
 		{"list Devices", func() error {
 			l := &unstructured.UnstructuredList{}
-			l.SetGroupVersionKind(operator.DeviceGVK.GroupVersion().WithKind("DeviceList"))
+			l.SetGroupVersionKind(rdmacapacity.DeviceGVK.GroupVersion().WithKind("DeviceList"))
 			return c.List(ctx, l)
 		}},
 	}

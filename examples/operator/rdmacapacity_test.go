@@ -18,7 +18,7 @@ import (
 	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/kplan-dev/kplan/examples/operator"
+	"github.com/kplan-dev/kplan/examples/operator/rdmacapacity"
 	"github.com/kplan-dev/kplan/rdma"
 )
 
@@ -39,7 +39,7 @@ func vfDevice(node string, pfs, vfs, unhealthy int) *unstructured.Unstructured {
 		})
 	}
 	u := &unstructured.Unstructured{Object: map[string]any{"spec": map[string]any{"devices": devices}}}
-	u.SetGroupVersionKind(operator.DeviceGVK)
+	u.SetGroupVersionKind(rdmacapacity.DeviceGVK)
 	u.SetName(node)
 	return u
 }
@@ -158,7 +158,7 @@ func TestNodeRDMACapacity(t *testing.T) {
 			t.Run("a changed Device changes the capacity; a deleted one removes it", func(t *testing.T) {
 				dev := vfDevice(prefix+"vf", 3, 4, 0) // all three PFs healthy now
 				var cur unstructured.Unstructured
-				cur.SetGroupVersionKind(operator.DeviceGVK)
+				cur.SetGroupVersionKind(rdmacapacity.DeviceGVK)
 				if err := admin.Get(ctx, types.NamespacedName{Name: prefix + "vf"}, &cur); err != nil {
 					t.Fatal(err)
 				}

@@ -10,6 +10,11 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
+	"github.com/kplan-dev/kplan/examples/operator/configmapset"
+	"github.com/kplan-dev/kplan/examples/operator/modelserving"
+	"github.com/kplan-dev/kplan/examples/operator/podwebhook"
+	"github.com/kplan-dev/kplan/examples/operator/ranktables"
+	"github.com/kplan-dev/kplan/examples/operator/rdmacapacity"
 	"github.com/kplan-dev/kplan/ranktable"
 	"github.com/kplan-dev/kplan/rdma"
 )
@@ -32,13 +37,13 @@ type Options struct {
 	// DefaultSidecarImage); pin it with a digest (see CheckImage).
 	SidecarImage string
 	// SidecarResources are the reload sidecar's requests and limits (default
-	// DefaultSidecarResources).
+	// podwebhook.DefaultSidecarResources).
 	SidecarResources *corev1.ResourceRequirements
 	// KubeVersion is the cluster version; "" asks the API server.
 	KubeVersion string
 	// Now is the clock (default time.Now).
 	Now func() time.Time
-	// NodeRDMACapacity, when set, runs NodeRDMAReconciler with this model, keeping
+	// NodeRDMACapacity, when set, runs the rdmacapacity controller with this model, keeping
 	// nodes' koordinator.sh/rdma capacity from koordinator's Device objects (the
 	// Device CRD must be installed).
 	NodeRDMACapacity *rdma.CapacityModel
@@ -52,7 +57,7 @@ type Options struct {
 const DefaultSidecarImage = "ghcr.io/kplan-dev/configmapset-reload:v0.1.0"
 
 // Setup adds the ranktable, ConfigMapSet and ModelServing controllers to mgr and registers the pod
-// mutating webhook at WebhookPath on its webhook server. mgr's scheme must hold
+// mutating webhook at podwebhook.Path on its webhook server. mgr's scheme must hold
 // ConfigMapSet and ModelServing (see NewScheme), and the cluster their CRDs
 // (examples/config/crd). Create mgr with CacheOptions(opts) as its cache options so
 // that it caches only what the operator reconciles.
@@ -64,7 +69,7 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 			return fmt.Errorf("operator options: %s: %w", img.field, err)
 		}
 	}
-	resources := DefaultSidecarResources
+	resources := podwebhook.DefaultSidecarResources
 	if opts.SidecarResources != nil {
 		resources = *opts.SidecarResources
 	}
@@ -82,7 +87,7 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 		}
 		opts.KubeVersion = v.GitVersion
 	}
-	rt := &RanktableReconciler{
+	rt := &ranktables.Reconciler{
 		Client:            mgr.GetClient(),
 		APIReader:         mgr.GetAPIReader(),
 		Recorder:          mgr.GetEventRecorder("kplan-ranktable"),
@@ -97,7 +102,7 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 	if err != nil {
 		return err
 	}
-	cs := &ConfigMapSetReconciler{
+	cs := &configmapset.Reconciler{
 		Client:   podsFrom{mgr.GetClient(), cmsPods},
 		Pods:     cmsPods,
 		Recorder: mgr.GetEventRecorder("kplan-configmapset"),
@@ -106,7 +111,7 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 	if err := cs.SetupWithManager(mgr); err != nil {
 		return err
 	}
-	ms := &ModelServingReconciler{
+	ms := &modelserving.Reconciler{
 		Client:   mgr.GetClient(),
 		Recorder: mgr.GetEventRecorder("kplan-modelserving"),
 		Now:      opts.Now,
@@ -115,12 +120,12 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 		return err
 	}
 	if opts.NodeRDMACapacity != nil {
-		nr := &NodeRDMAReconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("kplan-node-rdma"), Model: *opts.NodeRDMACapacity}
+		nr := &rdmacapacity.Reconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("kplan-node-rdma"), Model: *opts.NodeRDMACapacity}
 		if err := nr.SetupWithManager(mgr); err != nil {
 			return err
 		}
 	}
-	mgr.GetWebhookServer().Register(WebhookPath, &webhook.Admission{Handler: &PodMutator{
+	mgr.GetWebhookServer().Register(podwebhook.Path, &webhook.Admission{Handler: &podwebhook.Mutator{
 		Client:            podsFrom{mgr.GetClient(), cmsPods},
 		TemplateNamespace: opts.TemplateNamespace,
 		WaitImage:         opts.WaitImage,

@@ -21,7 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	servingv1 "github.com/kplan-dev/kplan/examples/api/serving/v1alpha1"
-	"github.com/kplan-dev/kplan/examples/operator"
+	"github.com/kplan-dev/kplan/examples/operator/podwebhook"
 )
 
 // TestWebhookFailsClosedOnlyWhereSelected: with the operator stopped (its webhook
@@ -31,7 +31,7 @@ import (
 // never get it). The webhook configuration is config/webhook's.
 func TestWebhookFailsClosedOnlyWhereSelected(t *testing.T) {
 	ctx := context.Background()
-	plain := newNamespace(t, operator.LabelNamespaceInjection, "-")
+	plain := newNamespace(t, podwebhook.LabelNamespaceInjection, "-")
 	optedIn := newNamespace(t)
 	certManager := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "cert-manager"}}
 	if err := admin.Create(ctx, certManager); err != nil {
@@ -103,7 +103,7 @@ func forgedReview(t *testing.T, reqNS, podNS string) []byte {
 // webhookURL is the operator's webhook as envtest serves it.
 func webhookURL() string {
 	wh := env.Webhook
-	return "https://" + net.JoinHostPort(wh.LocalServingHost, strconv.Itoa(wh.LocalServingPort)) + operator.WebhookPath
+	return "https://" + net.JoinHostPort(wh.LocalServingHost, strconv.Itoa(wh.LocalServingPort)) + podwebhook.Path
 }
 
 // webhookTLS returns a TLS client configuration trusting the webhook's serving
@@ -187,7 +187,7 @@ func TestWebhookVerifiesCaller(t *testing.T) {
 		if err := admin.Get(ctx, client.ObjectKey{Namespace: victim, Name: "web-0"}, &pod); err != nil {
 			t.Fatal(err)
 		}
-		if pod.Labels[operator.LabelConfigMapSetPod] != "true" {
+		if pod.Labels[podwebhook.LabelConfigMapSetPod] != "true" {
 			t.Fatalf("pod labels %v: not injected", pod.Labels)
 		}
 	})
@@ -195,7 +195,7 @@ func TestWebhookVerifiesCaller(t *testing.T) {
 	t.Run("HTTP/2 is not offered", func(t *testing.T) {
 		cfg := webhookTLS()
 		cfg.NextProtos = []string{"h2", "http/1.1"}
-		conn, err := tls.Dial("tcp", strings.TrimPrefix(strings.TrimSuffix(webhookURL(), operator.WebhookPath), "https://"), cfg)
+		conn, err := tls.Dial("tcp", strings.TrimPrefix(strings.TrimSuffix(webhookURL(), podwebhook.Path), "https://"), cfg)
 		if err != nil {
 			t.Fatal(err)
 		}

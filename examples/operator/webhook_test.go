@@ -19,6 +19,7 @@ import (
 	servingv1 "github.com/kplan-dev/kplan/examples/api/serving/v1alpha1"
 	"github.com/kplan-dev/kplan/examples/internal/testenv"
 	"github.com/kplan-dev/kplan/examples/operator"
+	"github.com/kplan-dev/kplan/examples/operator/podwebhook"
 	"github.com/kplan-dev/kplan/ranktable"
 	"github.com/kplan-dev/kplan/revision"
 	"github.com/kplan-dev/kplan/webhookpatch"
@@ -53,10 +54,10 @@ func injectedPod(t *testing.T, ns string) *corev1.Pod {
 
 // mutator is a second instance of the operator's webhook handler, reading the API
 // server directly.
-func mutator() *operator.PodMutator {
-	return &operator.PodMutator{
+func mutator() *podwebhook.Mutator {
+	return &podwebhook.Mutator{
 		Client: admin, TemplateNamespace: ranktable.DefaultTemplateNamespace,
-		SidecarImage: operator.DefaultSidecarImage, SidecarResources: operator.DefaultSidecarResources,
+		SidecarImage: operator.DefaultSidecarImage, SidecarResources: podwebhook.DefaultSidecarResources,
 		KubeVersion: testenv.KubeVersion, Now: time.Now,
 	}
 }

@@ -1,5 +1,6 @@
-// Command kplan-operator runs the example operator: the ranktable and ConfigMapSet
-// controllers and the pod mutating webhook of package operator. See
+// Command kplan-operator runs the example operator: the ModelServing, ranktable,
+// ConfigMapSet and (optionally) node RDMA capacity controllers and the pod mutating
+// webhook, as package operator wires them in one manager. See
 // examples/DEVELOPERS.md for running it against a cluster with the manifests under
 // examples/config.
 package main

@@ -1,4 +1,4 @@
-package operator
+package ranktables
 
 import (
 	"context"
@@ -19,10 +19,10 @@ import (
 	"github.com/kplan-dev/kplan/webhookpatch"
 )
 
-// RanktableFinalizer is the finalizer the operator puts on every ranktable owner, so
-// it cleans up (deletes the owner's ranktable ConfigMaps, forgets its cached plan)
+// Finalizer is the finalizer the reconciler puts on every ranktable owner, so it
+// cleans up (deletes the owner's ranktable ConfigMaps, forgets its cached plan)
 // before the owner goes.
-const RanktableFinalizer = "kplan.dev/ranktable"
+const Finalizer = "kplan.dev/ranktable"
 
 // Reasons of the ModelServing's RanktableReady condition and events of its
 // ranktable lifecycle.
@@ -47,10 +47,10 @@ const (
 // bytes); longer ones are cut with a count of what was left out.
 const maxConditionMessage = 4096
 
-// ensureFinalizer adds RanktableFinalizer to a live owner (a merge patch carrying the
+// ensureFinalizer adds Finalizer to a live owner (a merge patch carrying the
 // resourceVersion, so a concurrent change of the finalizers is a conflict).
-func (r *RanktableReconciler) ensureFinalizer(ctx context.Context, ms *servingv1.ModelServing) error {
-	patch, err := webhookpatch.AddFinalizerPatch(ms, RanktableFinalizer)
+func (r *Reconciler) ensureFinalizer(ctx context.Context, ms *servingv1.ModelServing) error {
+	patch, err := webhookpatch.AddFinalizerPatch(ms, Finalizer)
 	if err != nil || patch == nil {
 		return err
 	}
@@ -59,9 +59,9 @@ func (r *RanktableReconciler) ensureFinalizer(ctx context.Context, ms *servingv1
 
 // finalize cleans up after an owner that is being deleted or no longer asks for
 // ranktables: it deletes the ranktable ConfigMaps the owner controls, forgets the
-// owner's cached plan, and removes RanktableFinalizer.
-func (r *RanktableReconciler) finalize(ctx context.Context, ms *servingv1.ModelServing) error {
-	if !slices.Contains(ms.Finalizers, RanktableFinalizer) {
+// owner's cached plan, and removes Finalizer.
+func (r *Reconciler) finalize(ctx context.Context, ms *servingv1.ModelServing) error {
+	if !slices.Contains(ms.Finalizers, Finalizer) {
 		return nil
 	}
 	var cms corev1.ConfigMapList
@@ -85,7 +85,7 @@ func (r *RanktableReconciler) finalize(ctx context.Context, ms *servingv1.ModelS
 	if len(deleted) > 0 {
 		r.Recorder.Eventf(ms, nil, corev1.EventTypeNormal, ReasonCleanedUp, "Finalize", "deleted ranktable ConfigMaps %s", strings.Join(deleted, ", "))
 	}
-	patch, err := webhookpatch.RemoveFinalizerPatch(ms, RanktableFinalizer)
+	patch, err := webhookpatch.RemoveFinalizerPatch(ms, Finalizer)
 	if err != nil || patch == nil {
 		return err
 	}
@@ -144,7 +144,7 @@ func joinBounded(parts []string) string {
 // tries again), and records the transitions as KServe does: a Warning event when a
 // ready ModelServing stops being ready, a Normal one when it becomes ready, a
 // Warning UpdateFailed event when the write fails.
-func (r *RanktableReconciler) setCondition(ctx context.Context, ms *servingv1.ModelServing, c metav1.Condition) (ctrl.Result, error) {
+func (r *Reconciler) setCondition(ctx context.Context, ms *servingv1.ModelServing, c metav1.Condition) (ctrl.Result, error) {
 	old := meta.FindStatusCondition(ms.Status.Conditions, c.Type)
 	if old != nil && old.Status == c.Status && old.Reason == c.Reason && old.Message == c.Message {
 		return ctrl.Result{}, nil

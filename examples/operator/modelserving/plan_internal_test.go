@@ -1,4 +1,4 @@
-package operator
+package modelserving
 
 import (
 	"strconv"
@@ -13,27 +13,9 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 
 	servingv1 "github.com/kplan-dev/kplan/examples/api/serving/v1alpha1"
+	"github.com/kplan-dev/kplan/examples/internal/history"
 	"github.com/kplan-dev/kplan/rollout"
 )
-
-func TestRevisionNameFollowsKubernetesHistory(t *testing.T) {
-	data := []byte(`{"roles":[]}`)
-	one := int32(1)
-	a, b := hashRevision(data, nil), hashRevision(data, nil)
-	if a != b {
-		t.Fatalf("hash not deterministic: %s, %s", a, b)
-	}
-	if c := hashRevision(data, &one); c == a {
-		t.Errorf("the collision count does not change the hash: %s", c)
-	}
-	if d := hashRevision([]byte(`{"roles":null}`), nil); d == a {
-		t.Errorf("other data, same hash %s", d)
-	}
-	long := string(make([]byte, 300))
-	if n := revisionName(long, "h"); len(n) != 225 {
-		t.Errorf("name of a long prefix is %d bytes, want 223 + 2", len(n))
-	}
-}
 
 // TestPlanModelServingPools: each mode reads the same pods as its documented
 // pools: a pool per role (Rolling, Lockstep), one of groups (Gang), one with a
@@ -135,7 +117,7 @@ func TestStatusRollingUpdateClearsOnceEveryPodIsUpdated(t *testing.T) {
 	}
 	old := &appsv1.ControllerRevision{ObjectMeta: metav1.ObjectMeta{Name: "llm-1"}, Revision: 1}
 	update := &appsv1.ControllerRevision{ObjectMeta: metav1.ObjectMeta{Name: "llm-2"}, Revision: 2}
-	h := &history{revisions: []*appsv1.ControllerRevision{old, update}, update: update}
+	h := &history.History{Revisions: []*appsv1.ControllerRevision{old, update}, Update: update}
 	pod := func(m int, ready corev1.ConditionStatus) *corev1.Pod {
 		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: msPodName("llm", "decode", 0, m),
 			Labels: map[string]string{servingv1.LabelName: "llm", servingv1.LabelRole: "decode", servingv1.LabelRevision: "llm-2",
@@ -144,15 +126,14 @@ func TestStatusRollingUpdateClearsOnceEveryPodIsUpdated(t *testing.T) {
 	}
 	pods := []*corev1.Pod{pod(0, corev1.ConditionTrue), pod(1, corev1.ConditionFalse)}
 	now := time.Unix(1000, 0)
-	plan, err := planModelServing(ms, pods, h.names(), update.Name, now)
+	plan, err := planModelServing(ms, pods, h.Names(), update.Name, now)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if plan.complete {
 		t.Fatal("the plan is complete with a pod not ready")
 	}
-	r := &ModelServingReconciler{}
-	st := r.status(ms, h, pods, plan, nil, &execResult{}, now)
+	st := status(ms, h, pods, plan, nil, &execResult{}, now)
 	c := meta.FindStatusCondition(st.Conditions, servingv1.ConditionRollingUpdate)
 	if c == nil || c.Status != metav1.ConditionFalse || c.Reason != servingv1.ReasonAllPodsUpdated {
 		t.Errorf("RollingUpdate %+v, want False/%s", c, servingv1.ReasonAllPodsUpdated)
@@ -173,7 +154,7 @@ func TestStatusCarriesThePlansReason(t *testing.T) {
 	}
 	old := &appsv1.ControllerRevision{ObjectMeta: metav1.ObjectMeta{Name: "llm-1"}, Revision: 1}
 	update := &appsv1.ControllerRevision{ObjectMeta: metav1.ObjectMeta{Name: "llm-2"}, Revision: 2}
-	h := &history{revisions: []*appsv1.ControllerRevision{old, update}, update: update}
+	h := &history.History{Revisions: []*appsv1.ControllerRevision{old, update}, Update: update}
 	now := time.Unix(1000, 0)
 	// prefill is done; each decode has one pod on the update revision not ready
 	// and one old pod the budget holds.
@@ -195,14 +176,14 @@ func TestStatusCarriesThePlansReason(t *testing.T) {
 			pods = append(pods, p)
 		}
 	}
-	plan, err := planModelServing(ms, pods, h.names(), update.Name, now)
+	plan, err := planModelServing(ms, pods, h.Names(), update.Name, now)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if plan.reason != rollout.ReasonBudget {
 		t.Fatalf("plan reason %q, want %q (decode's)", plan.reason, rollout.ReasonBudget)
 	}
-	st := (&ModelServingReconciler{}).status(ms, h, pods, plan, nil, &execResult{}, now)
+	st := status(ms, h, pods, plan, nil, &execResult{}, now)
 	want := "role decode: maxUnavailable budget exhausted: llm-decode-1-0; not available yet: llm-decode-0-0"
 	for _, ct := range []string{servingv1.ConditionProgressing, servingv1.ConditionRollingUpdate} {
 		c := meta.FindStatusCondition(st.Conditions, ct)

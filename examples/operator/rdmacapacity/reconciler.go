@@ -1,4 +1,4 @@
-package operator
+package rdmacapacity
 
 import (
 	"context"
@@ -23,7 +23,7 @@ import (
 // DeviceGVK is koordinator's Device object: one per node, named like the node.
 var DeviceGVK = schema.GroupVersionKind{Group: rdma.DeviceGroup, Version: rdma.DeviceVersion, Kind: rdma.DeviceKind}
 
-// NodeRDMAReconciler keeps each node's status.capacity and status.allocatable of
+// Reconciler keeps each node's status.capacity and status.allocatable of
 // koordinator.sh/rdma equal to rdma.Capacity of the node's koordinator Device object
 // under Model, so pods requesting RDMA pass the scheduler's resource fit check
 // (koordinator's RDMADeviceResource plugin does this in koord-manager). A node
@@ -32,7 +32,7 @@ var DeviceGVK = schema.GroupVersionKind{Group: rdma.DeviceGroup, Version: rdma.D
 // rdma error's Reason and Message as they are (rdma.ReasonInvalidInventory for a
 // malformed Device, rdma.ReasonMixedNICModes for PFs in mixed modes under
 // rdma.CountModel).
-type NodeRDMAReconciler struct {
+type Reconciler struct {
 	Client   client.Client
 	Recorder events.EventRecorder
 	// Model counts the resource: rdma.CountModel (the design: VFs in VF mode, else
@@ -42,7 +42,7 @@ type NodeRDMAReconciler struct {
 
 // SetupWithManager registers the reconciler: Device objects and nodes (a node that
 // appears after its Device, or whose status someone else rewrote).
-func (r *NodeRDMAReconciler) SetupWithManager(mgr ctrl.Manager) error {
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	dev := &unstructured.Unstructured{}
 	dev.SetGroupVersionKind(DeviceGVK)
 	return ctrl.NewControllerManagedBy(mgr).
@@ -55,7 +55,7 @@ func (r *NodeRDMAReconciler) SetupWithManager(mgr ctrl.Manager) error {
 }
 
 // Reconcile brings one node's koordinator.sh/rdma capacity in line with its Device.
-func (r *NodeRDMAReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	var node corev1.Node
 	if err := r.Client.Get(ctx, types.NamespacedName{Name: req.Name}, &node); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
@@ -91,7 +91,7 @@ func (r *NodeRDMAReconciler) Reconcile(ctx context.Context, req ctrl.Request) (c
 
 // capacity counts a Device object under the reconciler's model. Its errors are
 // rdma's, which name the Device object or its node.
-func (r *NodeRDMAReconciler) capacity(dev *unstructured.Unstructured) (int64, error) {
+func (r *Reconciler) capacity(dev *unstructured.Unstructured) (int64, error) {
 	n, err := rdma.NodeFromDevice(dev)
 	if err != nil {
 		return 0, err

@@ -1,4 +1,4 @@
-package operator
+package expectations
 
 import (
 	"sync"
@@ -10,11 +10,9 @@ import (
 	servingv1 "github.com/kplan-dev/kplan/examples/api/serving/v1alpha1"
 )
 
-// expectations remembers, per ModelServing, the pods the controller created,
-// deleted or updated in place that its cache has not shown yet, as Kubernetes' controllers do: a
-// reconcile plans only once the cache has caught up with its own writes, so a
-// lagging cache never makes it create or delete twice.
-type expectations struct {
+// Expectations remembers, per owner, the pods the controller created, deleted or
+// updated in place that its cache has not shown yet. It is safe for concurrent use.
+type Expectations struct {
 	mu      sync.Mutex
 	pending map[types.UID]*pendingWrites
 	// timeout drops expectations the cache never met (the object was created and
@@ -31,11 +29,12 @@ type pendingWrites struct {
 	since   time.Time
 }
 
-func newExpectations(timeout time.Duration) *expectations {
-	return &expectations{pending: map[types.UID]*pendingWrites{}, timeout: timeout}
+// New returns empty expectations that are dropped after timeout.
+func New(timeout time.Duration) *Expectations {
+	return &Expectations{pending: map[types.UID]*pendingWrites{}, timeout: timeout}
 }
 
-func (e *expectations) entry(owner types.UID, now time.Time) *pendingWrites {
+func (e *Expectations) entry(owner types.UID, now time.Time) *pendingWrites {
 	p := e.pending[owner]
 	if p == nil {
 		p = &pendingWrites{creates: map[types.UID]bool{}, deletes: map[types.UID]bool{}, updates: map[types.UID]string{}}
@@ -47,22 +46,23 @@ func (e *expectations) entry(owner types.UID, now time.Time) *pendingWrites {
 	return p
 }
 
-// created records a pod the controller created.
-func (e *expectations) created(owner, pod types.UID, now time.Time) {
+// Created records a pod the controller created.
+func (e *Expectations) Created(owner, pod types.UID, now time.Time) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	e.entry(owner, now).creates[pod] = true
 }
 
-// deleted records a pod the controller deleted.
-func (e *expectations) deleted(owner, pod types.UID, now time.Time) {
+// Deleted records a pod the controller deleted.
+func (e *Expectations) Deleted(owner, pod types.UID, now time.Time) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	e.entry(owner, now).deletes[pod] = true
 }
 
-// updated records a pod the controller moved to revision rev in place.
-func (e *expectations) updated(owner, pod types.UID, rev string, now time.Time) {
+// Updated records a pod the controller moved to revision rev in place (its
+// servingv1.LabelRevision).
+func (e *Expectations) Updated(owner, pod types.UID, rev string, now time.Time) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	e.entry(owner, now).updates[pod] = rev
@@ -72,10 +72,10 @@ func (p *pendingWrites) empty() bool {
 	return len(p.creates) == 0 && len(p.deletes) == 0 && len(p.updates) == 0
 }
 
-// satisfied reports whether the cache's pods of owner show every write the
+// Satisfied reports whether the cache's pods of owner show every write the
 // controller made, forgetting those it shows; expectations older than the
 // timeout are dropped.
-func (e *expectations) satisfied(owner types.UID, pods []*corev1.Pod, now time.Time) bool {
+func (e *Expectations) Satisfied(owner types.UID, pods []*corev1.Pod, now time.Time) bool {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	p := e.pending[owner]

@@ -1,9 +1,8 @@
-package operator
+package modelserving
 
 import (
 	"cmp"
 	"fmt"
-	"strconv"
 	"strings"
 	"time"
 
@@ -50,11 +49,6 @@ type msPlan struct {
 	// recovering: some pool's recovery step has actions; they are carried out
 	// instead of the rollout step this reconcile.
 	recovering bool
-}
-
-// msPodName is the name of member m of role in serving group g.
-func msPodName(ms, role string, g, m int) string {
-	return fmt.Sprintf("%s-%s-%d-%d", ms, role, g, m)
 }
 
 // planModelServing builds the rollout input from ms's pods and plans one step.
@@ -165,29 +159,4 @@ func planRecovery(ms *servingv1.ModelServing, p *msPlan, now time.Time) error {
 		}
 	}
 	return nil
-}
-
-// podSlot is where a pod sits: its role, serving group and member index.
-type podSlot struct {
-	role          string
-	group, member int
-}
-
-// slotOf reads a pod's slot from its labels.
-func slotOf(p *corev1.Pod) (podSlot, bool) {
-	g, err1 := strconv.Atoi(p.Labels[servingv1.LabelGroupIndex])
-	m, err2 := strconv.Atoi(p.Labels[servingv1.LabelMemberIndex])
-	r := p.Labels[servingv1.LabelRole]
-	if err1 != nil || err2 != nil || r == "" || g < 0 || m < 0 {
-		return podSlot{}, false
-	}
-	return podSlot{role: r, group: g, member: m}, true
-}
-
-// listNames lists up to max names and counts the rest.
-func listNames(names []string, limit int) string {
-	if len(names) <= limit {
-		return strings.Join(names, ", ")
-	}
-	return fmt.Sprintf("%s and %d more", strings.Join(names[:limit], ", "), len(names)-limit)
 }

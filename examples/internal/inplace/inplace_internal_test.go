@@ -1,6 +1,7 @@
-package operator
+package inplace
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
@@ -12,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	servingv1 "github.com/kplan-dev/kplan/examples/api/serving/v1alpha1"
+	"github.com/kplan-dev/kplan/examples/internal/kube"
 )
 
 func template(images ...string) corev1.PodTemplateSpec {
@@ -95,38 +97,16 @@ func TestImagesUpdatedWaitsForTheNewImage(t *testing.T) {
 	}
 }
 
-// TestExpectationsWaitForInPlaceUpdates: a pod updated in place is expected
-// until the cache shows it with the new revision label, or without it.
-func TestExpectationsWaitForInPlaceUpdates(t *testing.T) {
-	now := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
-	e := newExpectations(time.Minute)
-	owner := types.UID("ms")
-	pod := func(rev string) *corev1.Pod {
-		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{UID: "p", Labels: map[string]string{servingv1.LabelRevision: rev}}}
-	}
-	e.updated(owner, "p", "r2", now)
-	if e.satisfied(owner, []*corev1.Pod{pod("r1")}, now) {
-		t.Error("satisfied while the cache shows the old revision")
-	}
-	if !e.satisfied(owner, []*corev1.Pod{pod("r2")}, now) {
-		t.Error("not satisfied once the cache shows the new revision")
-	}
-	e.updated(owner, "p", "r3", now)
-	if !e.satisfied(owner, nil, now) {
-		t.Error("not satisfied once the pod is gone")
-	}
-	e.updated(owner, "p", "r4", now)
-	if !e.satisfied(owner, []*corev1.Pod{pod("r3")}, now.Add(2*time.Minute)) {
-		t.Error("an expectation outlived its timeout")
-	}
-}
+// podName is the name the ModelServing controller gives member m of role decode in
+// serving group g of ModelServing llm.
+func podName(g, m int) string { return fmt.Sprintf("llm-decode-%d-%d", g, m) }
 
 // gangMember is member m of serving group g at revision rev with its readiness
 // gate set to gate ("" for no condition yet); record marks an in-place update to
 // rev whose containers have not restarted yet.
 func gangMember(g, m int, rev string, gate corev1.ConditionStatus, record bool) *corev1.Pod {
 	p := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: msPodName("llm", "decode", g, m), UID: types.UID(msPodName("llm", "decode", g, m)),
+		ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: podName(g, m), UID: types.UID(podName(g, m)),
 			Labels: map[string]string{servingv1.LabelGroupName: (&servingv1.ModelServing{ObjectMeta: metav1.ObjectMeta{Name: "llm"}}).GroupName(g), servingv1.LabelRevision: rev}},
 		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "engine", Image: "e:" + rev}},
 			ReadinessGates: []corev1.PodReadinessGate{{ConditionType: servingv1.PodConditionImagesReady}}},
@@ -189,8 +169,7 @@ func TestReleaseGatesNeverOpensAMixedGang(t *testing.T) {
 				observed = append(observed, p.DeepCopy())
 			}
 			c := fake.NewClientBuilder().WithObjects(objs...).WithStatusSubresource(&corev1.Pod{}).Build()
-			r := &ModelServingReconciler{Client: c}
-			if _, err := r.releaseGates(t.Context(), tc.mode, observed, time.Unix(1000, 0)); err != nil {
+			if _, err := ReleaseGates(t.Context(), c, tc.mode, observed, time.Unix(1000, 0)); err != nil {
 				t.Fatal(err)
 			}
 			var opened []string
@@ -199,8 +178,8 @@ func TestReleaseGatesNeverOpensAMixedGang(t *testing.T) {
 				if err := c.Get(t.Context(), client.ObjectKeyFromObject(p), &got); err != nil {
 					t.Fatal(err)
 				}
-				before := podCondition(p, servingv1.PodConditionImagesReady)
-				after := podCondition(&got, servingv1.PodConditionImagesReady)
+				before := kube.PodCondition(p, servingv1.PodConditionImagesReady)
+				after := kube.PodCondition(&got, servingv1.PodConditionImagesReady)
 				if after != nil && after.Status == corev1.ConditionTrue && (before == nil || before.Status != corev1.ConditionTrue) {
 					opened = append(opened, p.Name)
 				}

@@ -1,4 +1,4 @@
-package operator
+package podwebhook
 
 import (
 	"context"
@@ -18,20 +18,33 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	servingv1 "github.com/kplan-dev/kplan/examples/api/serving/v1alpha1"
+	"github.com/kplan-dev/kplan/examples/operator/ranktables"
 	"github.com/kplan-dev/kplan/ranktable"
 	"github.com/kplan-dev/kplan/revision"
 	"github.com/kplan-dev/kplan/webhookpatch"
 )
 
-// WebhookPath is the URL path of the pod mutating webhook (see
-// config/webhook/manifests.yaml).
-const WebhookPath = "/mutate-v1-pod"
+// Path is the URL path of the pod mutating webhook (see
+// examples/config/webhook/manifests.yaml).
+const Path = "/mutate-v1-pod"
 
-// PodMutator is the mutating admission webhook for pod CREATE. It injects what the
+// LabelNamespaceInjection is the namespace label that opts a namespace's pods in to
+// ConfigMapSet injection: with the value "enabled" every pod created there passes
+// through the webhook, which then must answer (it fails closed). The pods of
+// ModelServings pass through it in every namespace.
+const LabelNamespaceInjection = "apps.kplan.dev/configmapset-injection"
+
+// LabelConfigMapSetPod is set to "true" by the webhook on every pod it injects a
+// ConfigMapSet's reload sidecar into. The ConfigMapSet controller sees only pods
+// carrying it: a pod the webhook did not inject (created before its set, or in a
+// namespace without the injection label) is not updated by any set.
+const LabelConfigMapSetPod = "apps.kplan.dev/configmapset"
+
+// Mutator is the mutating admission webhook for pod CREATE. It injects what the
 // pod's ranktable owner and matching ConfigMapSets need, and answers with the
 // webhookpatch.Diff of the pod before and after. A conflict with the user's own
 // objects rejects the pod; nothing is skipped silently.
-type PodMutator struct {
+type Mutator struct {
 	// Client reads ModelServings, template ConfigMaps, ConfigMapSets and pods (cached).
 	Client            client.Reader
 	TemplateNamespace string
@@ -52,7 +65,7 @@ type PodMutator struct {
 }
 
 // Handle implements admission.Handler.
-func (m *PodMutator) Handle(ctx context.Context, req admission.Request) admission.Response {
+func (m *Mutator) Handle(ctx context.Context, req admission.Request) admission.Response {
 	if req.Operation != admissionv1.Create {
 		return admission.Allowed("")
 	}
@@ -83,7 +96,7 @@ func (m *PodMutator) Handle(ctx context.Context, req admission.Request) admissio
 
 // Mutate returns a copy of pod with the ranktable and ConfigMapSet injections; pod is
 // not changed. Running it on its own result returns an equal pod.
-func (m *PodMutator) Mutate(ctx context.Context, pod *corev1.Pod) (*corev1.Pod, error) {
+func (m *Mutator) Mutate(ctx context.Context, pod *corev1.Pod) (*corev1.Pod, error) {
 	out := pod.DeepCopy()
 	if err := m.injectRanktable(ctx, out); err != nil {
 		return nil, fmt.Errorf("pod %s: ranktable: %w", podName(pod), err)
@@ -99,9 +112,9 @@ func (m *PodMutator) Mutate(ctx context.Context, pod *corev1.Pod) (*corev1.Pod, 
 
 // injectRanktable injects the ranktable mount when the pod's controller is a
 // ModelServing annotated with a ranktable template.
-func (m *PodMutator) injectRanktable(ctx context.Context, pod *corev1.Pod) error {
+func (m *Mutator) injectRanktable(ctx context.Context, pod *corev1.Pod) error {
 	ref := metav1.GetControllerOf(pod)
-	if ref == nil || ref.Kind != modelServingGVK.Kind || ref.APIVersion != servingv1.GroupVersion.String() {
+	if ref == nil || ref.Kind != "ModelServing" || ref.APIVersion != servingv1.GroupVersion.String() {
 		return nil
 	}
 	var ms servingv1.ModelServing
@@ -112,7 +125,7 @@ func (m *PodMutator) injectRanktable(ctx context.Context, pod *corev1.Pod) error
 	if !ok {
 		return nil
 	}
-	tmpl, err := loadTemplate(ctx, m.Client, &m.templates, m.TemplateNamespace, name)
+	tmpl, err := ranktables.LoadTemplate(ctx, m.Client, &m.templates, m.TemplateNamespace, name)
 	if err != nil {
 		return err
 	}
@@ -131,7 +144,7 @@ func (m *PodMutator) injectRanktable(ctx context.Context, pod *corev1.Pod) error
 
 // injectConfigMapSets injects every ConfigMapSet of the pod's namespace whose selector
 // matches the pod, in name order.
-func (m *PodMutator) injectConfigMapSets(ctx context.Context, pod *corev1.Pod) error {
+func (m *Mutator) injectConfigMapSets(ctx context.Context, pod *corev1.Pod) error {
 	var sets revision.ConfigMapSetList
 	if err := m.Client.List(ctx, &sets, client.InNamespace(pod.Namespace)); err != nil {
 		return fmt.Errorf("listing ConfigMapSets: %w", err)

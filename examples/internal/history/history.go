@@ -1,4 +1,4 @@
-package operator
+package history
 
 import (
 	"bytes"
@@ -20,13 +20,6 @@ import (
 
 	servingv1 "github.com/kplan-dev/kplan/examples/api/serving/v1alpha1"
 )
-
-// The small part of Kubernetes' controller history (pkg/controller/history) the
-// ModelServing controller needs: a revision is a ControllerRevision holding the
-// roles' pod templates, named <owner>-<hash> where the hash covers the data and
-// the collision count; revisions are ordered by their Revision number, and rolling
-// back to an old template renumbers its revision as the newest instead of
-// creating a copy.
 
 // revisionData is what a ModelServing revision stores: each role's pod template.
 type revisionData struct {
@@ -85,8 +78,8 @@ func sortRevisions(revs []*appsv1.ControllerRevision) {
 	})
 }
 
-// decodeRevision reads a revision's pod templates by role name.
-func decodeRevision(cr *appsv1.ControllerRevision) (map[string]corev1.PodTemplateSpec, error) {
+// Decode reads a revision's pod templates by role name.
+func Decode(cr *appsv1.ControllerRevision) (map[string]corev1.PodTemplateSpec, error) {
 	var d revisionData
 	if err := json.Unmarshal(cr.Data.Raw, &d); err != nil {
 		return nil, fmt.Errorf("ControllerRevision %s: data: %w", cr.Name, err)
@@ -98,27 +91,27 @@ func decodeRevision(cr *appsv1.ControllerRevision) (map[string]corev1.PodTemplat
 	return out, nil
 }
 
-// history is a ModelServing's revisions as the controller found or made them.
-type history struct {
-	// revisions are oldest first; update is one of them.
-	revisions []*appsv1.ControllerRevision
-	update    *appsv1.ControllerRevision
-	// collisionCount is the count to store in the status.
-	collisionCount int32
+// History is a ModelServing's revisions as the controller found or made them.
+type History struct {
+	// Revisions are oldest first; Update is one of them.
+	Revisions []*appsv1.ControllerRevision
+	Update    *appsv1.ControllerRevision
+	// CollisionCount is the count to store in the status.
+	CollisionCount int32
 }
 
-// names returns the revision names oldest first: rollout's Strategy.History.
-func (h *history) names() []string {
-	out := make([]string, len(h.revisions))
-	for i, r := range h.revisions {
+// Names returns the revision names oldest first: rollout's Strategy.History.
+func (h *History) Names() []string {
+	out := make([]string, len(h.Revisions))
+	for i, r := range h.Revisions {
 		out[i] = r.Name
 	}
 	return out
 }
 
-// byName finds a revision.
-func (h *history) byName(name string) *appsv1.ControllerRevision {
-	for _, r := range h.revisions {
+// ByName finds a revision; nil when there is none of that name.
+func (h *History) ByName(name string) *appsv1.ControllerRevision {
+	for _, r := range h.Revisions {
 		if r.Name == name {
 			return r
 		}
@@ -126,43 +119,43 @@ func (h *history) byName(name string) *appsv1.ControllerRevision {
 	return nil
 }
 
-// syncRevisions finds or creates the update revision of ms among its
+// Sync finds or creates the update revision of ms among its
 // ControllerRevisions, as StatefulSet does: an existing revision with the same
 // data that is the newest is reused; an older one is renumbered newest (a
 // rollback); otherwise a new one is created, a name taken by other data bumping
 // the collision count.
-func syncRevisions(ctx context.Context, c client.Client, ms *servingv1.ModelServing, scheme *runtime.Scheme) (*history, error) {
+func Sync(ctx context.Context, c client.Client, ms *servingv1.ModelServing, scheme *runtime.Scheme) (*History, error) {
 	var list appsv1.ControllerRevisionList
 	if err := c.List(ctx, &list, client.InNamespace(ms.Namespace), client.MatchingLabels{servingv1.LabelName: ms.Name}); err != nil {
 		return nil, err
 	}
-	h := &history{}
+	h := &History{}
 	if ms.Status.CollisionCount != nil {
-		h.collisionCount = *ms.Status.CollisionCount
+		h.CollisionCount = *ms.Status.CollisionCount
 	}
 	for i := range list.Items {
 		if metav1.IsControlledBy(&list.Items[i], ms) {
-			h.revisions = append(h.revisions, &list.Items[i])
+			h.Revisions = append(h.Revisions, &list.Items[i])
 		}
 	}
-	sortRevisions(h.revisions)
+	sortRevisions(h.Revisions)
 	data, err := newRevisionData(ms)
 	if err != nil {
 		return nil, err
 	}
 	next := int64(1)
-	if n := len(h.revisions); n > 0 {
-		next = h.revisions[n-1].Revision + 1
+	if n := len(h.Revisions); n > 0 {
+		next = h.Revisions[n-1].Revision + 1
 	}
 	var equal *appsv1.ControllerRevision
-	for _, r := range h.revisions {
+	for _, r := range h.Revisions {
 		if bytes.Equal(r.Data.Raw, data) {
 			equal = r // the newest equal one
 		}
 	}
 	switch {
-	case equal != nil && equal == h.revisions[len(h.revisions)-1]:
-		h.update = equal
+	case equal != nil && equal == h.Revisions[len(h.Revisions)-1]:
+		h.Update = equal
 	case equal != nil:
 		cp := equal.DeepCopy()
 		cp.Revision = next
@@ -170,11 +163,11 @@ func syncRevisions(ctx context.Context, c client.Client, ms *servingv1.ModelServ
 			return nil, fmt.Errorf("renumbering ControllerRevision %s: %w", equal.Name, err)
 		}
 		*equal = *cp
-		sortRevisions(h.revisions)
-		h.update = equal
+		sortRevisions(h.Revisions)
+		h.Update = equal
 	default:
 		for {
-			cc := h.collisionCount
+			cc := h.CollisionCount
 			cr := &appsv1.ControllerRevision{
 				ObjectMeta: metav1.ObjectMeta{
 					Namespace: ms.Namespace,
@@ -189,8 +182,8 @@ func syncRevisions(ctx context.Context, c client.Client, ms *servingv1.ModelServ
 			}
 			err := c.Create(ctx, cr)
 			if err == nil {
-				h.revisions = append(h.revisions, cr)
-				h.update = cr
+				h.Revisions = append(h.Revisions, cr)
+				h.Update = cr
 				break
 			}
 			if !apierrors.IsAlreadyExists(err) {
@@ -202,23 +195,23 @@ func syncRevisions(ctx context.Context, c client.Client, ms *servingv1.ModelServ
 			}
 			if metav1.IsControlledBy(&existing, ms) && bytes.Equal(existing.Data.Raw, data) {
 				// Made by an earlier reconcile the cache has not shown yet.
-				h.revisions = append(h.revisions, &existing)
-				sortRevisions(h.revisions)
-				h.update = &existing
+				h.Revisions = append(h.Revisions, &existing)
+				sortRevisions(h.Revisions)
+				h.Update = &existing
 				break
 			}
-			h.collisionCount++
+			h.CollisionCount++
 		}
 	}
 	return h, nil
 }
 
-// truncateHistory deletes the oldest revisions no pod runs beyond limit, never the
-// update revision.
-func truncateHistory(ctx context.Context, c client.Client, h *history, live map[string]bool, limit int) error {
+// Truncate deletes the oldest revisions no pod runs beyond limit, never the
+// update revision; live holds the revisions pods run.
+func Truncate(ctx context.Context, c client.Client, h *History, live map[string]bool, limit int) error {
 	var old []*appsv1.ControllerRevision
-	for _, r := range h.revisions {
-		if r != h.update && !live[r.Name] {
+	for _, r := range h.Revisions {
+		if r != h.Update && !live[r.Name] {
 			old = append(old, r)
 		}
 	}
@@ -229,7 +222,7 @@ func truncateHistory(ctx context.Context, c client.Client, h *history, live map[
 		if err := c.Delete(ctx, r, client.Preconditions{UID: &r.UID}); err != nil && !apierrors.IsNotFound(err) {
 			return fmt.Errorf("deleting ControllerRevision %s: %w", r.Name, err)
 		}
-		h.revisions = slices.DeleteFunc(h.revisions, func(x *appsv1.ControllerRevision) bool { return x == r })
+		h.Revisions = slices.DeleteFunc(h.Revisions, func(x *appsv1.ControllerRevision) bool { return x == r })
 	}
 	return nil
 }

@@ -1,4 +1,4 @@
-package operator
+package ranktables
 
 import (
 	"context"
@@ -24,13 +24,14 @@ import (
 
 	"github.com/kplan-dev/kplan"
 	servingv1 "github.com/kplan-dev/kplan/examples/api/serving/v1alpha1"
+	"github.com/kplan-dev/kplan/examples/internal/kube"
 	"github.com/kplan-dev/kplan/ranktable"
 )
 
-// RanktableReconciler keeps the ranktable ConfigMaps of ModelServings annotated
+// Reconciler keeps the ranktable ConfigMaps of ModelServings annotated
 // kthena.io/ranktable-template: one per role of each serving group, or one per
 // serving group at group level.
-type RanktableReconciler struct {
+type Reconciler struct {
 	// Client reads from the manager's cache and writes to the API server.
 	Client client.Client
 	// APIReader reads from the API server directly; used after a write conflict, when
@@ -50,6 +51,9 @@ type RanktableReconciler struct {
 
 var modelServingGVK = servingv1.GroupVersion.WithKind("ModelServing")
 
+// conflictRetry is how soon a reconcile that lost a write race runs again.
+const conflictRetry = 200 * time.Millisecond
+
 // reconcileWorkers is how many owners are reconciled at once. A template that uses up
 // its budget takes about a second; the Planner plans different owners in parallel, so
 // one such owner occupies one worker and delays no other owner.
@@ -57,7 +61,7 @@ const reconcileWorkers = 4
 
 // SetupWithManager registers the reconciler: ModelServings, their ConfigMaps and
 // pods, and the template ConfigMaps.
-func (r *RanktableReconciler) SetupWithManager(mgr ctrl.Manager) error {
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	r.planner = ranktable.NewPlanner()
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("ranktable").
@@ -73,7 +77,7 @@ func (r *RanktableReconciler) SetupWithManager(mgr ctrl.Manager) error {
 
 // ownersOfTemplate maps a ConfigMap in the templates namespace to every annotated
 // ModelServing (a template or the parser it names changed).
-func (r *RanktableReconciler) ownersOfTemplate(ctx context.Context, o client.Object) []reconcile.Request {
+func (r *Reconciler) ownersOfTemplate(ctx context.Context, o client.Object) []reconcile.Request {
 	if o.GetNamespace() != r.TemplateNamespace {
 		return nil
 	}
@@ -91,25 +95,8 @@ func (r *RanktableReconciler) ownersOfTemplate(ctx context.Context, o client.Obj
 	return reqs
 }
 
-// loadTemplate loads the ranktable template named by the owner's annotation, and the
-// parser ConfigMap it names unless that is a built-in parser.
-func loadTemplate(ctx context.Context, c client.Reader, cache *ranktable.TemplateCache, ns, name string) (*ranktable.Template, error) {
-	var rt corev1.ConfigMap
-	if err := getComponent(ctx, c, ns, name, ComponentTemplate, &rt); err != nil {
-		return nil, fmt.Errorf("ranktable template ConfigMap %s/%s: %w", ns, name, err)
-	}
-	var parser *corev1.ConfigMap
-	if p := ranktable.ParserConfigMapName(&rt); p != "" {
-		parser = &corev1.ConfigMap{}
-		if err := getComponent(ctx, c, ns, p, ComponentParser, parser); err != nil {
-			return nil, fmt.Errorf("pod parser ConfigMap %s/%s: %w", ns, p, err)
-		}
-	}
-	return cache.Load(&rt, parser, ranktable.LoadOptions{})
-}
-
 // Reconcile plans and writes one ModelServing's ranktable ConfigMaps.
-func (r *RanktableReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	var ms servingv1.ModelServing
 	if err := r.Client.Get(ctx, req.NamespacedName, &ms); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
@@ -121,7 +108,7 @@ func (r *RanktableReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 	if err := r.ensureFinalizer(ctx, &ms); err != nil {
 		return ctrl.Result{}, err
 	}
-	tmpl, err := loadTemplate(ctx, r.Client, &r.templates, r.TemplateNamespace, tmplName)
+	tmpl, err := LoadTemplate(ctx, r.Client, &r.templates, r.TemplateNamespace, tmplName)
 	var level ranktable.Level
 	if err == nil {
 		level, err = ranktable.ResolveLevel(&ms, tmpl)
@@ -144,7 +131,7 @@ func (r *RanktableReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 	in := ranktable.Input{
 		Owner:    ranktable.NewOwner(&ms, modelServingGVK),
 		Template: tmpl,
-		Pods:     pointers(pods.Items),
+		Pods:     kube.Pointers(pods.Items),
 		Expected: expected(&ms, level, pods.Items),
 		Now:      r.Now(),
 		Timeout:  r.Timeout,
@@ -165,7 +152,7 @@ func (r *RanktableReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 		if err := reader.List(ctx, &cms, client.InNamespace(ms.Namespace)); err != nil {
 			return err
 		}
-		in.ConfigMaps = pointers(cms.Items)
+		in.ConfigMaps = kube.Pointers(cms.Items)
 		start := time.Now()
 		res, err = r.planner.Plan(in)
 		generationDuration.Observe(time.Since(start).Seconds())
@@ -200,7 +187,7 @@ func retriable(err error) bool {
 // carries the UID and resourceVersion the plan saw as preconditions, so a ConfigMap
 // re-created or changed since is not deleted (the write fails with a conflict and
 // the reconcile plans again).
-func (r *RanktableReconciler) apply(ctx context.Context, desired []ranktable.DesiredConfigMap) ([]ranktable.DesiredConfigMap, error) {
+func (r *Reconciler) apply(ctx context.Context, desired []ranktable.DesiredConfigMap) ([]ranktable.DesiredConfigMap, error) {
 	var written []ranktable.DesiredConfigMap
 	for _, dc := range desired {
 		var err error
@@ -226,7 +213,7 @@ func (r *RanktableReconciler) apply(ctx context.Context, desired []ranktable.Des
 
 // record emits the plan's events on the objects they name and counts failed groups.
 // Events about ConfigMaps are emitted only for ConfigMaps this reconcile wrote.
-func (r *RanktableReconciler) record(ms *servingv1.ModelServing, pods []corev1.Pod, written []ranktable.DesiredConfigMap, res ranktable.Result) {
+func (r *Reconciler) record(ms *servingv1.ModelServing, pods []corev1.Pod, written []ranktable.DesiredConfigMap, res ranktable.Result) {
 	for _, g := range res.Groups {
 		if g.Phase == ranktable.PhaseFailed {
 			generationErrors.Inc()
@@ -285,15 +272,6 @@ func expected(ms *servingv1.ModelServing, level ranktable.Level, pods []corev1.P
 			}
 			out[k] += role.Members()
 		}
-	}
-	return out
-}
-
-// pointers returns pointers to the items of a list.
-func pointers[T any](items []T) []*T {
-	out := make([]*T, len(items))
-	for i := range items {
-		out[i] = &items[i]
 	}
 	return out
 }

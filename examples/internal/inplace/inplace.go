@@ -1,4 +1,4 @@
-package operator
+package inplace
 
 import (
 	"context"
@@ -16,18 +16,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	servingv1 "github.com/kplan-dev/kplan/examples/api/serving/v1alpha1"
+	"github.com/kplan-dev/kplan/examples/internal/kube"
 )
-
-// In-place image updates. A pod whose revision changes only in container images
-// (the two revisions' templates, as the ControllerRevisions hold them, are equal
-// but for containers' images) keeps its name and UID: the controller sets its
-// readiness gate servingv1.PodConditionImagesReady False, then patches the images,
-// the revision label and servingv1.AnnotationInPlaceUpdate; the kubelet restarts
-// the changed containers. Once every changed container reports the new image (or
-// another image ID than before) and is ready, the controller sets the gate True
-// and the kubelet reports the pod ready again. Until then the controller reads
-// the pod as not ready, whatever its Ready condition still says, so the step's
-// availability budget covers the update as it covers a recreate.
 
 // inPlaceUpdateRecord is the value of servingv1.AnnotationInPlaceUpdate.
 type inPlaceUpdateRecord struct {
@@ -60,16 +50,17 @@ func imageChanges(from, to corev1.PodTemplateSpec) (map[string]string, bool) {
 	return images, true
 }
 
-// hasImagesGate reports whether pod lists the operator's readiness gate (pods
-// created before the gate existed cannot get it: readiness gates are immutable).
-func hasImagesGate(p *corev1.Pod) bool {
+// HasGate reports whether pod lists the readiness gate
+// servingv1.PodConditionImagesReady (pods created before the gate existed cannot get
+// it: readiness gates are immutable).
+func HasGate(p *corev1.Pod) bool {
 	return slices.ContainsFunc(p.Spec.ReadinessGates, func(g corev1.PodReadinessGate) bool {
 		return g.ConditionType == servingv1.PodConditionImagesReady
 	})
 }
 
-// addImagesGate adds the operator's readiness gate to a pod spec.
-func addImagesGate(spec *corev1.PodSpec) {
+// AddGate adds the readiness gate servingv1.PodConditionImagesReady to a pod spec.
+func AddGate(spec *corev1.PodSpec) {
 	for _, g := range spec.ReadinessGates {
 		if g.ConditionType == servingv1.PodConditionImagesReady {
 			return
@@ -111,7 +102,7 @@ func imagesUpdated(p *corev1.Pod, rec *inPlaceUpdateRecord) bool {
 	return true
 }
 
-// releaseGates sets the readiness gate True on every pod that waits for nothing:
+// ReleaseGates sets the readiness gate True on every pod that waits for nothing:
 // a new pod (no condition yet), or one whose in-place update is done (or never
 // happened: the images write failed after the gate was set False). In Gang mode
 // a serving group's gates open together, and only once every member that is not
@@ -119,23 +110,23 @@ func imagesUpdated(p *corev1.Pod, rec *inPlaceUpdateRecord) bool {
 // never serves while its members run different images, whatever write the
 // previous process died after (gates set False, some members patched, the
 // rest not). It returns whether it wrote anything.
-func (r *ModelServingReconciler) releaseGates(ctx context.Context, mode servingv1.RolloutMode, pods []*corev1.Pod, now time.Time) (bool, error) {
+func ReleaseGates(ctx context.Context, c client.Client, mode servingv1.RolloutMode, pods []*corev1.Pod, now time.Time) (bool, error) {
 	var held map[string]bool // Gang mode: serving groups whose gates stay as they are
 	if mode == servingv1.GangMode {
 		held = heldGroups(pods)
 	}
 	wrote := false
 	for _, p := range pods {
-		if !hasImagesGate(p) || p.DeletionTimestamp != nil || p.Status.Phase == corev1.PodFailed || p.Status.Phase == corev1.PodSucceeded {
+		if !Eligible(p) {
 			continue
 		}
-		if g := podCondition(p, servingv1.PodConditionImagesReady); g != nil && g.Status == corev1.ConditionTrue {
+		if g := kube.PodCondition(p, servingv1.PodConditionImagesReady); g != nil && g.Status == corev1.ConditionTrue {
 			continue
 		}
 		if updating(p) || held[p.Labels[servingv1.LabelGroupName]] {
 			continue
 		}
-		if err := r.setGate(ctx, p, corev1.ConditionTrue, "ImagesReady", "", now); err != nil {
+		if err := setGate(ctx, c, p, corev1.ConditionTrue, "ImagesReady", "", now); err != nil {
 			return wrote, err
 		}
 		log.FromContext(ctx).Info("opened readiness gate", "pod", p.Name, "revision", p.Labels[servingv1.LabelRevision])
@@ -176,7 +167,7 @@ func heldGroups(pods []*corev1.Pod) map[string]bool {
 
 // setGate sets a pod's readiness gate condition with a strategic merge patch of
 // the status (conditions merge by type, so the kubelet's are kept).
-func (r *ModelServingReconciler) setGate(ctx context.Context, p *corev1.Pod, status corev1.ConditionStatus, reason, msg string, now time.Time) error {
+func setGate(ctx context.Context, c client.Client, p *corev1.Pod, status corev1.ConditionStatus, reason, msg string, now time.Time) error {
 	patch, err := json.Marshal(map[string]any{
 		"metadata": map[string]any{"uid": p.UID},
 		"status": map[string]any{"conditions": []map[string]any{{
@@ -187,7 +178,7 @@ func (r *ModelServingReconciler) setGate(ctx context.Context, p *corev1.Pod, sta
 	if err != nil {
 		return err
 	}
-	if err := r.Client.Status().Patch(ctx, p, client.RawPatch(types.StrategicMergePatchType, patch)); err != nil {
+	if err := c.Status().Patch(ctx, p, client.RawPatch(types.StrategicMergePatchType, patch)); err != nil {
 		if apierrors.IsNotFound(err) {
 			return nil
 		}
@@ -196,59 +187,59 @@ func (r *ModelServingReconciler) setGate(ctx context.Context, p *corev1.Pod, sta
 	return nil
 }
 
-// inPlaceUpdate is one pod to move to another revision in place.
-type inPlaceUpdate struct {
-	pod    *corev1.Pod
-	images map[string]string
+// Update is one pod to move to another revision in place.
+type Update struct {
+	Pod *corev1.Pod
+	// Images are the new images by container name.
+	Images map[string]string
 }
 
-// inPlace returns the in-place update that moves p to revision rev, or false when
-// p must be recreated: it lacks the gate, failed, or its revision's template
-// differs from rev's in more than images.
-func (e *msExecutor) inPlace(p *corev1.Pod, rev string) (inPlaceUpdate, bool) {
-	if !hasImagesGate(p) || p.DeletionTimestamp != nil || p.Status.Phase == corev1.PodFailed || p.Status.Phase == corev1.PodSucceeded {
-		return inPlaceUpdate{}, false
-	}
-	role := p.Labels[servingv1.LabelRole]
-	from, err := e.template(p.Labels[servingv1.LabelRevision], role)
-	if err != nil {
-		return inPlaceUpdate{}, false
-	}
-	to, err := e.template(rev, role)
-	if err != nil {
-		return inPlaceUpdate{}, false
+// For returns the in-place update that moves p from its revision's template from to
+// the template to, or false when p must be recreated: it lacks the gate, failed, or
+// the templates differ in more than images.
+func For(p *corev1.Pod, from, to corev1.PodTemplateSpec) (Update, bool) {
+	if !Eligible(p) {
+		return Update{}, false
 	}
 	images, ok := imageChanges(from, to)
 	if !ok {
-		return inPlaceUpdate{}, false
+		return Update{}, false
 	}
 	for name := range images {
 		if !slices.ContainsFunc(p.Spec.Containers, func(c corev1.Container) bool { return c.Name == name }) {
-			return inPlaceUpdate{}, false
+			return Update{}, false
 		}
 	}
-	return inPlaceUpdate{pod: p, images: images}, true
+	return Update{Pod: p, Images: images}, true
 }
 
-// updateInPlace moves pods to revision rev in place: first every pod's gate is
-// set False (a gang's members all stop serving before any runs the new
-// revision), then each pod's images, revision label and record are patched.
-func (e *msExecutor) updateInPlace(ctx context.Context, ups []inPlaceUpdate, rev string) error {
+// Eligible reports whether p may be updated in place at all: it has the gate, is not
+// terminating and has not failed or succeeded.
+func Eligible(p *corev1.Pod) bool {
+	return HasGate(p) && p.DeletionTimestamp == nil && p.Status.Phase != corev1.PodFailed && p.Status.Phase != corev1.PodSucceeded
+}
+
+// Apply moves pods to revision rev in place: first every pod's gate is set False
+// (a gang's members all stop serving before any runs the new revision), then each
+// pod's images, revision label and record are patched, and updated is called with
+// each pod patched. It returns whether it wrote anything, also when it fails.
+func Apply(ctx context.Context, c client.Client, ups []Update, rev string, now time.Time, updated func(*corev1.Pod)) (bool, error) {
+	acted := false
 	for _, u := range ups {
-		if g := podCondition(u.pod, servingv1.PodConditionImagesReady); len(u.images) == 0 || g != nil && g.Status == corev1.ConditionFalse {
+		if g := kube.PodCondition(u.Pod, servingv1.PodConditionImagesReady); len(u.Images) == 0 || g != nil && g.Status == corev1.ConditionFalse {
 			continue // nothing restarts, or the gate is False already
 		}
-		if err := e.r.setGate(ctx, u.pod, corev1.ConditionFalse, "UpdatingImages", "moving to revision "+rev, e.now); err != nil {
-			return err
+		if err := setGate(ctx, c, u.Pod, corev1.ConditionFalse, "UpdatingImages", "moving to revision "+rev, now); err != nil {
+			return acted, err
 		}
-		e.acted = true
+		acted = true
 	}
 	for _, u := range ups {
-		p := u.pod
+		p := u.Pod
 		rec := inPlaceUpdateRecord{Revision: rev, ImageIDs: map[string]string{}}
 		var containers []map[string]string
-		for _, name := range slices.Sorted(maps.Keys(u.images)) {
-			containers = append(containers, map[string]string{"name": name, "image": u.images[name]})
+		for _, name := range slices.Sorted(maps.Keys(u.Images)) {
+			containers = append(containers, map[string]string{"name": name, "image": u.Images[name]})
 			rec.ImageIDs[name] = ""
 			for _, s := range p.Status.ContainerStatuses {
 				if s.Name == name {
@@ -258,7 +249,7 @@ func (e *msExecutor) updateInPlace(ctx context.Context, ups []inPlaceUpdate, rev
 		}
 		raw, err := json.Marshal(rec)
 		if err != nil {
-			return err
+			return acted, err
 		}
 		body := map[string]any{"metadata": map[string]any{
 			"uid":         p.UID,
@@ -270,17 +261,17 @@ func (e *msExecutor) updateInPlace(ctx context.Context, ups []inPlaceUpdate, rev
 		}
 		patch, err := json.Marshal(body)
 		if err != nil {
-			return err
+			return acted, err
 		}
-		if err := e.r.Client.Patch(ctx, p, client.RawPatch(types.StrategicMergePatchType, patch)); err != nil {
+		if err := c.Patch(ctx, p, client.RawPatch(types.StrategicMergePatchType, patch)); err != nil {
 			if apierrors.IsNotFound(err) {
 				continue
 			}
-			return fmt.Errorf("updating pod %s in place: %w", p.Name, err)
+			return acted, fmt.Errorf("updating pod %s in place: %w", p.Name, err)
 		}
-		log.FromContext(ctx).Info("updated pod in place", "pod", p.Name, "from", p.Labels[servingv1.LabelRevision], "to", rev, "images", u.images)
-		e.acted = true
-		e.r.expect.updated(e.ms.UID, p.UID, rev, e.now)
+		log.FromContext(ctx).Info("updated pod in place", "pod", p.Name, "from", p.Labels[servingv1.LabelRevision], "to", rev, "images", u.Images)
+		acted = true
+		updated(p)
 	}
-	return nil
+	return acted, nil
 }

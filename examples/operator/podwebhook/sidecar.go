@@ -1,4 +1,4 @@
-package operator
+package podwebhook
 
 import (
 	corev1 "k8s.io/api/core/v1"
@@ -8,8 +8,8 @@ import (
 	"github.com/kplan-dev/kplan/webhookpatch"
 )
 
-// DefaultSidecarResources are the reload sidecar's requests and limits unless
-// Options.SidecarResources is set: the agent reads a few objects every two seconds
+// DefaultSidecarResources are the reload sidecar's requests and limits the operator
+// gives Mutator.SidecarResources unless configured otherwise: the agent reads a few objects every two seconds
 // and writes the set's files.
 var DefaultSidecarResources = corev1.ResourceRequirements{
 	Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("10m"), corev1.ResourceMemory: resource.MustParse("32Mi")},

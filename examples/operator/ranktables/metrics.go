@@ -1,4 +1,4 @@
-package operator
+package ranktables
 
 import (
 	"github.com/prometheus/client_golang/prometheus"

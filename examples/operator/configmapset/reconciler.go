@@ -1,4 +1,4 @@
-package operator
+package configmapset
 
 import (
 	"context"
@@ -23,13 +23,15 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/kplan-dev/kplan"
+	"github.com/kplan-dev/kplan/examples/internal/kube"
+	"github.com/kplan-dev/kplan/ranktable"
 	"github.com/kplan-dev/kplan/revision"
 )
 
-// ConfigMapSetReconciler writes each ConfigMapSet's hub ConfigMap, its pods' revision
-// annotations and its status, as revision.Plan says, with the ConfigMapSetComplete
+// Reconciler writes each ConfigMapSet's hub ConfigMap, its pods' revision
+// annotations and its status, as revision.Plan says, with the ConditionComplete
 // condition taken from the plan's Complete and Waiting.
-type ConfigMapSetReconciler struct {
+type Reconciler struct {
 	Client client.Client
 	// Pods is the cache whose pod events trigger reconciles (nil: the manager's);
 	// Client must read pods from it.
@@ -41,7 +43,7 @@ type ConfigMapSetReconciler struct {
 
 // SetupWithManager registers the reconciler: ConfigMapSets, their hubs and the pods
 // their selectors match.
-func (r *ConfigMapSetReconciler) SetupWithManager(mgr ctrl.Manager) error {
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	pods := r.Pods
 	if pods == nil {
 		pods = mgr.GetCache()
@@ -55,7 +57,7 @@ func (r *ConfigMapSetReconciler) SetupWithManager(mgr ctrl.Manager) error {
 }
 
 // setsOfPod maps a pod to the ConfigMapSets of its namespace whose selector matches it.
-func (r *ConfigMapSetReconciler) setsOfPod(ctx context.Context, o client.Object) []reconcile.Request {
+func (r *Reconciler) setsOfPod(ctx context.Context, o client.Object) []reconcile.Request {
 	var sets revision.ConfigMapSetList
 	if err := r.Client.List(ctx, &sets, client.InNamespace(o.GetNamespace())); err != nil {
 		log.FromContext(ctx).Error(err, "listing ConfigMapSets for a pod")
@@ -73,7 +75,7 @@ func (r *ConfigMapSetReconciler) setsOfPod(ctx context.Context, o client.Object)
 
 // Reconcile plans one ConfigMapSet and writes the hub, the pod patches and the status,
 // in that order (a pod never names a revision the hub does not hold yet).
-func (r *ConfigMapSetReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	var set revision.ConfigMapSet
 	if err := r.Client.Get(ctx, req.NamespacedName, &set); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
@@ -102,7 +104,7 @@ func (r *ConfigMapSetReconciler) Reconcile(ctx context.Context, req ctrl.Request
 	case !apierrors.IsNotFound(err):
 		return ctrl.Result{}, err
 	}
-	res, err := revision.Plan(revision.Input{Set: &set, Hub: hub, Pods: pointers(pods.Items), Now: r.Now()})
+	res, err := revision.Plan(revision.Input{Set: &set, Hub: hub, Pods: kube.Pointers(pods.Items), Now: r.Now()})
 	if err != nil {
 		r.Recorder.Eventf(&set, nil, corev1.EventTypeWarning, "PlanFailed", "Reconcile", "%v", err)
 		return ctrl.Result{}, err
@@ -145,17 +147,17 @@ func (r *ConfigMapSetReconciler) Reconcile(ctx context.Context, req ctrl.Request
 	return ctrl.Result{}, nil
 }
 
-// ConfigMapSetComplete is the condition type the reconciler sets on a ConfigMapSet:
+// ConditionComplete is the condition type the reconciler sets on a ConfigMapSet:
 // True when the rollout has gone as far as the partition allows
 // (revision.Result.Complete), with reason RolloutComplete, or Partitioned while the
 // partition keeps pods on older revisions; False with the reason and message of the
 // first pod that waits for something else (revision.Result.Waiting).
-const ConfigMapSetComplete = "Complete"
+const ConditionComplete = "Complete"
 
-// completeCondition is the ConfigMapSetComplete condition of the plan res, taken from
+// completeCondition is the ConditionComplete condition of the plan res, taken from
 // its Complete and Waiting as they are.
 func completeCondition(set *revision.ConfigMapSet, res revision.Result, now time.Time) metav1.Condition {
-	c := metav1.Condition{Type: ConfigMapSetComplete, ObservedGeneration: set.Generation, LastTransitionTime: metav1.NewTime(now)}
+	c := metav1.Condition{Type: ConditionComplete, ObservedGeneration: set.Generation, LastTransitionTime: metav1.NewTime(now)}
 	kept := 0
 	for _, w := range res.Waiting {
 		if w.Reason == revision.ReasonPartitioned {
@@ -181,4 +183,17 @@ func completeCondition(set *revision.ConfigMapSet, res revision.Result, now time
 		c.Message = fmt.Sprintf("every pod runs revision %s", res.Status.UpdateRevision)
 	}
 	return c
+}
+
+// ComponentHub is the value of the app.kubernetes.io/component label
+// (ranktable.LabelComponent) on the hub ConfigMaps the reconciler creates, so the
+// operator's cache, which holds only labeled ConfigMaps, sees them.
+const ComponentHub = "configmapset-hub"
+
+// labelHub marks a hub ConfigMap the reconciler creates, so its cache sees it.
+func labelHub(cm *corev1.ConfigMap) {
+	if cm.Labels == nil {
+		cm.Labels = map[string]string{}
+	}
+	cm.Labels[ranktable.LabelComponent] = ComponentHub
 }
