@@ -38,7 +38,7 @@ import (
 	"github.com/kplan-dev/kplan/rollout/rollouttest"
 )
 
-// The ModelServing tests run the operator's ModelServingReconciler on the real API
+// The ModelServing tests run the ModelServing controller (package modelserving) on the real API
 // server. testenv's kubelet plays the node (startMSKubelet: pods are bound, start
 // after a delay, restart a changed container, terminate gracefully when deleted;
 // setReady holds pods pending, fail makes one exit) and the test watches every

@@ -1,3 +1,6 @@
+// The ModelServing API's types, kept in one file as the CRD reads them: most of
+// its length is the fields' documentation and validation markers.
+
 package v1alpha1
 
 import (
