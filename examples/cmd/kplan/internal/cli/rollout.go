@@ -4,19 +4,11 @@ import (
 	"flag"
 	"fmt"
 	"math"
-	"slices"
-	"strconv"
 	"strings"
-	"text/tabwriter"
-
-	appsv1 "k8s.io/api/apps/v1"
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	servingv1 "github.com/kplan-dev/kplan/examples/api/serving/v1alpha1"
 	"github.com/kplan-dev/kplan/examples/cmd/kplan/internal/manifest"
 	"github.com/kplan-dev/kplan/rollout"
-	"github.com/kplan-dev/kplan/rollout/rollouttest"
 )
 
 var rolloutCommand = &command{
@@ -136,57 +128,6 @@ type createOut struct {
 	Column   string   `json:"column,omitempty"`
 	Index    int      `json:"index"`
 	Members  []string `json:"members,omitempty"`
-}
-
-// simulation is a whole simulated rollout.
-type simulation struct {
-	Mode           string    `json:"mode"`
-	TargetRevision string    `json:"targetRevision"`
-	Replicas       int       `json:"replicas"`
-	Budget         budgetOut `json:"budget"`
-	Reconciles     int       `json:"reconciles"`
-	Steps          []simStep `json:"steps"`
-}
-
-type simStep struct {
-	Reconcile int      `json:"reconcile"`
-	Complete  bool     `json:"complete,omitempty"`
-	Update    []string `json:"update,omitempty"`
-	Create    []string `json:"create,omitempty"`
-	Delete    []string `json:"delete,omitempty"`
-	Repair    []string `json:"repair,omitempty"`
-	Waiting   int      `json:"waiting"`
-	Latest    int      `json:"latest"`
-	// Available and AtTarget count replicas after the step's actions, out of Total.
-	Available int `json:"available"`
-	AtTarget  int `json:"atTarget"`
-	Total     int `json:"total"`
-}
-
-// Table prints the simulation as a table.
-func (s simulation) Table() []byte {
-	var b buffer
-	fmt.Fprintf(&b, "%s rollout to %s: %d replicas, maxUnavailable %d, maxSurge %d\n",
-		s.Mode, s.TargetRevision, s.Replicas, s.Budget.MaxUnavailable, s.Budget.MaxSurge)
-	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "RECONCILE\tUPDATE\tCREATE\tDELETE\tREPAIR\tWAITING\tLATEST\tAVAILABLE\tAT TARGET")
-	for _, st := range s.Steps {
-		if st.Complete {
-			fmt.Fprintf(tw, "%d\tcomplete\t\t\t\t\t%d\t%d/%d\t%d/%d\n", st.Reconcile, st.Latest, st.Available, st.Total, st.AtTarget, st.Total)
-			continue
-		}
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%d\t%d\t%d/%d\t%d/%d\n", st.Reconcile, list(st.Update), list(st.Create), list(st.Delete),
-			list(st.Repair), st.Waiting, st.Latest, st.Available, st.Total, st.AtTarget, st.Total)
-	}
-	_ = tw.Flush()
-	return b.Bytes()
-}
-
-func list(s []string) string {
-	if len(s) == 0 {
-		return "-"
-	}
-	return strings.Join(s, ",")
 }
 
 func runRollout(o *options, objs []manifest.Object) (any, error) {
@@ -350,126 +291,6 @@ func rolloutStrategy(o *options) (rollout.Strategy, rollout.PodOptions, error) {
 	return s, opts, nil
 }
 
-// fromStatefulSet takes the StatefulSet's pods, target revision, replicas and
-// maxUnavailable (flags win).
-func fromStatefulSet(obj *manifest.Object, o *options, s *rollout.Strategy, pods []*corev1.Pod, podObjs []*manifest.Object) ([]*corev1.Pod, []*manifest.Object, error) {
-	sts := &appsv1.StatefulSet{}
-	if err := obj.Decode(sts); err != nil {
-		return nil, nil, err
-	}
-	sel, err := metav1.LabelSelectorAsSelector(sts.Spec.Selector)
-	if err != nil || sts.Spec.Selector == nil || sel.Empty() {
-		return nil, nil, obj.Errorf("spec.selector is missing or invalid")
-	}
-	var keptPods []*corev1.Pod
-	var keptObjs []*manifest.Object
-	for i, p := range pods {
-		if p.Namespace == namespaceOf(obj) && sel.Matches(labelSet(p.Labels)) {
-			keptPods, keptObjs = append(keptPods, p), append(keptObjs, podObjs[i])
-		}
-	}
-	if s.TargetRevision == "" {
-		s.TargetRevision = sts.Status.UpdateRevision
-		if s.TargetRevision == "" {
-			return nil, nil, obj.Errorf("status.updateRevision is empty: give --target")
-		}
-	}
-	if s.Replicas == 0 {
-		s.Replicas = 1
-		if sts.Spec.Replicas != nil {
-			s.Replicas = int(*sts.Spec.Replicas)
-		}
-	}
-	if ru := sts.Spec.UpdateStrategy.RollingUpdate; o.maxUnavailable == "" && ru != nil && ru.MaxUnavailable != nil {
-		s.MaxUnavailable = ru.MaxUnavailable
-	}
-	if o.maxSurge == "" {
-		zero := intOrZero()
-		s.MaxSurge = &zero // StatefulSets never surge
-	}
-	return keptPods, keptObjs, nil
-}
-
-// fromModelServing takes the ModelServing's pods (one role's in Rolling and
-// Lockstep mode), mode, labels, target revision, replicas, budgets, partition
-// and minReadySeconds from servingv1.RolloutPools, the operator's mapping;
-// flags given explicitly win.
-func fromModelServing(obj *manifest.Object, o *options, s *rollout.Strategy, opts *rollout.PodOptions, pods []*corev1.Pod, podObjs []*manifest.Object) ([]*corev1.Pod, []*manifest.Object, error) {
-	ms := &servingv1.ModelServing{}
-	if err := obj.Decode(ms); err != nil {
-		return nil, nil, err
-	}
-	if len(ms.Spec.Roles) == 0 {
-		return nil, nil, obj.Errorf("spec.roles is empty")
-	}
-	if o.role != "" && !slices.ContainsFunc(ms.Spec.Roles, func(r servingv1.Role) bool { return r.Name == o.role }) {
-		return nil, nil, usagef("--role %q: %s has no such role", o.role, obj)
-	}
-	switch ms.Spec.RolloutStrategy.Mode {
-	case servingv1.GangMode, servingv1.GroupMode, servingv1.RollingMode, servingv1.LockstepMode, "":
-	default:
-		return nil, nil, obj.Errorf("spec.rolloutStrategy.mode %q is not Rolling, Gang, Group or Lockstep", ms.Spec.RolloutStrategy.Mode)
-	}
-	ms.Namespace = namespaceOf(obj)
-	// Pods without a namespace are in the default one, as kubectl reads them.
-	byPod := map[*corev1.Pod]*manifest.Object{}
-	for i, p := range pods {
-		byPod[p] = podObjs[i]
-	}
-	pools, err := servingv1.RolloutPools(ms, pods)
-	if err != nil {
-		return nil, nil, obj.Errorf("%v", err)
-	}
-	pool := pools[0]
-	for _, pl := range pools {
-		if o.role != "" && pl.Role == o.role {
-			pool = pl
-		}
-	}
-	keptPods := pool.Pods
-	keptObjs := make([]*manifest.Object, len(keptPods))
-	for i, p := range keptPods {
-		keptObjs[i] = byPod[p]
-		if keptObjs[i] == nil { // a copy ReadyByGates made: find its object by name
-			for j, q := range pods {
-				if q.Namespace == p.Namespace && q.Name == p.Name {
-					keptObjs[i] = podObjs[j]
-				}
-			}
-		}
-	}
-	set := map[string]bool{}
-	o.flags.Visit(func(f *flag.Flag) { set[f.Name] = true })
-	st := pool.Strategy
-	s.Mode, s.Columns = st.Mode, st.Columns
-	*opts = pool.Options
-	if !set["target"] {
-		s.TargetRevision = st.TargetRevision
-		if s.TargetRevision == "" {
-			return nil, nil, obj.Errorf("status.updateRevision is empty: give --target")
-		}
-	}
-	if !set["history"] && st.History != nil {
-		s.History = st.History
-	}
-	if !set["replicas"] {
-		s.Replicas = st.Replicas
-	}
-	if !set["max-unavailable"] && st.MaxUnavailable != nil {
-		s.MaxUnavailable = st.MaxUnavailable
-	}
-	if !set["max-surge"] && st.MaxSurge != nil {
-		s.MaxSurge = st.MaxSurge
-	}
-	if !set["latest-ratio"] {
-		s.LatestRatio = st.LatestRatio
-	}
-	if set["min-ready-seconds"] {
-		opts.MinReadySeconds = int32(o.minReadySeconds)
-	}
-	return keptPods, keptObjs, nil
-}
-
 // countReplicas is the replica count found: per column in group mode (the largest).
 func countReplicas(replicas []rollout.Replica, mode rollout.Mode) int {
 	if mode != rollout.Group {
@@ -482,86 +303,6 @@ func countReplicas(replicas []rollout.Replica, mode rollout.Mode) int {
 		most = max(most, per[r.Column])
 	}
 	return most
-}
-
-// MaxSimulatedPods bounds the pods a simulation may create, so a large replica count
-// in the input cannot make the simulation run out of memory.
-const MaxSimulatedPods = 10000
-
-// simulate runs the rollout to completion in rollouttest's simulator. A gang it
-// creates has a member in each of the strategy's columns, or without columns as
-// many as the largest gang.
-func simulate(strategy rollout.Strategy, replicas []rollout.Replica, maxSteps int) (simulation, error) {
-	gangSize := len(strategy.Columns)
-	if strategy.Mode == rollout.Gang && gangSize == 0 {
-		for _, r := range replicas {
-			gangSize = max(gangSize, len(r.Members))
-		}
-	}
-	pods := strategy.Replicas
-	switch strategy.Mode {
-	case rollout.Gang:
-		pods *= max(gangSize, 1)
-	case rollout.Group:
-		columns := map[string]bool{}
-		for _, c := range strategy.Columns {
-			columns[c] = true
-		}
-		for _, r := range replicas {
-			columns[r.Column] = true
-		}
-		pods *= max(len(columns), 1)
-	}
-	if strategy.Replicas > MaxSimulatedPods || gangSize > MaxSimulatedPods || pods > MaxSimulatedPods {
-		return simulation{}, fmt.Errorf("simulation: %d replicas (%d pods) is more than the %d pods kplan simulates", strategy.Replicas, pods, MaxSimulatedPods)
-	}
-	sim := rollouttest.NewSimulator(rollouttest.Scenario{Strategy: strategy, Replicas: replicas, GangSize: gangSize}, rollouttest.NoFaults)
-	out := simulation{Mode: strings.ToLower(string(strategy.Mode)), TargetRevision: strategy.TargetRevision, Replicas: strategy.Replicas}
-	for range maxSteps {
-		step, err := sim.Reconcile()
-		if err != nil {
-			return out, fmt.Errorf("simulation: %v", err)
-		}
-		out.Budget = budgetOut(step.Budget)
-		st := simStep{Reconcile: sim.Reconciles, Complete: step.Complete, Waiting: len(step.Waiting), Latest: step.Latest}
-		for _, u := range step.Update {
-			st.Update = append(st.Update, u.Replica)
-		}
-		for _, c := range step.Create {
-			st.Create = append(st.Create, c.Revision+"@"+slot(c.Column, c.Index))
-		}
-		for _, d := range step.Delete {
-			st.Delete = append(st.Delete, d.Replica)
-		}
-		for _, r := range step.Repair {
-			st.Repair = append(st.Repair, fmt.Sprintf("%s[%s]", r.Replica, strings.Join(r.Missing, " ")))
-		}
-		for _, r := range rollouttest.Counted(sim.Replicas) {
-			st.Total++
-			if rollouttest.Available(r) {
-				st.Available++
-			}
-			if r.Revision == strategy.TargetRevision {
-				st.AtTarget++
-			}
-		}
-		out.Steps = append(out.Steps, st)
-		out.Reconciles = sim.Reconciles
-		if step.Complete {
-			return out, nil
-		}
-		sim.Settle(nil)
-	}
-	return out, fmt.Errorf("simulation: not complete after %d reconciles (--max-steps)", maxSteps)
-}
-
-// slot is how a simulation table names a create's slot: its index, after its
-// column when it has one (column/index).
-func slot(column string, index int) string {
-	if column == "" {
-		return strconv.Itoa(index)
-	}
-	return column + "/" + strconv.Itoa(index)
 }
 
 func splitList(s string) []string {
