@@ -187,6 +187,19 @@ func render(v any, format string) ([]byte, error) {
 	return y, nil
 }
 
+// convert maps a plan's list to its printed form: nil for an empty list, so that a
+// list printed with omitempty is left out.
+func convert[T, U any](in []T, f func(T) U) []U {
+	if len(in) == 0 {
+		return nil
+	}
+	out := make([]U, len(in))
+	for i, v := range in {
+		out[i] = f(v)
+	}
+	return out
+}
+
 func mainUsage() string {
 	var b strings.Builder
 	b.WriteString(`kplan prints what kplan's planning functions would do, from manifests as

@@ -3,9 +3,11 @@ package cli
 import (
 	"bytes"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
@@ -71,6 +73,18 @@ func pick(o *options, objs []*manifest.Object, kind, flagName, value string) (*m
 		names = append(names[:5], "...")
 	}
 	return nil, usagef("%d %ss in the input (%s): choose one with --%s", len(objs), kind, strings.Join(names, ", "), flagName)
+}
+
+// pickPod selects the pod --pod names among candidates (see pick) and returns it
+// with its object; pods and podObjs are decodePods' answer, candidates some of
+// podObjs.
+func pickPod(o *options, pods []*corev1.Pod, podObjs, candidates []*manifest.Object) (*corev1.Pod, *manifest.Object, error) {
+	podObj, err := pick(o, candidates, "Pod", "pod", o.pod)
+	if err != nil {
+		return nil, nil, err
+	}
+	i := slices.Index(podObjs, podObj)
+	return pods[i], podObj, nil
 }
 
 // blame prefixes a library error with the place of the object it names: the first of

@@ -3,6 +3,7 @@ package cli
 import (
 	"flag"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -86,6 +87,16 @@ func (f *timeFlag) Time() time.Time {
 		return f.t
 	}
 	return time.Now().UTC().Truncate(time.Second)
+}
+
+// choice reads an enumerated flag: the value of names[i] is values[i].
+func choice[T any](flagName, value string, names []string, values []T) (T, error) {
+	if i := slices.Index(names, value); i >= 0 {
+		return values[i], nil
+	}
+	var zero T
+	want := strings.Join(names[:len(names)-1], ", ") + " or " + names[len(names)-1]
+	return zero, usagef("--%s %q: want %s", flagName, value, want)
 }
 
 // intOrString parses "3" or "25%" ("" is nil).

@@ -98,6 +98,11 @@ type eventOut struct {
 	Message string `json:"message"`
 }
 
+// toEventOut is how an event is printed.
+func toEventOut(e kplan.Event) eventOut {
+	return eventOut{Type: e.Type, Reason: string(e.Reason), Object: e.Object.Kind + " " + e.Object.Namespace + "/" + e.Object.Name, Message: e.Message}
+}
+
 // objectList is a v1 List.
 type objectList struct {
 	APIVersion string `json:"apiVersion"`
@@ -180,15 +185,13 @@ func runRankTable(o *options, objs []manifest.Object) (any, error) {
 	for _, c := range res.ConfigMaps {
 		out.ConfigMaps = append(out.ConfigMaps, configMapOut{Action: string(c.Action), ConfigMap: withTypeMeta(c.ConfigMap)})
 	}
-	for _, e := range res.Events {
-		out.Events = append(out.Events, eventOut{Type: e.Type, Reason: string(e.Reason), Object: e.Object.Kind + " " + e.Object.Namespace + "/" + e.Object.Name, Message: e.Message})
-	}
+	out.Events = convert(res.Events, toEventOut)
 	if res.RequeueAfter > 0 {
 		out.RequeueAfter = res.RequeueAfter.String()
 	}
-	for _, u := range res.Unmatched {
-		out.Unmatched = append(out.Unmatched, unmatchedPod{Pod: u.Pod, Reason: string(u.Reason), Message: u.Message})
-	}
+	out.Unmatched = convert(res.Unmatched, func(u ranktable.UnmatchedPod) unmatchedPod {
+		return unmatchedPod{Pod: u.Pod, Reason: string(u.Reason), Message: u.Message}
+	})
 	return out, nil
 }
 
@@ -293,16 +296,10 @@ func decodePods(objs []manifest.Object) ([]*corev1.Pod, []*manifest.Object, erro
 	return pods, podObjs, nil
 }
 
+// parseOrder reads --order, in any case.
 func parseOrder(s string) (ranktable.Order, error) {
-	switch strings.ToLower(s) {
-	case "natural":
-		return ranktable.Natural, nil
-	case "lexicographic":
-		return ranktable.Lexicographic, nil
-	case "podindex":
-		return ranktable.PodIndex, nil
-	}
-	return "", usagef("--order %q: want natural, lexicographic or podindex", s)
+	return choice("order", strings.ToLower(s), []string{"natural", "lexicographic", "podindex"},
+		[]ranktable.Order{ranktable.Natural, ranktable.Lexicographic, ranktable.PodIndex})
 }
 
 // parseExpect reads --expect group/role=N flags.

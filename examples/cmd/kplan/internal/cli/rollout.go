@@ -190,21 +190,13 @@ func runRollout(o *options, objs []manifest.Object) (any, error) {
 		Budget: budgetOut(step.Budget), Latest: step.Latest, Complete: step.Complete,
 		Reason: string(step.Reason), Message: step.Message,
 	}
-	for _, w := range step.Waiting {
-		out.Waiting = append(out.Waiting, waitOut{Replica: w.Replica, Reason: string(w.Reason), Message: w.Message})
-	}
-	for _, u := range step.Update {
-		out.Update = append(out.Update, updateOut(u))
-	}
-	for _, c := range step.Create {
-		out.Create = append(out.Create, createOut(c))
-	}
-	for _, d := range step.Delete {
-		out.Delete = append(out.Delete, deleteOut(d))
-	}
-	for _, r := range step.Repair {
-		out.Repair = append(out.Repair, repairOut(r))
-	}
+	out.Waiting = convert(step.Waiting, func(w rollout.Wait) waitOut {
+		return waitOut{Replica: w.Replica, Reason: string(w.Reason), Message: w.Message}
+	})
+	out.Update = convert(step.Update, func(u rollout.Update) updateOut { return updateOut(u) })
+	out.Create = convert(step.Create, func(c rollout.Create) createOut { return createOut(c) })
+	out.Delete = convert(step.Delete, func(d rollout.Delete) deleteOut { return deleteOut(d) })
+	out.Repair = convert(step.Repair, func(r rollout.Repair) repairOut { return repairOut(r) })
 	return out, nil
 }
 
@@ -212,25 +204,14 @@ func runRollout(o *options, objs []manifest.Object) (any, error) {
 func rolloutStrategy(o *options) (rollout.Strategy, rollout.PodOptions, error) {
 	var s rollout.Strategy
 	var opts rollout.PodOptions
-	switch o.mode {
-	case "rolling":
-		s.Mode = rollout.Rolling
-	case "gang":
-		s.Mode = rollout.Gang
-	case "group":
-		s.Mode = rollout.Group
-	default:
-		return s, opts, usagef("--mode %q: want rolling, gang or group", o.mode)
+	var err error
+	if s.Mode, err = choice("mode", o.mode, []string{"rolling", "gang", "group"},
+		[]rollout.Mode{rollout.Rolling, rollout.Gang, rollout.Group}); err != nil {
+		return s, opts, err
 	}
-	switch o.versionOrder {
-	case "LessFirst":
-		s.VersionOrder = rollout.LessFirst
-	case "LatestFirst":
-		s.VersionOrder = rollout.LatestFirst
-	case "OldFirst":
-		s.VersionOrder = rollout.OldFirst
-	default:
-		return s, opts, usagef("--version-order %q: want LessFirst, LatestFirst or OldFirst", o.versionOrder)
+	if s.VersionOrder, err = choice("version-order", o.versionOrder, []string{"LessFirst", "LatestFirst", "OldFirst"},
+		[]rollout.VersionOrder{rollout.LessFirst, rollout.LatestFirst, rollout.OldFirst}); err != nil {
+		return s, opts, err
 	}
 	if o.replicas < 0 || o.minReadySeconds < 0 || o.maxSteps < 1 {
 		return s, opts, usagef("--replicas and --min-ready-seconds must not be negative, --max-steps must be positive")
@@ -239,7 +220,6 @@ func rolloutStrategy(o *options) (rollout.Strategy, rollout.PodOptions, error) {
 		return s, opts, usagef("--min-ready-seconds %d: more than %d", o.minReadySeconds, math.MaxInt32)
 	}
 	s.TargetRevision, s.Replicas = o.target, o.replicas
-	var err error
 	if s.MaxUnavailable, err = intOrString("max-unavailable", o.maxUnavailable); err != nil {
 		return s, opts, err
 	}
@@ -251,13 +231,9 @@ func rolloutStrategy(o *options) (rollout.Strategy, rollout.PodOptions, error) {
 	}
 	s.History = splitList(o.history)
 	s.Columns = splitList(o.columns)
-	switch o.labels {
-	case "default":
-		opts.Labels = rollout.DefaultLabels
-	case "kthena":
-		opts.Labels = rollout.KthenaLabels
-	default:
-		return s, opts, usagef("--labels %q: want default or kthena", o.labels)
+	if opts.Labels, err = choice("labels", o.labels, []string{"default", "kthena"},
+		[]rollout.PodLabels{rollout.DefaultLabels, rollout.KthenaLabels}); err != nil {
+		return s, opts, err
 	}
 	if o.revisionLabel != "" {
 		opts.Labels.Revision = o.revisionLabel

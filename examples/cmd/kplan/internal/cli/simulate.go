@@ -101,18 +101,12 @@ func simulate(strategy rollout.Strategy, replicas []rollout.Replica, maxSteps in
 		}
 		out.Budget = budgetOut(step.Budget)
 		st := simStep{Reconcile: sim.Reconciles, Complete: step.Complete, Waiting: len(step.Waiting), Latest: step.Latest}
-		for _, u := range step.Update {
-			st.Update = append(st.Update, u.Replica)
-		}
-		for _, c := range step.Create {
-			st.Create = append(st.Create, c.Revision+"@"+slot(c.Column, c.Index))
-		}
-		for _, d := range step.Delete {
-			st.Delete = append(st.Delete, d.Replica)
-		}
-		for _, r := range step.Repair {
-			st.Repair = append(st.Repair, fmt.Sprintf("%s[%s]", r.Replica, strings.Join(r.Missing, " ")))
-		}
+		st.Update = convert(step.Update, func(u rollout.Update) string { return u.Replica })
+		st.Create = convert(step.Create, func(c rollout.Create) string { return c.Revision + "@" + slot(c.Column, c.Index) })
+		st.Delete = convert(step.Delete, func(d rollout.Delete) string { return d.Replica })
+		st.Repair = convert(step.Repair, func(r rollout.Repair) string {
+			return fmt.Sprintf("%s[%s]", r.Replica, strings.Join(r.Missing, " "))
+		})
 		for _, r := range rollouttest.Counted(sim.Replicas) {
 			st.Total++
 			if rollouttest.Available(r) {
