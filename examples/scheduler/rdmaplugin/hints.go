@@ -7,7 +7,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	resourcev1 "k8s.io/api/resource/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
 
@@ -36,10 +35,7 @@ func (p *Plugin) EventsToRegister(context.Context) ([]fwk.ClusterEventWithHint, 
 }
 
 func (p *Plugin) hintPodDeleted(_ klog.Logger, pod *corev1.Pod, oldObj, _ any) (fwk.QueueingHint, error) {
-	if t, ok := oldObj.(cache.DeletedFinalStateUnknown); ok {
-		oldObj = t.Obj
-	}
-	if gone, ok := oldObj.(*corev1.Pod); ok && !mayHold(gone) {
+	if gone, ok := deletedObject(oldObj).(*corev1.Pod); ok && !mayHold(gone) {
 		return fwk.QueueSkip, nil
 	}
 	if !p.couldEverFit(pod) {

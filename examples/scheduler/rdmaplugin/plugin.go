@@ -120,11 +120,7 @@ func New(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, err
 	p.recorder = h.EventRecorder()
 	// Pods: the scheduler's own informer, so bound pods are seen as the scheduler
 	// sees them.
-	reg, err := h.SharedInformerFactory().Core().V1().Pods().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    func(o any) { p.onPod(o) },
-		UpdateFunc: func(_, o any) { p.onPod(o) },
-		DeleteFunc: func(o any) { p.onPodDelete(o) },
-	})
+	reg, err := h.SharedInformerFactory().Core().V1().Pods().Informer().AddEventHandler(handler(p.onPod, p.onPodDelete))
 	if err != nil {
 		return nil, fmt.Errorf("%s: watch pods: %w", Name, err)
 	}
@@ -135,11 +131,7 @@ func New(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, err
 	}
 	factory := dynamicinformer.NewDynamicSharedInformerFactory(dyn, 0)
 	inf := factory.ForResource(DeviceResource).Informer()
-	dreg, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    func(o any) { p.onDevice(o) },
-		UpdateFunc: func(_, o any) { p.onDevice(o) },
-		DeleteFunc: func(o any) { p.onDeviceDelete(o) },
-	})
+	dreg, err := inf.AddEventHandler(handler(p.onDevice, p.onDeviceDelete))
 	if err != nil {
 		return nil, fmt.Errorf("%s: watch devices: %w", Name, err)
 	}
@@ -167,11 +159,7 @@ func (p *Plugin) watchResourceSlices(h fwk.Handle) error {
 		p.logger.Info("the cluster does not serve DRA: ResourceSlices are not checked for devices published twice", "groupVersion", gv)
 		return nil
 	}
-	reg, err := h.SharedInformerFactory().Resource().V1().ResourceSlices().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    func(o any) { p.onSlice(o) },
-		UpdateFunc: func(_, o any) { p.onSlice(o) },
-		DeleteFunc: func(o any) { p.onSliceDelete(o) },
-	})
+	reg, err := h.SharedInformerFactory().Resource().V1().ResourceSlices().Informer().AddEventHandler(handler(p.onSlice, p.onSliceDelete))
 	if err != nil {
 		return fmt.Errorf("%s: watch resourceslices: %w", Name, err)
 	}
@@ -263,6 +251,25 @@ func decodeArgs(obj runtime.Object) (Args, error) {
 // Name returns the plugin's name.
 func (p *Plugin) Name() string { return Name }
 
+// handler calls set with an object added or updated and del with one deleted (its
+// last known state when the informer missed the deletion).
+func handler(set, del func(any)) cache.ResourceEventHandlerFuncs {
+	return cache.ResourceEventHandlerFuncs{
+		AddFunc:    set,
+		UpdateFunc: func(_, o any) { set(o) },
+		DeleteFunc: func(o any) { del(deletedObject(o)) },
+	}
+}
+
+// deletedObject is the object a delete notification is about: the last known state
+// the informer had when it missed the deletion itself.
+func deletedObject(o any) any {
+	if t, ok := o.(cache.DeletedFinalStateUnknown); ok {
+		return t.Obj
+	}
+	return o
+}
+
 func (p *Plugin) onPod(o any) {
 	if pod, ok := o.(*corev1.Pod); ok {
 		if pod.Spec.NodeName != "" {
@@ -273,9 +280,6 @@ func (p *Plugin) onPod(o any) {
 }
 
 func (p *Plugin) onPodDelete(o any) {
-	if t, ok := o.(cache.DeletedFinalStateUnknown); ok {
-		o = t.Obj
-	}
 	if pod, ok := o.(*corev1.Pod); ok {
 		p.nominated.forget(pod.UID)
 		p.state.deletePod(pod.UID)
@@ -289,9 +293,6 @@ func (p *Plugin) onDevice(o any) {
 }
 
 func (p *Plugin) onDeviceDelete(o any) {
-	if t, ok := o.(cache.DeletedFinalStateUnknown); ok {
-		o = t.Obj
-	}
 	if u, ok := o.(*unstructured.Unstructured); ok {
 		p.state.deleteDevice(u.GetName())
 		forgetDevice(u.GetName())
@@ -305,9 +306,6 @@ func (p *Plugin) onSlice(o any) {
 }
 
 func (p *Plugin) onSliceDelete(o any) {
-	if t, ok := o.(cache.DeletedFinalStateUnknown); ok {
-		o = t.Obj
-	}
 	if s, ok := o.(*resourcev1.ResourceSlice); ok {
 		p.state.deleteSlice(s.Name)
 	}
