@@ -155,17 +155,17 @@ func (o *options) runCommand(cmd *command, args []string, stdin io.Reader) ([]by
 	if err != nil {
 		return nil, err
 	}
-	if t, ok := v.(tableOutput); ok && (o.output == "table" || !o.outputSet(fs)) {
+	if t, ok := v.(tableOutput); ok && (o.output == "table" || !o.given("o")) {
 		return t.Table(), nil
 	}
 	return render(v, o.output)
 }
 
-// outputSet reports whether -o was given.
-func (o *options) outputSet(fs *flag.FlagSet) bool {
-	set := false
-	fs.Visit(func(f *flag.Flag) { set = set || f.Name == "o" })
-	return set
+// given reports whether a flag was on the command line.
+func (o *options) given(name string) bool {
+	found := false
+	o.flags.Visit(func(f *flag.Flag) { found = found || f.Name == name })
+	return found
 }
 
 // tableOutput is a result printed as a table by default (rollout --simulate).

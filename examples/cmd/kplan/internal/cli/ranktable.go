@@ -12,6 +12,7 @@ import (
 
 	"github.com/kplan-dev/kplan"
 	"github.com/kplan-dev/kplan/examples/cmd/kplan/internal/manifest"
+	"github.com/kplan-dev/kplan/examples/internal/owners"
 	"github.com/kplan-dev/kplan/ranktable"
 )
 
@@ -36,14 +37,23 @@ the template ConfigMaps are warnings too. Each group has a reason and message a
 reconciler sets on a condition; with --expect, ConfigMaps of the owner's groups
 no longer expected are deleted.
 
+A LeaderWorkerSet (leaderworkerset.x-k8s.io) or a DisaggregatedSet
+(disaggregatedset.x-k8s.io) is read with its own labels: its pods by the set's
+name label, a group per LeaderWorkerSet replica (leader and workers: the group
+index; for a DisaggregatedSet, whose roles are LeaderWorkerSets, the group key
+and the role label), ranks in worker index order (podindex). --order and
+--owner-label, when given, win.
+
   kubectl get modelserving qwen -o yaml > owner.yaml
   kubectl get pods -l modelserving.volcano.sh/name=qwen -o yaml | kplan ranktable -f owner.yaml -f -
+  kubectl get lws vllm -o yaml > lws.yaml
+  kubectl get pods -l leaderworkerset.sigs.k8s.io/name=vllm -o yaml | kplan ranktable -f lws.yaml -f -
 `,
 	flags: func(fs *flag.FlagSet, o *options) {
 		fs.StringVar(&o.owner, "owner", "", "the owner, as name or namespace/name, when the input holds several")
 		fs.StringVar(&o.templatesNamespace, "templates-namespace", ranktable.DefaultTemplateNamespace, "namespace of the template ConfigMaps")
 		fs.Var(&o.expect, "expect", "expected pods of a group, as group/role=N or group=N, or /role=N with --single-group (repeatable; default: every group expects the pods it has)")
-		fs.StringVar(&o.order, "order", "natural", "rank order: natural, lexicographic or podindex")
+		fs.StringVar(&o.order, "order", "natural", "rank order: natural, lexicographic or podindex (a LeaderWorkerSet's or DisaggregatedSet's pods: podindex unless given)")
 		fs.DurationVar(&o.timeout, "timeout", 0, "how long a group may wait for its pods' annotations (0: forever)")
 		fs.Var(&o.now, "now", "the current time, RFC 3339 (default: the clock)")
 		fs.StringVar(&o.timestamp, "timestamp", "", "the value templates see as .Timestamp")
@@ -123,6 +133,18 @@ func runRankTable(o *options, objs []manifest.Object) (any, error) {
 	if err != nil {
 		return nil, err
 	}
+	grouping := ranktable.Grouping{OwnerLabel: o.ownerLabel, SingleGroup: o.singleGroup}
+	if p, ok := owners.For(schema.FromAPIVersionAndKind(ownerObj.APIVersion, ownerObj.Kind)); ok {
+		// The owner kind's labels and order; flags given explicitly win.
+		grouping.GroupLabel, grouping.RoleLabel, grouping.RoleIDLabel, grouping.EntryLabel =
+			p.Grouping.GroupLabel, p.Grouping.RoleLabel, p.Grouping.RoleIDLabel, p.Grouping.EntryLabel
+		if !o.given("owner-label") {
+			grouping.OwnerLabel = p.Grouping.OwnerLabel
+		}
+		if !o.given("order") && p.Order != "" {
+			order = p.Order
+		}
+	}
 	owner, tmpl, err := loadOwner(ownerObj, objs, o.templatesNamespace)
 	if err != nil {
 		return nil, err
@@ -145,7 +167,7 @@ func runRankTable(o *options, objs []manifest.Object) (any, error) {
 	}
 	in := ranktable.Input{
 		Owner: owner, Template: tmpl, Pods: pods, ConfigMaps: cms, Expected: expected, Order: order,
-		Timeout: o.timeout, Timestamp: o.timestamp, Grouping: ranktable.Grouping{OwnerLabel: o.ownerLabel, SingleGroup: o.singleGroup},
+		Timeout: o.timeout, Timestamp: o.timestamp, Grouping: grouping,
 	}
 	if o.timeout > 0 {
 		in.Now = o.now.Time()

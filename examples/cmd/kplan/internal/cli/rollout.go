@@ -6,7 +6,6 @@ import (
 	"math"
 	"strings"
 
-	servingv1 "github.com/kplan-dev/kplan/examples/api/serving/v1alpha1"
 	"github.com/kplan-dev/kplan/examples/cmd/kplan/internal/manifest"
 	"github.com/kplan-dev/kplan/rollout"
 )
@@ -21,7 +20,14 @@ or one ModelServing (serving.examples.kplan.dev, the examples operator's), which
 gives the mode, labels, target, budgets, partition and minReadySeconds and selects
 its pods: in Rolling and Lockstep mode one role's pods (--role), planned alone;
 its pods are read as the operator reads them (not ready while a readiness gate,
-such as the operator's during an in-place image update, is not True).
+such as the operator's during an in-place image update, is not True);
+or one LeaderWorkerSet (leaderworkerset.x-k8s.io), planned in gang mode over its
+groups (leader and workers, by worker index), with the maxUnavailable, maxSurge
+and partition of spec.rolloutStrategy.rollingUpdateConfiguration and the target
+from its leader StatefulSet (named like it) when that is given too;
+or one DisaggregatedSet (disaggregatedset.x-k8s.io), its roles planned in
+lockstep (rollout.PlanLockstep), each role's groups as gangs, with the target
+from its newest LeaderWorkerSets when they are given too.
 --target, --replicas, --max-unavailable, --max-surge, --latest-ratio, --history
 and --min-ready-seconds, when given, win over the object's fields.
 Prints the next step: replicas to update in place (their pods, and the columns
@@ -36,6 +42,12 @@ table (or the steps, with -o yaml or -o json).
   kubectl get pods -l app=web -o yaml | kplan rollout -f sts.yaml -f - --simulate
   kubectl get modelserving llm -o yaml > ms.yaml
   kubectl get pods -l modelserving.volcano.sh/name=llm -o yaml | kplan rollout -f ms.yaml -f - --simulate
+  kubectl get lws vllm -o yaml > lws.yaml
+  kubectl get sts vllm -o yaml > leader.yaml
+  kubectl get pods -l leaderworkerset.sigs.k8s.io/name=vllm -o yaml | kplan rollout -f lws.yaml -f leader.yaml -f -
+  kubectl get disaggregatedset pd -o yaml > ds.yaml
+  kubectl get lws -l disaggregatedset.x-k8s.io/name=pd -o yaml > ds-lws.yaml
+  kubectl get pods -l disaggregatedset.x-k8s.io/name=pd -o yaml | kplan rollout -f ds.yaml -f ds-lws.yaml -f - --simulate
 `,
 	flags: func(fs *flag.FlagSet, o *options) {
 		fs.StringVar(&o.mode, "mode", "rolling", "rolling, gang or group")
@@ -139,28 +151,23 @@ func runRollout(o *options, objs []manifest.Object) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	sets := byKind(objs, "StatefulSet")
-	if len(sets) > 1 {
-		return nil, fmt.Errorf("%s: only one StatefulSet may be given, %s is another", sets[1], sets[0])
+	owner, err := rolloutOwner(objs)
+	if err != nil {
+		return nil, err
 	}
-	if len(sets) == 1 {
-		if pods, podObjs, err = fromStatefulSet(sets[0], o, &strategy, pods, podObjs); err != nil {
-			return nil, err
-		}
+	switch {
+	case owner == nil:
+	case owner.Kind == "StatefulSet":
+		pods, podObjs, err = fromStatefulSet(owner, o, &strategy, pods, podObjs)
+	case owner.Kind == "ModelServing":
+		pods, podObjs, err = fromModelServing(owner, o, &strategy, &opts, pods, podObjs)
+	case owner.Kind == "LeaderWorkerSet":
+		pods, podObjs, err = fromLeaderWorkerSet(owner, objs, o, &strategy, &opts, pods, podObjs)
+	case owner.Kind == "DisaggregatedSet":
+		return runLockstep(owner, objs, o, strategy, opts, pods, podObjs)
 	}
-	var mss []*manifest.Object // the examples operator's, not kthena's
-	for _, m := range byKind(objs, "ModelServing") {
-		if m.APIVersion == servingv1.GroupVersion.String() {
-			mss = append(mss, m)
-		}
-	}
-	if len(mss) > 1 || len(mss) == 1 && len(sets) == 1 {
-		return nil, fmt.Errorf("%s: only one StatefulSet or ModelServing may be given", mss[len(mss)-1])
-	}
-	if len(mss) == 1 {
-		if pods, podObjs, err = fromModelServing(mss[0], o, &strategy, &opts, pods, podObjs); err != nil {
-			return nil, err
-		}
+	if err != nil {
+		return nil, err
 	}
 	if len(pods) == 0 {
 		return nil, fmt.Errorf("no pods in %s", inputs(o))
@@ -185,6 +192,11 @@ func runRollout(o *options, objs []manifest.Object) (any, error) {
 	if err != nil {
 		return nil, blame(err, nil, podObjs)
 	}
+	return toStepOut(strategy, step), nil
+}
+
+// toStepOut is how a step is printed.
+func toStepOut(strategy rollout.Strategy, step rollout.Step) stepOut {
 	out := stepOut{
 		Mode: strings.ToLower(string(strategy.Mode)), TargetRevision: strategy.TargetRevision, Replicas: strategy.Replicas,
 		Budget: budgetOut(step.Budget), Latest: step.Latest, Complete: step.Complete,
@@ -197,7 +209,7 @@ func runRollout(o *options, objs []manifest.Object) (any, error) {
 	out.Create = convert(step.Create, func(c rollout.Create) createOut { return createOut(c) })
 	out.Delete = convert(step.Delete, func(d rollout.Delete) deleteOut { return deleteOut(d) })
 	out.Repair = convert(step.Repair, func(r rollout.Repair) repairOut { return repairOut(r) })
-	return out, nil
+	return out
 }
 
 // rolloutStrategy reads the strategy and pod options from the flags.

@@ -43,15 +43,19 @@ func (s simulation) Table() []byte {
 	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "RECONCILE\tUPDATE\tCREATE\tDELETE\tREPAIR\tWAITING\tLATEST\tAVAILABLE\tAT TARGET")
 	for _, st := range s.Steps {
-		if st.Complete {
-			fmt.Fprintf(tw, "%d\tcomplete\t\t\t\t\t%d\t%d/%d\t%d/%d\n", st.Reconcile, st.Latest, st.Available, st.Total, st.AtTarget, st.Total)
-			continue
-		}
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%d\t%d\t%d/%d\t%d/%d\n", st.Reconcile, list(st.Update), list(st.Create), list(st.Delete),
-			list(st.Repair), st.Waiting, st.Latest, st.Available, st.Total, st.AtTarget, st.Total)
+		fmt.Fprintf(tw, "%d\t%s\n", st.Reconcile, st.row())
 	}
 	_ = tw.Flush()
 	return b.Bytes()
+}
+
+// row is the step's columns from UPDATE to AT TARGET, tab-separated.
+func (st simStep) row() string {
+	if st.Complete {
+		return fmt.Sprintf("complete\t\t\t\t\t%d\t%d/%d\t%d/%d", st.Latest, st.Available, st.Total, st.AtTarget, st.Total)
+	}
+	return fmt.Sprintf("%s\t%s\t%s\t%s\t%d\t%d\t%d/%d\t%d/%d", list(st.Update), list(st.Create), list(st.Delete),
+		list(st.Repair), st.Waiting, st.Latest, st.Available, st.Total, st.AtTarget, st.Total)
 }
 
 func list(s []string) string {
@@ -65,10 +69,33 @@ func list(s []string) string {
 // in the input cannot make the simulation run out of memory.
 const MaxSimulatedPods = 10000
 
-// simulate runs the rollout to completion in rollouttest's simulator. A gang it
-// creates has a member in each of the strategy's columns, or without columns as
-// many as the largest gang.
+// simulate runs the rollout to completion in rollouttest's simulator.
 func simulate(strategy rollout.Strategy, replicas []rollout.Replica, maxSteps int) (simulation, error) {
+	sim, _, err := newSimulator(strategy, replicas)
+	if err != nil {
+		return simulation{}, err
+	}
+	out := simulation{Mode: strings.ToLower(string(strategy.Mode)), TargetRevision: strategy.TargetRevision, Replicas: strategy.Replicas}
+	for range maxSteps {
+		step, err := sim.Reconcile()
+		if err != nil {
+			return out, fmt.Errorf("simulation: %v", err)
+		}
+		out.Budget = budgetOut(step.Budget)
+		out.Steps = append(out.Steps, toSimStep(sim.Reconciles, step, sim.Replicas, strategy.TargetRevision))
+		out.Reconciles = sim.Reconciles
+		if step.Complete {
+			return out, nil
+		}
+		sim.Settle(nil)
+	}
+	return out, fmt.Errorf("simulation: not complete after %d reconciles (--max-steps)", maxSteps)
+}
+
+// newSimulator starts rollouttest's simulator on replicas, and returns the pods the
+// rollout may have at most. A gang it creates has a member in each of the
+// strategy's columns, or without columns as many as the largest gang.
+func newSimulator(strategy rollout.Strategy, replicas []rollout.Replica) (*rollouttest.Simulator, int, error) {
 	gangSize := len(strategy.Columns)
 	if strategy.Mode == rollout.Gang && gangSize == 0 {
 		for _, r := range replicas {
@@ -90,40 +117,30 @@ func simulate(strategy rollout.Strategy, replicas []rollout.Replica, maxSteps in
 		pods *= max(len(columns), 1)
 	}
 	if strategy.Replicas > MaxSimulatedPods || gangSize > MaxSimulatedPods || pods > MaxSimulatedPods {
-		return simulation{}, fmt.Errorf("simulation: %d replicas (%d pods) is more than the %d pods kplan simulates", strategy.Replicas, pods, MaxSimulatedPods)
+		return nil, 0, fmt.Errorf("simulation: %d replicas (%d pods) is more than the %d pods kplan simulates", strategy.Replicas, pods, MaxSimulatedPods)
 	}
-	sim := rollouttest.NewSimulator(rollouttest.Scenario{Strategy: strategy, Replicas: replicas, GangSize: gangSize}, rollouttest.NoFaults)
-	out := simulation{Mode: strings.ToLower(string(strategy.Mode)), TargetRevision: strategy.TargetRevision, Replicas: strategy.Replicas}
-	for range maxSteps {
-		step, err := sim.Reconcile()
-		if err != nil {
-			return out, fmt.Errorf("simulation: %v", err)
+	return rollouttest.NewSimulator(rollouttest.Scenario{Strategy: strategy, Replicas: replicas, GangSize: gangSize}, rollouttest.NoFaults), pods, nil
+}
+
+// toSimStep is a simulated step as printed, with the replicas after its actions.
+func toSimStep(reconcile int, step rollout.Step, after []rollout.Replica, target string) simStep {
+	st := simStep{Reconcile: reconcile, Complete: step.Complete, Waiting: len(step.Waiting), Latest: step.Latest}
+	st.Update = convert(step.Update, func(u rollout.Update) string { return u.Replica })
+	st.Create = convert(step.Create, func(c rollout.Create) string { return c.Revision + "@" + slot(c.Column, c.Index) })
+	st.Delete = convert(step.Delete, func(d rollout.Delete) string { return d.Replica })
+	st.Repair = convert(step.Repair, func(r rollout.Repair) string {
+		return fmt.Sprintf("%s[%s]", r.Replica, strings.Join(r.Missing, " "))
+	})
+	for _, r := range rollouttest.Counted(after) {
+		st.Total++
+		if rollouttest.Available(r) {
+			st.Available++
 		}
-		out.Budget = budgetOut(step.Budget)
-		st := simStep{Reconcile: sim.Reconciles, Complete: step.Complete, Waiting: len(step.Waiting), Latest: step.Latest}
-		st.Update = convert(step.Update, func(u rollout.Update) string { return u.Replica })
-		st.Create = convert(step.Create, func(c rollout.Create) string { return c.Revision + "@" + slot(c.Column, c.Index) })
-		st.Delete = convert(step.Delete, func(d rollout.Delete) string { return d.Replica })
-		st.Repair = convert(step.Repair, func(r rollout.Repair) string {
-			return fmt.Sprintf("%s[%s]", r.Replica, strings.Join(r.Missing, " "))
-		})
-		for _, r := range rollouttest.Counted(sim.Replicas) {
-			st.Total++
-			if rollouttest.Available(r) {
-				st.Available++
-			}
-			if r.Revision == strategy.TargetRevision {
-				st.AtTarget++
-			}
+		if r.Revision == target {
+			st.AtTarget++
 		}
-		out.Steps = append(out.Steps, st)
-		out.Reconciles = sim.Reconciles
-		if step.Complete {
-			return out, nil
-		}
-		sim.Settle(nil)
 	}
-	return out, fmt.Errorf("simulation: not complete after %d reconciles (--max-steps)", maxSteps)
+	return st
 }
 
 // slot is how a simulation table names a create's slot: its index, after its
