@@ -136,7 +136,7 @@ func rolloutOwner(objs []manifest.Object) (*manifest.Object, error) {
 		obj := &objs[i]
 		group, _, _ := strings.Cut(obj.APIVersion, "/")
 		switch {
-		case obj.Kind == "StatefulSet" && obj.APIVersion == "apps/v1":
+		case obj.Kind == "StatefulSet": // of any API group
 			if labelsOf(obj)[owners.LWSNameLabel] == "" {
 				found = append(found, obj)
 			}
