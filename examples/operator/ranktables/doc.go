@@ -41,10 +41,14 @@
 // replacement (same name, new UID) has its annotation, and a pod a rollout
 // recreates does the same.
 //
-// A single surge pod (Rolling, Lockstep or Group mode with maxSurge above 0) is
-// created in a slot beyond spec.replicas: its serving group never has all its
-// members, so its table never completes and its wait container never ends. Roll
-// ranktable ModelServings in Gang mode, or with maxSurge 0.
+// A single surge pod (Rolling, Lockstep or Group mode with maxSurge above 0) would
+// be created in a slot beyond spec.replicas: its serving group would never have all
+// its members, so its table would never complete and its wait container never end.
+// So with a rank-table template those modes surge nothing: an unset maxSurge is 0
+// (servingv1.RolloutPools), and the ValidatingAdmissionPolicy
+// modelserving-ranktable-surge (config/rbac/policies.yaml) refuses maxSurge above 0,
+// and maxUnavailable 0, with a message naming the fix (Gang mode surges whole
+// serving groups, each with a complete table of its own).
 //
 // # Differences from the design
 //

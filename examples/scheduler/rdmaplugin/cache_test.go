@@ -63,12 +63,8 @@ func TestWhatIfCopiesDoNotReplaceTheNodesEntry(t *testing.T) {
 		t.Fatalf("Filter on the dry run's copy without the victim = %v, want success", s)
 	}
 	nominated := rdmaPod(t, "nominated", 1, 0)
-	withNominated, niWith := state.Clone(), ni.Snapshot()
-	niWith.AddPodInfo(podInfo(t, nominated))
-	if s := p.AddPod(ctx, withNominated, pod, podInfo(t, nominated), niWith); !s.IsSuccess() {
-		t.Fatal(s)
-	}
-	if s := p.Filter(ctx, withNominated, pod, niWith); s.Code() != fwk.Unschedulable {
+	stateWith, niWith := withNominated(t, p, state, pod, nominated, ni)
+	if s := p.Filter(ctx, stateWith, pod, niWith); s.Code() != fwk.Unschedulable {
 		t.Fatalf("Filter on the copy with a nominated pod = %v, want Unschedulable", s)
 	}
 	if got := p.state.cache["n1"]; got != entry {

@@ -1,6 +1,7 @@
 package rdmaplugin
 
 import (
+	"context"
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
@@ -11,6 +12,56 @@ import (
 
 	"github.com/kplan-dev/kplan/rdma"
 )
+
+// EventsToRegister requeues pods the plugin rejected on the events that can make
+// them fit: a pod holding devices deleted or finished (the
+// scheduler's pod informer drops finished pods, so that is a delete too), a bound
+// pod's device-allocated or allocate-hint annotation changed (a fix of an annotation
+// that made its node's holdings unknown), the waiting pod's own request changed, a
+// node added or its capacity changed, a Device object added, changed or deleted, a
+// ResourceSlice changed or deleted (devices no longer published twice). A pod that
+// fits no node's inventory even when idle is not requeued by pod deletions.
+func (p *Plugin) EventsToRegister(context.Context) ([]fwk.ClusterEventWithHint, error) {
+	events := []fwk.ClusterEventWithHint{
+		{Event: fwk.ClusterEvent{Resource: fwk.Pod, ActionType: fwk.Delete}, QueueingHintFn: p.hintPodDeleted},
+		{Event: fwk.ClusterEvent{Resource: fwk.Pod, ActionType: fwk.Update}, QueueingHintFn: p.hintPodUpdated},
+		{Event: fwk.ClusterEvent{Resource: fwk.Node, ActionType: fwk.Add | fwk.UpdateNodeAllocatable}},
+		{Event: fwk.ClusterEvent{Resource: deviceEvent, ActionType: fwk.Add | fwk.Update | fwk.Delete}, QueueingHintFn: p.hintDevice},
+	}
+	if p.watchSlices {
+		events = append(events, fwk.ClusterEventWithHint{Event: fwk.ClusterEvent{Resource: fwk.ResourceSlice, ActionType: fwk.Update | fwk.Delete}, QueueingHintFn: p.hintSlice})
+	}
+	return events, nil
+}
+
+func (p *Plugin) hintPodDeleted(_ klog.Logger, pod *corev1.Pod, oldObj, _ any) (fwk.QueueingHint, error) {
+	if gone, ok := deletedObject(oldObj).(*corev1.Pod); ok && !mayHold(gone) {
+		return fwk.QueueSkip, nil
+	}
+	if !p.couldEverFit(pod) {
+		return fwk.QueueSkip, nil
+	}
+	return fwk.Queue, nil
+}
+
+// couldEverFit reports whether the pod's request fits some known node when every
+// device there is free.
+func (p *Plugin) couldEverFit(pod *corev1.Pod) bool {
+	req, err := rdma.RequestFromPod(pod, p.model)
+	if err != nil || req.Validate() != nil {
+		return false
+	}
+	for _, n := range p.state.nodes() {
+		inv, err := p.state.inventory(n)
+		if err != nil {
+			continue
+		}
+		if rdma.Fits(inv, nil, req) == nil {
+			return true
+		}
+	}
+	return false
+}
 
 // mayHold reports whether a pod may hold devices the plugin counts: it carries a
 // device-allocated annotation, or asks for RDMA devices (the plugin keeps counting

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -19,6 +20,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/fake"
 	clienttesting "k8s.io/client-go/testing"
+	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/framework"
@@ -97,6 +99,18 @@ func podInfo(t *testing.T, pod *corev1.Pod) fwk.PodInfo {
 		t.Fatal(err)
 	}
 	return pi
+}
+
+// withNominated adds a pod nominated to the node to clones of the cycle state and
+// the NodeInfo, as the scheduler does before it filters a node with nominated pods.
+func withNominated(t *testing.T, p *Plugin, state fwk.CycleState, pod, nominated *corev1.Pod, ni fwk.NodeInfo) (fwk.CycleState, fwk.NodeInfo) {
+	t.Helper()
+	stateWith, niWith := state.Clone(), ni.Snapshot()
+	niWith.AddPodInfo(podInfo(t, nominated))
+	if s := p.AddPod(context.Background(), stateWith, pod, podInfo(t, nominated), niWith); !s.IsSuccess() {
+		t.Fatal(s)
+	}
+	return stateWith, niWith
 }
 
 // preFilter runs PreFilter for pod on a new cycle state.
@@ -240,12 +254,8 @@ func TestNominatedPodHoldsItsDevices(t *testing.T) {
 	ni := view(t, p, "n1")
 	// What the scheduler does for a node with nominated pods: add them to clones of
 	// the NodeInfo and the cycle state.
-	withNominated, niWith := state.Clone(), ni.Snapshot()
-	niWith.AddPodInfo(podInfo(t, nominated))
-	if s := p.AddPod(ctx, withNominated, pod, podInfo(t, nominated), niWith); !s.IsSuccess() {
-		t.Fatal(s)
-	}
-	if s := p.Filter(ctx, withNominated, pod, niWith); s.Code() != fwk.Unschedulable {
+	stateWith, niWith := withNominated(t, p, state, pod, nominated, ni)
+	if s := p.Filter(ctx, stateWith, pod, niWith); s.Code() != fwk.Unschedulable {
 		t.Fatalf("Filter with a 3-VF pod nominated on a 4-VF node = %v, want Unschedulable", s)
 	}
 	if s := p.Filter(ctx, state, pod, ni); !s.IsSuccess() {
@@ -254,10 +264,10 @@ func TestNominatedPodHoldsItsDevices(t *testing.T) {
 	if err := niWith.RemovePod(klog.Background(), nominated); err != nil {
 		t.Fatal(err)
 	}
-	if s := p.RemovePod(ctx, withNominated, pod, podInfo(t, nominated), niWith); !s.IsSuccess() {
+	if s := p.RemovePod(ctx, stateWith, pod, podInfo(t, nominated), niWith); !s.IsSuccess() {
 		t.Fatal(s)
 	}
-	if s := p.Filter(ctx, withNominated, pod, niWith); !s.IsSuccess() {
+	if s := p.Filter(ctx, stateWith, pod, niWith); !s.IsSuccess() {
 		t.Fatalf("Filter after removing the nominated pod again = %v, want success", s)
 	}
 	// A nominated pod already holding its devices (bound meanwhile) is not counted twice.
@@ -660,5 +670,19 @@ func TestPreFilterRejectsAnInvalidRequest(t *testing.T) {
 				t.Fatalf("PreFilter = %v %q, want UnschedulableAndUnresolvable [%s %s]", s.Code(), s.Reasons(), rdma.ReasonInvalidRequest, tc.message)
 			}
 		})
+	}
+}
+
+// The informer handlers see added and updated objects as they are, and a deletion
+// the informer missed as the object's last known state.
+func TestHandlerUnwrapsAMissedDeletion(t *testing.T) {
+	var got []string
+	h := handler(func(o any) { got = append(got, fmt.Sprint("set ", o)) }, func(o any) { got = append(got, fmt.Sprint("delete ", o)) })
+	h.OnAdd("a", false)
+	h.OnUpdate("a", "b")
+	h.OnDelete("c")
+	h.OnDelete(cache.DeletedFinalStateUnknown{Key: "ns/d", Obj: "d"})
+	if diff := cmp.Diff([]string{"set a", "set b", "delete c", "delete d"}, got); diff != "" {
+		t.Errorf("calls (-want +got):\n%s", diff)
 	}
 }

@@ -5,10 +5,7 @@ import (
 	"slices"
 	"sync"
 
-	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/resourceversion"
 	fwk "k8s.io/kube-scheduler/framework"
 
 	"github.com/kplan-dev/kplan/rdma"
@@ -19,23 +16,6 @@ import (
 type reservation struct {
 	node  string
 	alloc rdma.Allocation
-}
-
-// nodeDevices is one node's inventory, or why it could not be built.
-type nodeDevices struct {
-	inv *rdma.Inventory
-	err error // an *rdma.Error
-	// gpus are the GPU minors of the Device object, bdfs the PCI addresses of its
-	// GPUs, PFs and VFs (what a ResourceSlice publishing the same devices would
-	// name); both sorted.
-	gpus []int32
-	bdfs []rdma.BDF
-	// version is the Device object's resourceVersion: an older object is not applied
-	// over a newer one.
-	version string
-	// problems is what was reported about this Device object (its fatal error or the
-	// VFs left out), so that each change is reported once.
-	problems string
 }
 
 // cluster is the plugin's view of what every node has and holds. It is fed by
@@ -77,49 +57,6 @@ type cluster struct {
 	isView func(node string, ni fwk.NodeInfo) bool
 }
 
-// nodeCache is what is cached for one node, valid for one NodeInfo generation (the
-// scheduler's view of the node's pods) until the plugin's own state of the node
-// changes.
-type nodeCache struct {
-	gen  int64
-	used *rdma.Used
-	err  error
-	// results are the answers per request key, searched in order: a node is asked
-	// few different requests, and keys are interned (see Plugin.keys), so comparing
-	// one is comparing two pointers. A slice of values keeps them in one block of
-	// memory, which matters when the scheduler reads thousands of nodes per pod.
-	results []keyedResult
-}
-
-// keyedResult is a result with its request's key.
-type keyedResult struct {
-	key string
-	result
-}
-
-// lookup returns the entry's result for key, or nil.
-func (e *nodeCache) lookup(key string) *result {
-	for i := range e.results {
-		if e.results[i].key == key {
-			return &e.results[i].result
-		}
-	}
-	return nil
-}
-
-// result is a cached Fits (and, once Score asked, Score) of one request on one node.
-// A pointer to one is valid only while c.mu is held.
-type result struct {
-	fit      error
-	scored   bool
-	score    int64
-	scoreErr error
-}
-
-// maxResults bounds the requests cached per node; past it the node's results are
-// reset.
-const maxResults = 16
-
 func newCluster() *cluster {
 	return &cluster{
 		model:    rdma.CountModel,
@@ -132,20 +69,6 @@ func newCluster() *cluster {
 
 		reservedOn: map[string]map[types.UID]rdma.Allocation{},
 	}
-}
-
-// invalidate drops what is cached for a node after its inventory or holders changed.
-func (c *cluster) invalidate(node string) {
-	delete(c.cache, node)
-}
-
-// generation identifies the scheduler's view of a node; nil (no view: every pod the
-// plugin knows counts) is -1, which no NodeInfo has.
-func generation(ni fwk.NodeInfo) int64 {
-	if ni == nil {
-		return -1
-	}
-	return ni.GetGeneration()
 }
 
 // addReservation records what Reserve allocated for a pod on a node.
@@ -173,115 +96,6 @@ func (c *cluster) dropReservation(uid types.UID) {
 	c.invalidate(r.node)
 }
 
-// own reports whether ni is the node's own view (see isView); nil is.
-func (c *cluster) own(node string, ni fwk.NodeInfo) bool {
-	return ni == nil || c.isView == nil || c.isView(node, ni)
-}
-
-// cached returns the node's cache entry when it is valid for ni.
-func (c *cluster) cached(node string, ni fwk.NodeInfo) *nodeCache {
-	if e := c.cache[node]; e != nil && e.gen == generation(ni) {
-		return e
-	}
-	return nil
-}
-
-// filter is rdma.Fits of req (whose canonical encoding is key) on node as ni shows
-// it, cached until either changes.
-func (c *cluster) filter(node string, ni fwk.NodeInfo, key string, req rdma.Request) error {
-	// Hundreds of Filter calls run in parallel per pod; most find their answer cached.
-	c.mu.RLock()
-	if e := c.cached(node, ni); e != nil {
-		if r := e.lookup(key); r != nil {
-			fit := r.fit
-			c.mu.RUnlock()
-			return fit
-		}
-	}
-	c.mu.RUnlock()
-	keep := c.own(node, ni)
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	r, err := c.resultLocked(node, ni, keep, key, req)
-	if err != nil {
-		return err
-	}
-	return r.fit
-}
-
-// score is rdma.Score of req on node, cached like filter.
-func (c *cluster) score(node string, ni fwk.NodeInfo, key string, req rdma.Request, opts rdma.ScoreOptions) (int64, error) {
-	c.mu.RLock()
-	if e := c.cached(node, ni); e != nil {
-		if r := e.lookup(key); r != nil && r.scored {
-			score, err := r.score, r.scoreErr
-			c.mu.RUnlock()
-			return score, err
-		}
-	}
-	c.mu.RUnlock()
-	keep := c.own(node, ni)
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	inv, e, err := c.entryLocked(node, ni, keep)
-	if err != nil {
-		return 0, err
-	}
-	r := e.result(inv, key, req)
-	if !r.scored && e.err == nil {
-		r.score, r.scoreErr = rdma.Score(inv, e.used, req, opts)
-		r.scored = true
-	}
-	return r.score, r.scoreErr
-}
-
-func (c *cluster) resultLocked(node string, ni fwk.NodeInfo, keep bool, key string, req rdma.Request) (*result, error) {
-	inv, e, err := c.entryLocked(node, ni, keep)
-	if err != nil {
-		return nil, err
-	}
-	return e.result(inv, key, req), nil
-}
-
-// result is the entry's answer for req (whose canonical encoding is key), computed
-// when missing.
-func (e *nodeCache) result(inv *rdma.Inventory, key string, req rdma.Request) *result {
-	if e.err != nil {
-		return &result{fit: e.err, scored: true, scoreErr: e.err}
-	}
-	if r := e.lookup(key); r != nil {
-		return r
-	}
-	if len(e.results) >= maxResults {
-		e.results = e.results[:0]
-	}
-	e.results = append(e.results, keyedResult{key: key, result: result{fit: rdma.Fits(inv, e.used, req)}})
-	return &e.results[len(e.results)-1].result
-}
-
-// filterWhatIf is rdma.Fits of req on node as ni shows it, with the pods the
-// scheduler's simulation added (nominated pods) each taking what rdma.Allocate gives
-// it, in the order added (one that does not fit takes nothing). Uncached.
-func (c *cluster) filterWhatIf(node string, ni fwk.NodeInfo, added []nominatedPod, req rdma.Request) error {
-	keep := c.own(node, ni)
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	inv, used, err := c.stateLocked(node, ni, keep)
-	if err != nil {
-		return err
-	}
-	used = used.Clone()
-	for _, n := range added {
-		if c.holdsOn(n.uid, node) {
-			continue // bound or reserved meanwhile: already counted
-		}
-		if a, err := rdma.Allocate(inv, used, n.req); err == nil {
-			used.Add(a)
-		}
-	}
-	return rdma.Fits(inv, used, req)
-}
-
 // holdsOn reports whether the plugin counts the pod as holding devices on node.
 func (c *cluster) holdsOn(uid types.UID, node string) bool {
 	if r, ok := c.reserved[uid]; ok {
@@ -289,192 +103,6 @@ func (c *cluster) holdsOn(uid types.UID, node string) bool {
 	}
 	_, ok := c.pods[node][uid]
 	return ok
-}
-
-// setDevice records the inventory of a Device object (named like its node) and
-// assesses again the pods on the node whose holdings are not recorded yet. It returns
-// what to report: the object's problems when they changed, and the pods' (see
-// setPod). An object no newer than the one recorded (by resourceVersion) is ignored.
-func (c *cluster) setDevice(obj *unstructured.Unstructured) []notice {
-	name, version := obj.GetName(), obj.GetResourceVersion()
-	stale := func(prev nodeDevices) bool {
-		return olderVersion(version, prev.version) || (version != "" && version == prev.version)
-	}
-	c.mu.RLock()
-	prev, had := c.devices[name]
-	c.mu.RUnlock()
-	if had && stale(prev) {
-		return nil // seen already
-	}
-	d := buildDevices(obj)
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	prev, had = c.devices[name]
-	if had && stale(prev) {
-		return nil
-	}
-	d.problems = deviceProblems(d)
-	c.devices[name] = d
-	c.invalidate(name)
-	var out []notice
-	if d.problems != prev.problems { // prev is the zero value when !had
-		out = append(out, deviceNotice(obj, d))
-	}
-	for _, uid := range sortedUIDs(c.pods[name]) {
-		if h := c.pods[name][uid]; !h.recorded {
-			out = append(out, c.assessLocked(name, h)...)
-		}
-	}
-	return out
-}
-
-// buildDevices is the inventory of a Device object, or why there is none.
-func buildDevices(obj *unstructured.Unstructured) nodeDevices {
-	d := nodeDevices{version: obj.GetResourceVersion()}
-	n, err := rdma.NodeFromDevice(obj)
-	if err == nil {
-		d.inv, err = rdma.NewInventory(n)
-	}
-	if err != nil {
-		return nodeDevices{version: d.version, err: err} // an *rdma.Error naming the Device object or node
-	}
-	for _, dev := range n.Devices {
-		if dev.Type == rdma.GPU && dev.Minor != nil {
-			d.gpus = append(d.gpus, *dev.Minor)
-		}
-		if dev.Topology != nil {
-			if b, err := rdma.ParseBDF(dev.Topology.BusID); err == nil {
-				d.bdfs = append(d.bdfs, b)
-			}
-		}
-		if b, err := rdma.ParseBDF(dev.UUID); err == nil && dev.Type == rdma.RDMA {
-			d.bdfs = append(d.bdfs, b)
-		}
-		for _, g := range dev.VFGroups {
-			for _, vf := range g.VFs {
-				if b, err := rdma.ParseBDF(vf.BusID); err == nil {
-					d.bdfs = append(d.bdfs, b)
-				}
-			}
-		}
-	}
-	slices.Sort(d.gpus)
-	slices.SortFunc(d.bdfs, rdma.BDF.Compare)
-	d.bdfs = slices.Compact(d.bdfs)
-	return d
-}
-
-// hasGPU reports whether the Device object lists a GPU of that minor.
-func (d nodeDevices) hasGPU(minor int32) bool {
-	_, ok := slices.BinarySearch(d.gpus, minor)
-	return ok
-}
-
-// hasBDF reports whether the Device object lists a device at that PCI address.
-func (d nodeDevices) hasBDF(b rdma.BDF) bool {
-	_, ok := slices.BinarySearchFunc(d.bdfs, b, rdma.BDF.Compare)
-	return ok
-}
-
-// olderVersion reports whether resourceVersion a is older than b; false when either
-// is not comparable.
-func olderVersion(a, b string) bool {
-	n, err := resourceversion.CompareResourceVersion(a, b)
-	return err == nil && n < 0
-}
-
-// deleteDevice forgets a node's inventory.
-func (c *cluster) deleteDevice(name string) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	delete(c.devices, name)
-	c.invalidate(name)
-}
-
-// bound reports whether a pod is bound and not finished: only such pods hold devices.
-func bound(pod *corev1.Pod) bool {
-	return pod.Spec.NodeName != "" && pod.Status.Phase != corev1.PodSucceeded && pod.Status.Phase != corev1.PodFailed
-}
-
-// setPod records a pod's current state (add or update) and returns what to report
-// about its annotation (see assess). A bound pod is counted once it carries a
-// device-allocated annotation; from then on it holds what the plugin recorded first
-// (what the plugin reserved for it, else its first usable annotation), whatever
-// later edits say. An object older than the one recorded is ignored.
-func (c *cluster) setPod(pod *corev1.Pod) []notice {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	uid, node := pod.UID, pod.Spec.NodeName
-	var h *holding
-	if n, ok := c.podNode[uid]; ok {
-		h = c.pods[n][uid]
-		if olderVersion(pod.ResourceVersion, h.pod.ResourceVersion) {
-			return nil
-		}
-		if n != node || !bound(pod) {
-			c.dropPod(uid)
-			h = nil
-		}
-	}
-	if !bound(pod) {
-		return nil
-	}
-	if h == nil {
-		if _, ok := pod.Annotations[rdma.AnnotationDeviceAllocated]; !ok {
-			return nil // holds nothing yet
-		}
-		h = &holding{}
-		if c.pods[node] == nil {
-			c.pods[node] = map[types.UID]*holding{}
-		}
-		c.pods[node][uid] = h
-		c.podNode[uid] = node
-	} else if h.pod.ResourceVersion == pod.ResourceVersion && pod.ResourceVersion != "" {
-		return nil // seen already
-	}
-	h.pod = pod
-	// The bound pod's annotation now carries what Reserve allocated: that is what it
-	// holds.
-	if r, ok := c.reserved[uid]; ok {
-		c.dropReservation(uid)
-		if r.node == node && !h.recorded {
-			h.record(r.alloc, true)
-		}
-	}
-	c.invalidate(node)
-	return c.assessLocked(node, h)
-}
-
-// deletePod forgets a pod and any reservation it had.
-func (c *cluster) deletePod(uid types.UID) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.dropPod(uid)
-	c.dropReservation(uid)
-}
-
-func (c *cluster) dropPod(uid types.UID) {
-	node, ok := c.podNode[uid]
-	if !ok {
-		return
-	}
-	delete(c.pods[node], uid)
-	if len(c.pods[node]) == 0 {
-		delete(c.pods, node)
-	}
-	delete(c.podNode, uid)
-	c.invalidate(node)
-}
-
-// sortedUIDs are a node's pods' UIDs in order, so that an error names the same pod
-// every time.
-func sortedUIDs(pods map[types.UID]*holding) []types.UID {
-	out := make([]types.UID, 0, len(pods))
-	for uid := range pods {
-		out = append(out, uid)
-	}
-	slices.Sort(out)
-	return out
 }
 
 // inventory returns a node's inventory; an error when the node has no valid Device
@@ -515,26 +143,6 @@ func (c *cluster) stateLocked(node string, ni fwk.NodeInfo, keep bool) (*rdma.In
 		return nil, nil, err
 	}
 	return inv, e.used, e.err
-}
-
-// entryLocked returns the node's inventory and its cache entry for the view ni: the
-// cached entry when it is valid for ni, else a new one, which replaces the node's
-// entry only when keep (ni is the scheduler's own view of the node, see isView): a
-// what-if copy gets an entry that is not kept.
-func (c *cluster) entryLocked(node string, ni fwk.NodeInfo, keep bool) (*rdma.Inventory, *nodeCache, error) {
-	inv, err := c.inventoryLocked(node)
-	if err != nil {
-		return nil, nil, err
-	}
-	if e := c.cached(node, ni); e != nil {
-		return inv, e, nil
-	}
-	e := &nodeCache{gen: generation(ni)}
-	e.used, e.err = c.usedLocked(node, ni)
-	if keep {
-		c.cache[node] = e
-	}
-	return inv, e, nil
 }
 
 // usedLocked is what the node's pods that ni has (nil: every pod the plugin knows

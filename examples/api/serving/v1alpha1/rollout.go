@@ -5,6 +5,7 @@ import (
 	"slices"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
 
 	"github.com/kplan-dev/kplan/rollout"
 )
@@ -46,7 +47,10 @@ type RolloutPool struct {
 // way the example operator plans them: pods of ms are those in its namespace
 // whose LabelName is its name (others are left out); a role's members per group
 // count as at least 1. Rolling and Lockstep mode give one pool per role, in
-// spec.roles order; Gang and Group mode one pool. It returns an error naming the
+// spec.roles order; Gang and Group mode one pool. An unset maxSurge is 0 instead
+// of 25% when ms has a rank-table template (AnnotationRanktableTemplate) and the
+// mode is not Gang: a surge pod would land in a serving group beyond
+// spec.replicas whose rank table never completes. It returns an error naming the
 // field when ms has no roles, an unknown mode or a partition that is not an
 // integer or a percent.
 func RolloutPools(ms *ModelServing, pods []*corev1.Pod) ([]RolloutPool, error) {
@@ -58,7 +62,7 @@ func RolloutPools(ms *ModelServing, pods []*corev1.Pod) ([]RolloutPool, error) {
 	}
 	groups := ms.GroupCount()
 	rs := ms.Spec.RolloutStrategy
-	base := rollout.Strategy{TargetRevision: ms.Status.UpdateRevision, MaxUnavailable: rs.MaxUnavailable, MaxSurge: rs.MaxSurge}
+	base := rollout.Strategy{TargetRevision: ms.Status.UpdateRevision, MaxUnavailable: rs.MaxUnavailable, MaxSurge: effectiveMaxSurge(ms)}
 	if cur := ms.Status.CurrentRevision; cur != "" && cur != ms.Status.UpdateRevision {
 		base.History = []string{cur, ms.Status.UpdateRevision}
 	}
@@ -168,4 +172,25 @@ func ReadyByGates(pods []*corev1.Pod) []*corev1.Pod {
 		out[i] = &cp
 	}
 	return out
+}
+
+// effectiveMaxSurge is the maxSurge a rollout of ms uses: spec.rolloutStrategy.maxSurge
+// when set; otherwise nil (rollout's default, 25%), except that a ModelServing with a
+// rank-table template (AnnotationRanktableTemplate) outside Gang mode surges nothing
+// (0). Outside Gang mode the surge unit is a pod of a role (Rolling, Lockstep) or of a
+// column (Group): a surge pod lands in a serving group beyond spec.replicas that no
+// other member ever joins, so its rank table never completes and its engine never
+// starts. In Gang mode the unit is a whole serving group, which gets a complete table
+// of its own. An explicit maxSurge above 0 in that combination is refused at
+// admission (the ValidatingAdmissionPolicy modelserving-ranktable-surge).
+func effectiveMaxSurge(ms *ModelServing) *intstr.IntOrString {
+	if ms == nil {
+		return nil
+	}
+	rs := ms.Spec.RolloutStrategy
+	if rs.MaxSurge != nil || rs.Mode == GangMode || ms.Annotations[AnnotationRanktableTemplate] == "" {
+		return rs.MaxSurge
+	}
+	zero := intstr.FromInt32(0)
+	return &zero
 }

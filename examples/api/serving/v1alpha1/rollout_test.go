@@ -183,3 +183,46 @@ func TestReadyByGates(t *testing.T) {
 		t.Errorf("readiness (-want +got):\n%s", diff)
 	}
 }
+
+// TestRolloutPoolsSurgeWithRanktable: an unset maxSurge is 0 for a ModelServing
+// with a rank-table template outside Gang mode (a surge pod's serving group could
+// never complete its table), and stays unset (rollout's 25%) otherwise; an explicit
+// maxSurge is always kept.
+func TestRolloutPoolsSurgeWithRanktable(t *testing.T) {
+	zero, two := intstr.FromInt32(0), intstr.FromInt(2)
+	for _, tc := range []struct {
+		name     string
+		mode     servingv1.RolloutMode
+		template bool
+		surge    *intstr.IntOrString
+		want     *intstr.IntOrString
+	}{
+		{"rolling with a template surges nothing", servingv1.RollingMode, true, nil, &zero},
+		{"the default mode with a template surges nothing", "", true, nil, &zero},
+		{"lockstep with a template surges nothing", servingv1.LockstepMode, true, nil, &zero},
+		{"group mode with a template surges nothing", servingv1.GroupMode, true, nil, &zero},
+		{"gang with a template keeps the default", servingv1.GangMode, true, nil, nil},
+		{"rolling without a template keeps the default", servingv1.RollingMode, false, nil, nil},
+		{"an explicit surge is kept", servingv1.RollingMode, true, &two, &two},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ms := testModelServing(tc.mode)
+			ms.Spec.RolloutStrategy.MaxSurge = tc.surge
+			if tc.template {
+				ms.Annotations = map[string]string{servingv1.AnnotationRanktableTemplate: "tmpl"}
+			}
+			pools, err := servingv1.RolloutPools(ms, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, p := range pools {
+				if diff := cmp.Diff(tc.want, p.Strategy.MaxSurge); diff != "" {
+					t.Errorf("pool %q maxSurge (-want +got):\n%s", p.Role, diff)
+				}
+			}
+			if tc.template && ms.Spec.RolloutStrategy.MaxSurge != tc.surge {
+				t.Errorf("RolloutPools changed the spec's maxSurge")
+			}
+		})
+	}
+}

@@ -200,7 +200,11 @@ type RolloutStrategy struct {
 	MaxUnavailable *intstr.IntOrString `json:"maxUnavailable,omitempty"`
 
 	// MaxSurge is how many of the same units may exist above the desired count
-	// during the rollout: an integer or a percent. Default 25%.
+	// during the rollout: an integer or a percent. Default 25%, except for a
+	// ModelServing with a rank-table template outside Gang mode, where it is 0
+	// and admission refuses more: a surge pod would land in a serving group
+	// beyond spec.replicas that no other member joins, so its rank table would
+	// never complete. Use Gang mode to surge whole serving groups.
 	// +kubebuilder:validation:XIntOrString
 	// +optional
 	MaxSurge *intstr.IntOrString `json:"maxSurge,omitempty"`

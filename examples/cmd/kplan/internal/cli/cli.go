@@ -1,21 +1,16 @@
 package cli
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
-	"sort"
 	"strconv"
 	"strings"
-	"time"
 	"unicode"
 	"unicode/utf8"
 
-	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/util/intstr"
 	"sigs.k8s.io/yaml"
 
 	"github.com/kplan-dev/kplan/examples/cmd/kplan/internal/manifest"
@@ -38,48 +33,6 @@ type command struct {
 }
 
 var commands = []*command{rankTableCommand, rolloutCommand, revisionCommand, rdmaCommand, patchCommand}
-
-// options are every command's flag values.
-type options struct {
-	files  stringList
-	output string
-	now    timeFlag
-	// warnings are printed on stderr after a successful run.
-	warnings []string
-
-	// ranktable and patch
-	templatesNamespace string
-	owner              string
-	expect             stringList
-	order              string
-	timeout            time.Duration
-	timestamp          string
-	configMapsOnly     bool
-	ownerLabel         string
-	singleGroup        bool
-
-	// rollout
-	mode, target                   string
-	replicas                       int
-	maxUnavailable, maxSurge       string
-	latestRatio                    string
-	versionOrder, history, columns string
-	labels                         string
-	revisionLabel, gangLabel       string
-	columnLabel, indexLabel        string
-	minReadySeconds                int
-	simulate                       bool
-	maxSteps                       int
-	role                           string
-
-	// flags is the parsed command line (to tell flags given from defaults).
-	flags *flag.FlagSet
-
-	// revision, rdma and patch
-	set, pod, node, model   string
-	kubeVersion             string
-	sidecarImage, waitImage string
-}
 
 // usageError is a bad command line: exit code 2.
 type usageError struct{ msg string }
@@ -202,17 +155,17 @@ func (o *options) runCommand(cmd *command, args []string, stdin io.Reader) ([]by
 	if err != nil {
 		return nil, err
 	}
-	if t, ok := v.(tableOutput); ok && (o.output == "table" || !o.outputSet(fs)) {
+	if t, ok := v.(tableOutput); ok && (o.output == "table" || !o.given("o")) {
 		return t.Table(), nil
 	}
 	return render(v, o.output)
 }
 
-// outputSet reports whether -o was given.
-func (o *options) outputSet(fs *flag.FlagSet) bool {
-	set := false
-	fs.Visit(func(f *flag.Flag) { set = set || f.Name == "o" })
-	return set
+// given reports whether a flag was on the command line.
+func (o *options) given(name string) bool {
+	found := false
+	o.flags.Visit(func(f *flag.Flag) { found = found || f.Name == name })
+	return found
 }
 
 // tableOutput is a result printed as a table by default (rollout --simulate).
@@ -232,6 +185,19 @@ func render(v any, format string) ([]byte, error) {
 		return nil, fmt.Errorf("rendering the plan: %v", err)
 	}
 	return y, nil
+}
+
+// convert maps a plan's list to its printed form: nil for an empty list, so that a
+// list printed with omitempty is left out.
+func convert[T, U any](in []T, f func(T) U) []U {
+	if len(in) == 0 {
+		return nil
+	}
+	out := make([]U, len(in))
+	for i, v := range in {
+		out[i] = f(v)
+	}
+	return out
 }
 
 func mainUsage() string {
@@ -279,167 +245,3 @@ func commandNames() string {
 // oneLine makes sure an error is printed on one line, with every unprintable
 // character (a terminal escape sequence in a label value, say) escaped.
 func oneLine(s string) string { return manifest.OneLine(s) }
-
-// defaultNamespace is the namespace of objects that name none, as kubectl's default
-// context does.
-const defaultNamespace = "default"
-
-func namespaceOf(o *manifest.Object) string {
-	if o.Namespace == "" {
-		return defaultNamespace
-	}
-	return o.Namespace
-}
-
-// stringList is a repeatable string flag.
-type stringList []string
-
-func (s *stringList) String() string     { return strings.Join(*s, ",") }
-func (s *stringList) Set(v string) error { *s = append(*s, v); return nil }
-
-// timeFlag is an RFC 3339 time; unset means the current time.
-type timeFlag struct {
-	t   time.Time
-	set bool
-}
-
-func (f *timeFlag) String() string {
-	if !f.set {
-		return ""
-	}
-	return f.t.Format(time.RFC3339)
-}
-
-func (f *timeFlag) Set(v string) error {
-	t, err := time.Parse(time.RFC3339, v)
-	if err != nil {
-		return fmt.Errorf("want an RFC 3339 time like 2025-02-14T17:51:48Z")
-	}
-	f.t, f.set = t, true
-	return nil
-}
-
-// Time returns the flag's time, or the current time when it was not given.
-func (f *timeFlag) Time() time.Time {
-	if f.set {
-		return f.t
-	}
-	return time.Now().UTC().Truncate(time.Second)
-}
-
-// intOrString parses "3" or "25%" ("" is nil).
-func intOrString(flagName, v string) (*intstr.IntOrString, error) {
-	if v == "" {
-		return nil, nil
-	}
-	x := intstr.Parse(v)
-	if x.Type == intstr.String && !strings.HasSuffix(v, "%") {
-		return nil, usagef("--%s %q: want an integer or a percent like 25%%", flagName, v)
-	}
-	return &x, nil
-}
-
-// byKind returns the objects of kind (any API group), in input order.
-func byKind(objs []manifest.Object, kind string) []*manifest.Object {
-	var out []*manifest.Object
-	for i := range objs {
-		if objs[i].Kind == kind {
-			out = append(out, &objs[i])
-		}
-	}
-	return out
-}
-
-// pick selects one object of a kind by a flag value ("name" or "namespace/name"), or
-// the only one when the flag is empty.
-func pick(o *options, objs []*manifest.Object, kind, flagName, value string) (*manifest.Object, error) {
-	if value != "" {
-		ns, name, ok := strings.Cut(value, "/")
-		if !ok {
-			ns, name = "", value
-		}
-		var found []*manifest.Object
-		for _, obj := range objs {
-			if obj.Name == name && (ns == "" || namespaceOf(obj) == ns) {
-				found = append(found, obj)
-			}
-		}
-		switch len(found) {
-		case 0:
-			return nil, fmt.Errorf("no %s %q in %s (--%s)", kind, value, inputs(o), flagName)
-		case 1:
-			return found[0], nil
-		}
-		return nil, usagef("--%s %q matches %d %ss: give namespace/name", flagName, value, len(found), kind)
-	}
-	switch len(objs) {
-	case 0:
-		return nil, fmt.Errorf("no %s in %s", kind, inputs(o))
-	case 1:
-		return objs[0], nil
-	}
-	var names []string
-	for _, obj := range objs {
-		names = append(names, namespaceOf(obj)+"/"+obj.Name)
-	}
-	sort.Strings(names)
-	if len(names) > 5 {
-		names = append(names[:5], "...")
-	}
-	return nil, usagef("%d %ss in the input (%s): choose one with --%s", len(objs), kind, strings.Join(names, ", "), flagName)
-}
-
-// blame prefixes a library error with the place of the object it names: the first of
-// candidates whose "namespace/name" appears in the message, else primary. Library
-// errors name objects but not files.
-func blame(err error, primary *manifest.Object, candidates []*manifest.Object) error {
-	msg := err.Error()
-	for _, c := range candidates {
-		if mentions(msg, namespaceOf(c)+"/"+c.Name) {
-			return fmt.Errorf("%s: %v", c.Where(), err)
-		}
-	}
-	if primary == nil {
-		return err
-	}
-	return fmt.Errorf("%s: %v", primary.Where(), err)
-}
-
-// mentions reports whether msg names id as a whole word: "default/web-1" is not
-// mentioned by "default/web-10".
-func mentions(msg, id string) bool {
-	for i := 0; ; {
-		j := strings.Index(msg[i:], id)
-		if j < 0 {
-			return false
-		}
-		start, end := i+j, i+j+len(id)
-		if (start == 0 || !nameByte(msg[start-1])) && (end == len(msg) || !nameByte(msg[end])) {
-			return true
-		}
-		i = start + 1
-	}
-}
-
-func nameByte(b byte) bool {
-	return b >= 'a' && b <= 'z' || b >= '0' && b <= '9' || b == '-' || b == '.'
-}
-
-// buffer is a bytes.Buffer for tables.
-type buffer = bytes.Buffer
-
-func labelSet(m map[string]string) labels.Set { return labels.Set(m) }
-
-func intOrZero() intstr.IntOrString { return intstr.FromInt32(0) }
-
-// inputs names the -f arguments for messages about the input as a whole.
-func inputs(o *options) string {
-	names := make([]string, len(o.files))
-	for i, f := range o.files {
-		names[i] = f
-		if f == "-" {
-			names[i] = "stdin"
-		}
-	}
-	return strings.Join(names, ", ")
-}

@@ -52,15 +52,9 @@ func runPatch(o *options, objs []manifest.Object) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	podObj, err := pick(o, podObjs, "Pod", "pod", o.pod)
+	pod, podObj, err := pickPod(o, pods, podObjs, podObjs)
 	if err != nil {
 		return nil, err
-	}
-	var pod *corev1.Pod
-	for i := range podObjs {
-		if podObjs[i] == podObj {
-			pod = pods[i]
-		}
 	}
 	mutated := pod.DeepCopy()
 	out := patchPlan{Pod: podObj.ID(), Injected: []string{}}
@@ -88,22 +82,14 @@ func runPatch(o *options, objs []manifest.Object) (any, error) {
 		if namespaceOf(setObj) != pod.Namespace {
 			continue
 		}
-		set := &revision.ConfigMapSet{}
-		if err := setObj.Decode(set); err != nil {
-			return nil, err
-		}
-		set.Namespace = namespaceOf(setObj)
-		if set.Spec.Selector == nil {
-			return nil, setObj.Errorf("spec.selector is missing")
-		}
-		sel, err := metav1.LabelSelectorAsSelector(set.Spec.Selector)
+		set, sel, err := decodeSet(setObj)
 		if err != nil {
-			return nil, setObj.Errorf("spec.selector: %v", err)
+			return nil, err
 		}
 		if !sel.Matches(labelSet(pod.Labels)) {
 			continue
 		}
-		matched, _, err := matchedPods(setObj, set, objs)
+		matched, _, err := matchedPods(set, sel, objs)
 		if err != nil {
 			return nil, err
 		}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/kplan-dev/kplan"
 	"github.com/kplan-dev/kplan/examples/cmd/kplan/internal/manifest"
+	"github.com/kplan-dev/kplan/examples/internal/owners"
 	"github.com/kplan-dev/kplan/ranktable"
 )
 
@@ -36,14 +37,23 @@ the template ConfigMaps are warnings too. Each group has a reason and message a
 reconciler sets on a condition; with --expect, ConfigMaps of the owner's groups
 no longer expected are deleted.
 
+A LeaderWorkerSet (leaderworkerset.x-k8s.io) or a DisaggregatedSet
+(disaggregatedset.x-k8s.io) is read with its own labels: its pods by the set's
+name label, a group per LeaderWorkerSet replica (leader and workers: the group
+index; for a DisaggregatedSet, whose roles are LeaderWorkerSets, the group key
+and the role label), ranks in worker index order (podindex). --order and
+--owner-label, when given, win.
+
   kubectl get modelserving qwen -o yaml > owner.yaml
   kubectl get pods -l modelserving.volcano.sh/name=qwen -o yaml | kplan ranktable -f owner.yaml -f -
+  kubectl get lws vllm -o yaml > lws.yaml
+  kubectl get pods -l leaderworkerset.sigs.k8s.io/name=vllm -o yaml | kplan ranktable -f lws.yaml -f -
 `,
 	flags: func(fs *flag.FlagSet, o *options) {
 		fs.StringVar(&o.owner, "owner", "", "the owner, as name or namespace/name, when the input holds several")
 		fs.StringVar(&o.templatesNamespace, "templates-namespace", ranktable.DefaultTemplateNamespace, "namespace of the template ConfigMaps")
 		fs.Var(&o.expect, "expect", "expected pods of a group, as group/role=N or group=N, or /role=N with --single-group (repeatable; default: every group expects the pods it has)")
-		fs.StringVar(&o.order, "order", "natural", "rank order: natural, lexicographic or podindex")
+		fs.StringVar(&o.order, "order", "natural", "rank order: natural, lexicographic or podindex (a LeaderWorkerSet's or DisaggregatedSet's pods: podindex unless given)")
 		fs.DurationVar(&o.timeout, "timeout", 0, "how long a group may wait for its pods' annotations (0: forever)")
 		fs.Var(&o.now, "now", "the current time, RFC 3339 (default: the clock)")
 		fs.StringVar(&o.timestamp, "timestamp", "", "the value templates see as .Timestamp")
@@ -98,6 +108,11 @@ type eventOut struct {
 	Message string `json:"message"`
 }
 
+// toEventOut is how an event is printed.
+func toEventOut(e kplan.Event) eventOut {
+	return eventOut{Type: e.Type, Reason: string(e.Reason), Object: e.Object.Kind + " " + e.Object.Namespace + "/" + e.Object.Name, Message: e.Message}
+}
+
 // objectList is a v1 List.
 type objectList struct {
 	APIVersion string `json:"apiVersion"`
@@ -117,6 +132,18 @@ func runRankTable(o *options, objs []manifest.Object) (any, error) {
 	ownerObj, err := pick(o, rankTableOwners(objs), "owner annotated "+ranktable.AnnotationTemplate, "owner", o.owner)
 	if err != nil {
 		return nil, err
+	}
+	grouping := ranktable.Grouping{OwnerLabel: o.ownerLabel, SingleGroup: o.singleGroup}
+	if p, ok := owners.For(schema.FromAPIVersionAndKind(ownerObj.APIVersion, ownerObj.Kind)); ok {
+		// The owner kind's labels and order; flags given explicitly win.
+		grouping.GroupLabel, grouping.RoleLabel, grouping.RoleIDLabel, grouping.EntryLabel =
+			p.Grouping.GroupLabel, p.Grouping.RoleLabel, p.Grouping.RoleIDLabel, p.Grouping.EntryLabel
+		if !o.given("owner-label") {
+			grouping.OwnerLabel = p.Grouping.OwnerLabel
+		}
+		if !o.given("order") && p.Order != "" {
+			order = p.Order
+		}
 	}
 	owner, tmpl, err := loadOwner(ownerObj, objs, o.templatesNamespace)
 	if err != nil {
@@ -140,7 +167,7 @@ func runRankTable(o *options, objs []manifest.Object) (any, error) {
 	}
 	in := ranktable.Input{
 		Owner: owner, Template: tmpl, Pods: pods, ConfigMaps: cms, Expected: expected, Order: order,
-		Timeout: o.timeout, Timestamp: o.timestamp, Grouping: ranktable.Grouping{OwnerLabel: o.ownerLabel, SingleGroup: o.singleGroup},
+		Timeout: o.timeout, Timestamp: o.timestamp, Grouping: grouping,
 	}
 	if o.timeout > 0 {
 		in.Now = o.now.Time()
@@ -180,15 +207,13 @@ func runRankTable(o *options, objs []manifest.Object) (any, error) {
 	for _, c := range res.ConfigMaps {
 		out.ConfigMaps = append(out.ConfigMaps, configMapOut{Action: string(c.Action), ConfigMap: withTypeMeta(c.ConfigMap)})
 	}
-	for _, e := range res.Events {
-		out.Events = append(out.Events, eventOut{Type: e.Type, Reason: string(e.Reason), Object: e.Object.Kind + " " + e.Object.Namespace + "/" + e.Object.Name, Message: e.Message})
-	}
+	out.Events = convert(res.Events, toEventOut)
 	if res.RequeueAfter > 0 {
 		out.RequeueAfter = res.RequeueAfter.String()
 	}
-	for _, u := range res.Unmatched {
-		out.Unmatched = append(out.Unmatched, unmatchedPod{Pod: u.Pod, Reason: string(u.Reason), Message: u.Message})
-	}
+	out.Unmatched = convert(res.Unmatched, func(u ranktable.UnmatchedPod) unmatchedPod {
+		return unmatchedPod{Pod: u.Pod, Reason: string(u.Reason), Message: u.Message}
+	})
 	return out, nil
 }
 
@@ -293,16 +318,10 @@ func decodePods(objs []manifest.Object) ([]*corev1.Pod, []*manifest.Object, erro
 	return pods, podObjs, nil
 }
 
+// parseOrder reads --order, in any case.
 func parseOrder(s string) (ranktable.Order, error) {
-	switch strings.ToLower(s) {
-	case "natural":
-		return ranktable.Natural, nil
-	case "lexicographic":
-		return ranktable.Lexicographic, nil
-	case "podindex":
-		return ranktable.PodIndex, nil
-	}
-	return "", usagef("--order %q: want natural, lexicographic or podindex", s)
+	return choice("order", strings.ToLower(s), []string{"natural", "lexicographic", "podindex"},
+		[]ranktable.Order{ranktable.Natural, ranktable.Lexicographic, ranktable.PodIndex})
 }
 
 // parseExpect reads --expect group/role=N flags.

@@ -65,14 +65,9 @@ type gpuOut struct {
 }
 
 func runRDMA(o *options, objs []manifest.Object) (any, error) {
-	var model rdma.CapacityModel
-	switch o.model {
-	case "count":
-		model = rdma.CountModel
-	case "percent":
-		model = rdma.PercentModel
-	default:
-		return nil, usagef("--model %q: want count or percent", o.model)
+	model, err := choice("model", o.model, []string{"count", "percent"}, []rdma.CapacityModel{rdma.CountModel, rdma.PercentModel})
+	if err != nil {
+		return nil, err
 	}
 	pods, podObjs, err := decodePods(objs)
 	if err != nil {
@@ -90,15 +85,9 @@ func runRDMA(o *options, objs []manifest.Object) (any, error) {
 	if o.pod == "" && len(candidates) == 0 && len(podObjs) > 0 {
 		return nil, usagef("every pod in the input already has a %s annotation: choose one with --pod", rdma.AnnotationDeviceAllocated)
 	}
-	podObj, err := pick(o, candidates, "Pod", "pod", o.pod)
+	pod, podObj, err := pickPod(o, pods, podObjs, candidates)
 	if err != nil {
 		return nil, err
-	}
-	var pod *corev1.Pod
-	for i := range podObjs {
-		if podObjs[i] == podObj {
-			pod = pods[i]
-		}
 	}
 	nodeName := o.node
 	if nodeName == "" {

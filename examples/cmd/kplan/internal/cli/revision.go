@@ -7,6 +7,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/kplan-dev/kplan"
 	"github.com/kplan-dev/kplan/examples/cmd/kplan/internal/manifest"
@@ -69,6 +70,10 @@ type podReasonOut struct {
 	Message string `json:"message"`
 }
 
+func toPodReasonOut(p revision.PodReason) podReasonOut {
+	return podReasonOut{Pod: p.Namespace + "/" + p.Name, Reason: string(p.Reason), Message: p.Message}
+}
+
 type podPatchOut struct {
 	Pod   string          `json:"pod"`
 	Patch json.RawMessage `json:"patch"`
@@ -79,12 +84,11 @@ func runRevision(o *options, objs []manifest.Object) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	set := &revision.ConfigMapSet{}
-	if err := setObj.Decode(set); err != nil {
+	set, sel, err := decodeSet(setObj)
+	if err != nil {
 		return nil, err
 	}
-	set.Namespace = namespaceOf(setObj)
-	pods, podObjs, err := matchedPods(setObj, set, objs)
+	pods, podObjs, err := matchedPods(set, sel, objs)
 	if err != nil {
 		return nil, err
 	}
@@ -110,15 +114,9 @@ func runRevision(o *options, objs []manifest.Object) (any, error) {
 		}
 		out.Pods = append(out.Pods, podPatchOut{Pod: p.Namespace + "/" + p.Name, Patch: b})
 	}
-	for _, e := range res.Events {
-		out.Events = append(out.Events, eventOut{Type: e.Type, Reason: string(e.Reason), Object: e.Object.Kind + " " + e.Object.Namespace + "/" + e.Object.Name, Message: e.Message})
-	}
-	for _, w := range res.Waiting {
-		out.Waiting = append(out.Waiting, podReasonOut{Pod: w.Namespace + "/" + w.Name, Reason: string(w.Reason), Message: w.Message})
-	}
-	for _, c := range res.Cold {
-		out.Cold = append(out.Cold, podReasonOut{Pod: c.Namespace + "/" + c.Name, Reason: string(c.Reason), Message: c.Message})
-	}
+	out.Events = convert(res.Events, toEventOut)
+	out.Waiting = convert(res.Waiting, toPodReasonOut)
+	out.Cold = convert(res.Cold, toPodReasonOut)
 	if n := len(out.Cold); n > 0 {
 		out.Notes = append(out.Notes, fmt.Sprintf(
 			"%d of %d matched pods are cold: the plan never changes their revision, so the rollout cannot complete; re-create them so the webhook injects them",
@@ -127,9 +125,13 @@ func runRevision(o *options, objs []manifest.Object) (any, error) {
 	return out, nil
 }
 
-// matchedPods returns the input's pods in the set's namespace that its selector
-// matches.
-func matchedPods(setObj *manifest.Object, set *revision.ConfigMapSet, objs []manifest.Object) ([]*corev1.Pod, []*manifest.Object, error) {
+// decodeSet decodes a ConfigMapSet, in its namespace, and its selector.
+func decodeSet(setObj *manifest.Object) (*revision.ConfigMapSet, labels.Selector, error) {
+	set := &revision.ConfigMapSet{}
+	if err := setObj.Decode(set); err != nil {
+		return nil, nil, err
+	}
+	set.Namespace = namespaceOf(setObj)
 	if set.Spec.Selector == nil {
 		return nil, nil, setObj.Errorf("spec.selector is missing")
 	}
@@ -137,6 +139,12 @@ func matchedPods(setObj *manifest.Object, set *revision.ConfigMapSet, objs []man
 	if err != nil {
 		return nil, nil, setObj.Errorf("spec.selector: %v", err)
 	}
+	return set, sel, nil
+}
+
+// matchedPods returns the input's pods in the set's namespace that its selector sel
+// matches.
+func matchedPods(set *revision.ConfigMapSet, sel labels.Selector, objs []manifest.Object) ([]*corev1.Pod, []*manifest.Object, error) {
 	all, allObjs, err := decodePods(objs)
 	if err != nil {
 		return nil, nil, err

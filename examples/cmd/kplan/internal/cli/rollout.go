@@ -4,19 +4,10 @@ import (
 	"flag"
 	"fmt"
 	"math"
-	"slices"
-	"strconv"
 	"strings"
-	"text/tabwriter"
 
-	appsv1 "k8s.io/api/apps/v1"
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-
-	servingv1 "github.com/kplan-dev/kplan/examples/api/serving/v1alpha1"
 	"github.com/kplan-dev/kplan/examples/cmd/kplan/internal/manifest"
 	"github.com/kplan-dev/kplan/rollout"
-	"github.com/kplan-dev/kplan/rollout/rollouttest"
 )
 
 var rolloutCommand = &command{
@@ -29,7 +20,14 @@ or one ModelServing (serving.examples.kplan.dev, the examples operator's), which
 gives the mode, labels, target, budgets, partition and minReadySeconds and selects
 its pods: in Rolling and Lockstep mode one role's pods (--role), planned alone;
 its pods are read as the operator reads them (not ready while a readiness gate,
-such as the operator's during an in-place image update, is not True).
+such as the operator's during an in-place image update, is not True);
+or one LeaderWorkerSet (leaderworkerset.x-k8s.io), planned in gang mode over its
+groups (leader and workers, by worker index), with the maxUnavailable, maxSurge
+and partition of spec.rolloutStrategy.rollingUpdateConfiguration and the target
+from its leader StatefulSet (named like it) when that is given too;
+or one DisaggregatedSet (disaggregatedset.x-k8s.io), its roles planned in
+lockstep (rollout.PlanLockstep), each role's groups as gangs, with the target
+from its newest LeaderWorkerSets when they are given too.
 --target, --replicas, --max-unavailable, --max-surge, --latest-ratio, --history
 and --min-ready-seconds, when given, win over the object's fields.
 Prints the next step: replicas to update in place (their pods, and the columns
@@ -44,6 +42,12 @@ table (or the steps, with -o yaml or -o json).
   kubectl get pods -l app=web -o yaml | kplan rollout -f sts.yaml -f - --simulate
   kubectl get modelserving llm -o yaml > ms.yaml
   kubectl get pods -l modelserving.volcano.sh/name=llm -o yaml | kplan rollout -f ms.yaml -f - --simulate
+  kubectl get lws vllm -o yaml > lws.yaml
+  kubectl get sts vllm -o yaml > leader.yaml
+  kubectl get pods -l leaderworkerset.sigs.k8s.io/name=vllm -o yaml | kplan rollout -f lws.yaml -f leader.yaml -f -
+  kubectl get disaggregatedset pd -o yaml > ds.yaml
+  kubectl get lws -l disaggregatedset.x-k8s.io/name=pd -o yaml > ds-lws.yaml
+  kubectl get pods -l disaggregatedset.x-k8s.io/name=pd -o yaml | kplan rollout -f ds.yaml -f ds-lws.yaml -f - --simulate
 `,
 	flags: func(fs *flag.FlagSet, o *options) {
 		fs.StringVar(&o.mode, "mode", "rolling", "rolling, gang or group")
@@ -138,57 +142,6 @@ type createOut struct {
 	Members  []string `json:"members,omitempty"`
 }
 
-// simulation is a whole simulated rollout.
-type simulation struct {
-	Mode           string    `json:"mode"`
-	TargetRevision string    `json:"targetRevision"`
-	Replicas       int       `json:"replicas"`
-	Budget         budgetOut `json:"budget"`
-	Reconciles     int       `json:"reconciles"`
-	Steps          []simStep `json:"steps"`
-}
-
-type simStep struct {
-	Reconcile int      `json:"reconcile"`
-	Complete  bool     `json:"complete,omitempty"`
-	Update    []string `json:"update,omitempty"`
-	Create    []string `json:"create,omitempty"`
-	Delete    []string `json:"delete,omitempty"`
-	Repair    []string `json:"repair,omitempty"`
-	Waiting   int      `json:"waiting"`
-	Latest    int      `json:"latest"`
-	// Available and AtTarget count replicas after the step's actions, out of Total.
-	Available int `json:"available"`
-	AtTarget  int `json:"atTarget"`
-	Total     int `json:"total"`
-}
-
-// Table prints the simulation as a table.
-func (s simulation) Table() []byte {
-	var b buffer
-	fmt.Fprintf(&b, "%s rollout to %s: %d replicas, maxUnavailable %d, maxSurge %d\n",
-		s.Mode, s.TargetRevision, s.Replicas, s.Budget.MaxUnavailable, s.Budget.MaxSurge)
-	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "RECONCILE\tUPDATE\tCREATE\tDELETE\tREPAIR\tWAITING\tLATEST\tAVAILABLE\tAT TARGET")
-	for _, st := range s.Steps {
-		if st.Complete {
-			fmt.Fprintf(tw, "%d\tcomplete\t\t\t\t\t%d\t%d/%d\t%d/%d\n", st.Reconcile, st.Latest, st.Available, st.Total, st.AtTarget, st.Total)
-			continue
-		}
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%d\t%d\t%d/%d\t%d/%d\n", st.Reconcile, list(st.Update), list(st.Create), list(st.Delete),
-			list(st.Repair), st.Waiting, st.Latest, st.Available, st.Total, st.AtTarget, st.Total)
-	}
-	_ = tw.Flush()
-	return b.Bytes()
-}
-
-func list(s []string) string {
-	if len(s) == 0 {
-		return "-"
-	}
-	return strings.Join(s, ",")
-}
-
 func runRollout(o *options, objs []manifest.Object) (any, error) {
 	strategy, opts, err := rolloutStrategy(o)
 	if err != nil {
@@ -198,28 +151,23 @@ func runRollout(o *options, objs []manifest.Object) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	sets := byKind(objs, "StatefulSet")
-	if len(sets) > 1 {
-		return nil, fmt.Errorf("%s: only one StatefulSet may be given, %s is another", sets[1], sets[0])
+	owner, err := rolloutOwner(objs)
+	if err != nil {
+		return nil, err
 	}
-	if len(sets) == 1 {
-		if pods, podObjs, err = fromStatefulSet(sets[0], o, &strategy, pods, podObjs); err != nil {
-			return nil, err
-		}
+	switch {
+	case owner == nil:
+	case owner.Kind == "StatefulSet":
+		pods, podObjs, err = fromStatefulSet(owner, o, &strategy, pods, podObjs)
+	case owner.Kind == "ModelServing":
+		pods, podObjs, err = fromModelServing(owner, o, &strategy, &opts, pods, podObjs)
+	case owner.Kind == "LeaderWorkerSet":
+		pods, podObjs, err = fromLeaderWorkerSet(owner, objs, o, &strategy, &opts, pods, podObjs)
+	case owner.Kind == "DisaggregatedSet":
+		return runLockstep(owner, objs, o, strategy, opts, pods, podObjs)
 	}
-	var mss []*manifest.Object // the examples operator's, not kthena's
-	for _, m := range byKind(objs, "ModelServing") {
-		if m.APIVersion == servingv1.GroupVersion.String() {
-			mss = append(mss, m)
-		}
-	}
-	if len(mss) > 1 || len(mss) == 1 && len(sets) == 1 {
-		return nil, fmt.Errorf("%s: only one StatefulSet or ModelServing may be given", mss[len(mss)-1])
-	}
-	if len(mss) == 1 {
-		if pods, podObjs, err = fromModelServing(mss[0], o, &strategy, &opts, pods, podObjs); err != nil {
-			return nil, err
-		}
+	if err != nil {
+		return nil, err
 	}
 	if len(pods) == 0 {
 		return nil, fmt.Errorf("no pods in %s", inputs(o))
@@ -244,52 +192,38 @@ func runRollout(o *options, objs []manifest.Object) (any, error) {
 	if err != nil {
 		return nil, blame(err, nil, podObjs)
 	}
+	return toStepOut(strategy, step), nil
+}
+
+// toStepOut is how a step is printed.
+func toStepOut(strategy rollout.Strategy, step rollout.Step) stepOut {
 	out := stepOut{
 		Mode: strings.ToLower(string(strategy.Mode)), TargetRevision: strategy.TargetRevision, Replicas: strategy.Replicas,
 		Budget: budgetOut(step.Budget), Latest: step.Latest, Complete: step.Complete,
 		Reason: string(step.Reason), Message: step.Message,
 	}
-	for _, w := range step.Waiting {
-		out.Waiting = append(out.Waiting, waitOut{Replica: w.Replica, Reason: string(w.Reason), Message: w.Message})
-	}
-	for _, u := range step.Update {
-		out.Update = append(out.Update, updateOut(u))
-	}
-	for _, c := range step.Create {
-		out.Create = append(out.Create, createOut(c))
-	}
-	for _, d := range step.Delete {
-		out.Delete = append(out.Delete, deleteOut(d))
-	}
-	for _, r := range step.Repair {
-		out.Repair = append(out.Repair, repairOut(r))
-	}
-	return out, nil
+	out.Waiting = convert(step.Waiting, func(w rollout.Wait) waitOut {
+		return waitOut{Replica: w.Replica, Reason: string(w.Reason), Message: w.Message}
+	})
+	out.Update = convert(step.Update, func(u rollout.Update) updateOut { return updateOut(u) })
+	out.Create = convert(step.Create, func(c rollout.Create) createOut { return createOut(c) })
+	out.Delete = convert(step.Delete, func(d rollout.Delete) deleteOut { return deleteOut(d) })
+	out.Repair = convert(step.Repair, func(r rollout.Repair) repairOut { return repairOut(r) })
+	return out
 }
 
 // rolloutStrategy reads the strategy and pod options from the flags.
 func rolloutStrategy(o *options) (rollout.Strategy, rollout.PodOptions, error) {
 	var s rollout.Strategy
 	var opts rollout.PodOptions
-	switch o.mode {
-	case "rolling":
-		s.Mode = rollout.Rolling
-	case "gang":
-		s.Mode = rollout.Gang
-	case "group":
-		s.Mode = rollout.Group
-	default:
-		return s, opts, usagef("--mode %q: want rolling, gang or group", o.mode)
+	var err error
+	if s.Mode, err = choice("mode", o.mode, []string{"rolling", "gang", "group"},
+		[]rollout.Mode{rollout.Rolling, rollout.Gang, rollout.Group}); err != nil {
+		return s, opts, err
 	}
-	switch o.versionOrder {
-	case "LessFirst":
-		s.VersionOrder = rollout.LessFirst
-	case "LatestFirst":
-		s.VersionOrder = rollout.LatestFirst
-	case "OldFirst":
-		s.VersionOrder = rollout.OldFirst
-	default:
-		return s, opts, usagef("--version-order %q: want LessFirst, LatestFirst or OldFirst", o.versionOrder)
+	if s.VersionOrder, err = choice("version-order", o.versionOrder, []string{"LessFirst", "LatestFirst", "OldFirst"},
+		[]rollout.VersionOrder{rollout.LessFirst, rollout.LatestFirst, rollout.OldFirst}); err != nil {
+		return s, opts, err
 	}
 	if o.replicas < 0 || o.minReadySeconds < 0 || o.maxSteps < 1 {
 		return s, opts, usagef("--replicas and --min-ready-seconds must not be negative, --max-steps must be positive")
@@ -298,7 +232,6 @@ func rolloutStrategy(o *options) (rollout.Strategy, rollout.PodOptions, error) {
 		return s, opts, usagef("--min-ready-seconds %d: more than %d", o.minReadySeconds, math.MaxInt32)
 	}
 	s.TargetRevision, s.Replicas = o.target, o.replicas
-	var err error
 	if s.MaxUnavailable, err = intOrString("max-unavailable", o.maxUnavailable); err != nil {
 		return s, opts, err
 	}
@@ -310,13 +243,9 @@ func rolloutStrategy(o *options) (rollout.Strategy, rollout.PodOptions, error) {
 	}
 	s.History = splitList(o.history)
 	s.Columns = splitList(o.columns)
-	switch o.labels {
-	case "default":
-		opts.Labels = rollout.DefaultLabels
-	case "kthena":
-		opts.Labels = rollout.KthenaLabels
-	default:
-		return s, opts, usagef("--labels %q: want default or kthena", o.labels)
+	if opts.Labels, err = choice("labels", o.labels, []string{"default", "kthena"},
+		[]rollout.PodLabels{rollout.DefaultLabels, rollout.KthenaLabels}); err != nil {
+		return s, opts, err
 	}
 	if o.revisionLabel != "" {
 		opts.Labels.Revision = o.revisionLabel
@@ -350,126 +279,6 @@ func rolloutStrategy(o *options) (rollout.Strategy, rollout.PodOptions, error) {
 	return s, opts, nil
 }
 
-// fromStatefulSet takes the StatefulSet's pods, target revision, replicas and
-// maxUnavailable (flags win).
-func fromStatefulSet(obj *manifest.Object, o *options, s *rollout.Strategy, pods []*corev1.Pod, podObjs []*manifest.Object) ([]*corev1.Pod, []*manifest.Object, error) {
-	sts := &appsv1.StatefulSet{}
-	if err := obj.Decode(sts); err != nil {
-		return nil, nil, err
-	}
-	sel, err := metav1.LabelSelectorAsSelector(sts.Spec.Selector)
-	if err != nil || sts.Spec.Selector == nil || sel.Empty() {
-		return nil, nil, obj.Errorf("spec.selector is missing or invalid")
-	}
-	var keptPods []*corev1.Pod
-	var keptObjs []*manifest.Object
-	for i, p := range pods {
-		if p.Namespace == namespaceOf(obj) && sel.Matches(labelSet(p.Labels)) {
-			keptPods, keptObjs = append(keptPods, p), append(keptObjs, podObjs[i])
-		}
-	}
-	if s.TargetRevision == "" {
-		s.TargetRevision = sts.Status.UpdateRevision
-		if s.TargetRevision == "" {
-			return nil, nil, obj.Errorf("status.updateRevision is empty: give --target")
-		}
-	}
-	if s.Replicas == 0 {
-		s.Replicas = 1
-		if sts.Spec.Replicas != nil {
-			s.Replicas = int(*sts.Spec.Replicas)
-		}
-	}
-	if ru := sts.Spec.UpdateStrategy.RollingUpdate; o.maxUnavailable == "" && ru != nil && ru.MaxUnavailable != nil {
-		s.MaxUnavailable = ru.MaxUnavailable
-	}
-	if o.maxSurge == "" {
-		zero := intOrZero()
-		s.MaxSurge = &zero // StatefulSets never surge
-	}
-	return keptPods, keptObjs, nil
-}
-
-// fromModelServing takes the ModelServing's pods (one role's in Rolling and
-// Lockstep mode), mode, labels, target revision, replicas, budgets, partition
-// and minReadySeconds from servingv1.RolloutPools, the operator's mapping;
-// flags given explicitly win.
-func fromModelServing(obj *manifest.Object, o *options, s *rollout.Strategy, opts *rollout.PodOptions, pods []*corev1.Pod, podObjs []*manifest.Object) ([]*corev1.Pod, []*manifest.Object, error) {
-	ms := &servingv1.ModelServing{}
-	if err := obj.Decode(ms); err != nil {
-		return nil, nil, err
-	}
-	if len(ms.Spec.Roles) == 0 {
-		return nil, nil, obj.Errorf("spec.roles is empty")
-	}
-	if o.role != "" && !slices.ContainsFunc(ms.Spec.Roles, func(r servingv1.Role) bool { return r.Name == o.role }) {
-		return nil, nil, usagef("--role %q: %s has no such role", o.role, obj)
-	}
-	switch ms.Spec.RolloutStrategy.Mode {
-	case servingv1.GangMode, servingv1.GroupMode, servingv1.RollingMode, servingv1.LockstepMode, "":
-	default:
-		return nil, nil, obj.Errorf("spec.rolloutStrategy.mode %q is not Rolling, Gang, Group or Lockstep", ms.Spec.RolloutStrategy.Mode)
-	}
-	ms.Namespace = namespaceOf(obj)
-	// Pods without a namespace are in the default one, as kubectl reads them.
-	byPod := map[*corev1.Pod]*manifest.Object{}
-	for i, p := range pods {
-		byPod[p] = podObjs[i]
-	}
-	pools, err := servingv1.RolloutPools(ms, pods)
-	if err != nil {
-		return nil, nil, obj.Errorf("%v", err)
-	}
-	pool := pools[0]
-	for _, pl := range pools {
-		if o.role != "" && pl.Role == o.role {
-			pool = pl
-		}
-	}
-	keptPods := pool.Pods
-	keptObjs := make([]*manifest.Object, len(keptPods))
-	for i, p := range keptPods {
-		keptObjs[i] = byPod[p]
-		if keptObjs[i] == nil { // a copy ReadyByGates made: find its object by name
-			for j, q := range pods {
-				if q.Namespace == p.Namespace && q.Name == p.Name {
-					keptObjs[i] = podObjs[j]
-				}
-			}
-		}
-	}
-	set := map[string]bool{}
-	o.flags.Visit(func(f *flag.Flag) { set[f.Name] = true })
-	st := pool.Strategy
-	s.Mode, s.Columns = st.Mode, st.Columns
-	*opts = pool.Options
-	if !set["target"] {
-		s.TargetRevision = st.TargetRevision
-		if s.TargetRevision == "" {
-			return nil, nil, obj.Errorf("status.updateRevision is empty: give --target")
-		}
-	}
-	if !set["history"] && st.History != nil {
-		s.History = st.History
-	}
-	if !set["replicas"] {
-		s.Replicas = st.Replicas
-	}
-	if !set["max-unavailable"] && st.MaxUnavailable != nil {
-		s.MaxUnavailable = st.MaxUnavailable
-	}
-	if !set["max-surge"] && st.MaxSurge != nil {
-		s.MaxSurge = st.MaxSurge
-	}
-	if !set["latest-ratio"] {
-		s.LatestRatio = st.LatestRatio
-	}
-	if set["min-ready-seconds"] {
-		opts.MinReadySeconds = int32(o.minReadySeconds)
-	}
-	return keptPods, keptObjs, nil
-}
-
 // countReplicas is the replica count found: per column in group mode (the largest).
 func countReplicas(replicas []rollout.Replica, mode rollout.Mode) int {
 	if mode != rollout.Group {
@@ -482,86 +291,6 @@ func countReplicas(replicas []rollout.Replica, mode rollout.Mode) int {
 		most = max(most, per[r.Column])
 	}
 	return most
-}
-
-// MaxSimulatedPods bounds the pods a simulation may create, so a large replica count
-// in the input cannot make the simulation run out of memory.
-const MaxSimulatedPods = 10000
-
-// simulate runs the rollout to completion in rollouttest's simulator. A gang it
-// creates has a member in each of the strategy's columns, or without columns as
-// many as the largest gang.
-func simulate(strategy rollout.Strategy, replicas []rollout.Replica, maxSteps int) (simulation, error) {
-	gangSize := len(strategy.Columns)
-	if strategy.Mode == rollout.Gang && gangSize == 0 {
-		for _, r := range replicas {
-			gangSize = max(gangSize, len(r.Members))
-		}
-	}
-	pods := strategy.Replicas
-	switch strategy.Mode {
-	case rollout.Gang:
-		pods *= max(gangSize, 1)
-	case rollout.Group:
-		columns := map[string]bool{}
-		for _, c := range strategy.Columns {
-			columns[c] = true
-		}
-		for _, r := range replicas {
-			columns[r.Column] = true
-		}
-		pods *= max(len(columns), 1)
-	}
-	if strategy.Replicas > MaxSimulatedPods || gangSize > MaxSimulatedPods || pods > MaxSimulatedPods {
-		return simulation{}, fmt.Errorf("simulation: %d replicas (%d pods) is more than the %d pods kplan simulates", strategy.Replicas, pods, MaxSimulatedPods)
-	}
-	sim := rollouttest.NewSimulator(rollouttest.Scenario{Strategy: strategy, Replicas: replicas, GangSize: gangSize}, rollouttest.NoFaults)
-	out := simulation{Mode: strings.ToLower(string(strategy.Mode)), TargetRevision: strategy.TargetRevision, Replicas: strategy.Replicas}
-	for range maxSteps {
-		step, err := sim.Reconcile()
-		if err != nil {
-			return out, fmt.Errorf("simulation: %v", err)
-		}
-		out.Budget = budgetOut(step.Budget)
-		st := simStep{Reconcile: sim.Reconciles, Complete: step.Complete, Waiting: len(step.Waiting), Latest: step.Latest}
-		for _, u := range step.Update {
-			st.Update = append(st.Update, u.Replica)
-		}
-		for _, c := range step.Create {
-			st.Create = append(st.Create, c.Revision+"@"+slot(c.Column, c.Index))
-		}
-		for _, d := range step.Delete {
-			st.Delete = append(st.Delete, d.Replica)
-		}
-		for _, r := range step.Repair {
-			st.Repair = append(st.Repair, fmt.Sprintf("%s[%s]", r.Replica, strings.Join(r.Missing, " ")))
-		}
-		for _, r := range rollouttest.Counted(sim.Replicas) {
-			st.Total++
-			if rollouttest.Available(r) {
-				st.Available++
-			}
-			if r.Revision == strategy.TargetRevision {
-				st.AtTarget++
-			}
-		}
-		out.Steps = append(out.Steps, st)
-		out.Reconciles = sim.Reconciles
-		if step.Complete {
-			return out, nil
-		}
-		sim.Settle(nil)
-	}
-	return out, fmt.Errorf("simulation: not complete after %d reconciles (--max-steps)", maxSteps)
-}
-
-// slot is how a simulation table names a create's slot: its index, after its
-// column when it has one (column/index).
-func slot(column string, index int) string {
-	if column == "" {
-		return strconv.Itoa(index)
-	}
-	return column + "/" + strconv.Itoa(index)
 }
 
 func splitList(s string) []string {
