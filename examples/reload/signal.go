@@ -119,10 +119,10 @@ type procKey struct {
 
 // process is one entry of the proc file system.
 type process struct {
-	pid, ppid int
-	start     uint64 // clock ticks after boot
-	container string // the container it belongs to, "" when unknown
-	unreadable bool  // its environment could not be read
+	pid, ppid  int
+	start      uint64 // clock ticks after boot
+	container  string // the container it belongs to, "" when unknown
+	unreadable bool   // its environment could not be read
 }
 
 // Restart restarts each of containers (names of pod's containers, as

@@ -263,7 +263,9 @@ func TestHelperProcess(t *testing.T) {
 	if err != nil {
 		os.Exit(3)
 	}
-	note := func(suffix string) { _ = os.WriteFile(filepath.Join(dir, fmt.Sprintf("%d.%s", os.Getpid(), suffix)), []byte(fmt.Sprint(child)), 0o644) }
+	note := func(suffix string) {
+		_ = os.WriteFile(filepath.Join(dir, fmt.Sprintf("%d.%s", os.Getpid(), suffix)), []byte(fmt.Sprint(child)), 0o644)
+	}
 	note("ready")
 	<-term
 	note("term")
