@@ -26,7 +26,7 @@ const (
 	// EnvDataDir is the directory to write files into.
 	EnvDataDir = "CONFIGMAPSET_DATA_DIR"
 	// EnvContainerName marks the processes of a container the files are mounted in,
-	// when the set restarts injected containers: Inject sets it in each such container
+	// when the set restarts injected containers by signal (RestartSignal): Inject sets it in each such container
 	// to the container's own name, so that a restarter sharing the pod's process
 	// namespace (the reload sidecar) can find the container's main process by its
 	// environment (/proc/<pid>/environ) and signal it.
@@ -107,8 +107,9 @@ type InjectResult struct {
 // pods+1-partition pods run it, else the current one) with its timestamp. Deep-copy
 // pod first to diff the two with webhookpatch.Diff.
 //
-// With updateStrategy.restartInjectedContainers, the injected containers are
-// restarted by a signal to their main process, so Inject also makes the pod share
+// With updateStrategy.restartInjectedContainers and restartMethod Signal (the
+// default), the injected containers are restarted by a signal to their main
+// process, so Inject also makes the pod share
 // one process namespace (spec.shareProcessNamespace: true; left unset when the pod
 // uses the host's, spec.hostPID, where the processes are visible already) and sets
 // [EnvContainerName] to its own name in each container it mounts the files in. A
@@ -216,13 +217,13 @@ func inject(pod *corev1.Pod, in InjectInput, inj webhookpatch.Injector, keys Key
 		if _, err := inj.EnsureVolumeMount(pod, m, sel); err != nil {
 			return res, fmt.Errorf("spec.containers[%d]: %w", i, err)
 		}
-		if set.Spec.UpdateStrategy.RestartInjectedContainers {
+		if signalRestarts(set) {
 			if _, err := inj.EnsureEnv(pod, corev1.EnvVar{Name: EnvContainerName, Value: name}, sel); err != nil {
 				return res, fmt.Errorf("spec.containers[%d]: %w", i, err)
 			}
 		}
 	}
-	if set.Spec.UpdateStrategy.RestartInjectedContainers {
+	if signalRestarts(set) {
 		if err := shareProcesses(pod); err != nil {
 			return res, err
 		}
@@ -239,6 +240,13 @@ func inject(pod *corev1.Pod, in InjectInput, inj webhookpatch.Injector, keys Key
 		return res, err
 	}
 	return res, nil
+}
+
+// signalRestarts reports whether the set's injected containers are restarted by a
+// signal from the reload sidecar.
+func signalRestarts(set *ConfigMapSet) bool {
+	us := set.Spec.UpdateStrategy
+	return us.RestartInjectedContainers && us.RestartMethod != RestartExternal
 }
 
 // shareProcesses makes the pod's containers see each other's processes, so the

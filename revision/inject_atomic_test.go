@@ -144,12 +144,13 @@ func TestInjectProperties(t *testing.T) {
 }
 
 // checkSignalRestart checks what Inject did for signal restarts: with
-// restartInjectedContainers the pod shares one process namespace (or stays on the
+// restartInjectedContainers and restartMethod Signal (or empty) the pod shares one process namespace (or stays on the
 // host's) and every container that mounts the set's volume, but its sidecar, carries EnvContainerName
 // with its own name; without it, the process namespace and the marker variables are
 // as they were.
 func checkSignalRestart(t *rapid.T, set *ConfigMapSet, before, pod *corev1.Pod) {
-	restart := set.Spec.UpdateStrategy.RestartInjectedContainers
+	us := set.Spec.UpdateStrategy
+	restart := us.RestartInjectedContainers && us.RestartMethod != RestartExternal
 	share := pod.Spec.ShareProcessNamespace
 	switch {
 	case !restart || pod.Spec.HostPID:
@@ -188,6 +189,7 @@ func drawInjectSet(t *rapid.T, name string) *ConfigMapSet {
 		set.Spec.Containers = append(set.Spec.Containers, *specs[i].DeepCopy())
 	}
 	set.Spec.UpdateStrategy.RestartInjectedContainers = rapid.Bool().Draw(t, name+"Restart")
+	set.Spec.UpdateStrategy.RestartMethod = rapid.SampledFrom([]RestartMethod{"", RestartSignal, RestartExternal}).Draw(t, name+"RestartMethod")
 	if rapid.Bool().Draw(t, name+"Partition") {
 		p := intstr.FromString("50%")
 		set.Spec.UpdateStrategy.Partition = &p

@@ -88,6 +88,23 @@ func TestInjectPreparesSignalRestarts(t *testing.T) {
 			}
 		}
 	})
+	t.Run("restartMethod Signal is the default, External leaves the pod's process namespaces and markers alone", func(t *testing.T) {
+		for _, m := range []RestartMethod{"", RestartSignal, RestartExternal} {
+			p := newPod()
+			s := newSet(data("a"), restarting)
+			s.Spec.UpdateStrategy.RestartMethod = m
+			if _, err := Inject(p, injectInput(s, "v1.30.0")); err != nil {
+				t.Fatal(err)
+			}
+			signal := m != RestartExternal
+			if shared := p.Spec.ShareProcessNamespace != nil && *p.Spec.ShareProcessNamespace; shared != signal {
+				t.Errorf("restartMethod %q: shareProcessNamespace %v", m, shared)
+			}
+			if marked := markers(p)["main"] == "main"; marked != signal {
+				t.Errorf("restartMethod %q: main marked %v", m, marked)
+			}
+		}
+	})
 	t.Run("a pod that shares the process namespace already keeps it", func(t *testing.T) {
 		p := newPod()
 		yes := true

@@ -108,7 +108,7 @@ const statusGrace = 5 * time.Second
 //     when revision.MarkCurrent says the pod may be marked, the patch is applied
 //     (with the pod's UID, so a re-created pod is never marked);
 //  3. when revision.Restarts lists injected containers (restartInjectedContainers),
-//     Run sends each one's main process SIGTERM through the pod's shared process
+//     unless the set's restartMethod is External, Run sends each one's main process SIGTERM through the pod's shared process
 //     namespace (Signaller) and logs every signal; the kubelet restarts the
 //     containers, and step 2 marks the pod once they run again. A container it
 //     cannot signal is logged with the reason and what to change, and Run waits
@@ -237,6 +237,10 @@ func (a *Agent) check(ctx context.Context, served bool, now func() time.Time) er
 		return nil
 	}
 	if len(restarts) > 0 {
+		if set.Spec.UpdateStrategy.RestartMethod == revision.RestartExternal {
+			a.once(fmt.Sprintf("waiting for another restarter to restart %v (restartMethod %s)", restarts, revision.RestartExternal))
+			return nil
+		}
 		return a.restart(&pod, restarts, keys)
 	}
 	patch, ok, err := revision.MarkCurrent(&pod, &set, now())
