@@ -60,11 +60,11 @@
 // container twice. When every listed container runs again and the pod is ready,
 // step 3 marks the pod current.
 //
-// When it cannot restart a container it logs why, once, and waits; the set's
-// Complete condition (revision.Plan's waiting reason for the pod) says the same:
+// When it cannot restart a container it logs why, once, and waits:
 //
 //   - the pod does not share its process namespace (created before the set
-//     restarted injected containers): re-create the pod;
+//     restarted injected containers): re-create the pod. The set's Complete
+//     condition (revision.Plan's waiting reason for the pod) says so too;
 //   - no visible process carries the marker or the container's ID;
 //   - the kernel refused the signal (EPERM): the container runs as another user.
 //
