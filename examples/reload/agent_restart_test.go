@@ -54,9 +54,9 @@ func agentWorld(t *testing.T, method revision.RestartMethod, share bool) (client
 		t.Fatal(err)
 	}
 	set := &revision.ConfigMapSet{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "web-config"}, Spec: revision.ConfigMapSetSpec{
-		Selector:   &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}},
-		Data:       map[string]string{"a.conf": "2"},
-		Containers: []revision.ContainerInjectSpec{{Name: "main", MountPath: "/etc/app"}},
+		Selector:       &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}},
+		Data:           map[string]string{"a.conf": "2"},
+		Containers:     []revision.ContainerInjectSpec{{Name: "main", MountPath: "/etc/app"}},
 		UpdateStrategy: revision.ConfigMapSetUpdateStrategy{RestartInjectedContainers: true, RestartMethod: method},
 	}}
 	keys, err := revision.KeysFor(set.Name)
