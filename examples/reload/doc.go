@@ -76,10 +76,12 @@
 //   - PID visibility: every container of the pod sees the others' processes, and
 //     for processes of its own user their environment and /proc/<pid>/root (their
 //     files); pause, not the application, is PID 1;
-//   - security context: the operator runs the sidecar as user 65532 with every
+//   - security context: the operator runs the sidecar non-root with every
 //     capability dropped (the restricted Pod Security Standard). Signalling another
 //     process needs the same user ID or CAP_KILL, and reading its environment the
-//     same user or CAP_SYS_PTRACE: run the injected containers as the sidecar's user.
+//     same user or CAP_SYS_PTRACE, so the operator runs the sidecar as the one
+//     non-root user the injected containers declare (runAsUser of the containers or
+//     the pod), else as 65532: declare the user of the injected containers.
 //     CAP_KILL is not allowed by the restricted standard and a non-root process does
 //     not keep an added capability (Kubernetes sets no ambient capabilities), so
 //     for containers of other users the sidecar would have to run as root (the
