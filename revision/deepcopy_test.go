@@ -28,7 +28,7 @@ func fullSet() *ConfigMapSet {
 				{NameFrom: &ValueFromSource{FieldRef: corev1.ObjectFieldSelector{FieldPath: "metadata.labels['c']"}}, MountPath: "/b"}},
 			RevisionHistoryLimit: &limit,
 			InjectUpdateOrder:    true,
-			UpdateStrategy:       ConfigMapSetUpdateStrategy{Partition: &p, RestartInjectedContainers: true, MaxUnavailable: &mu},
+			UpdateStrategy:       ConfigMapSetUpdateStrategy{Partition: &p, RestartInjectedContainers: true, RestartMethod: RestartExternal, MaxUnavailable: &mu},
 			InjectStrategy:       ConfigMapSetInjectStrategy{Pause: true},
 		},
 		Status: ConfigMapSetStatus{ObservedGeneration: 2, CurrentRevision: "c", UpdateRevision: "u", CollisionCount: &cc,

@@ -90,7 +90,14 @@
 // sidecar restarts first; once it runs since after the wanted revision's timestamp,
 // with restartInjectedContainers, every container that mounts the set's volume
 // follows; when all of them run since after that timestamp and the pod is ready, the
-// current revision is marked.
+// current revision is marked. Who restarts the injected containers is
+// spec.updateStrategy.restartMethod: with [RestartSignal] (the default) the reload
+// sidecar sends each one's main process SIGTERM and the kubelet restarts it, for
+// which [Inject] makes the pod share one process namespace and marks each injected
+// container with [EnvContainerName]; with [RestartExternal] something outside the
+// pod does (such as OpenKruise's ContainerRecreateRequest). While a pod waits for
+// those restarts, its waiting reason names the containers and says when the pod
+// cannot be restarted by signal and must be re-created.
 //
 // Deleting a ConfigMapSet leaves pods alone: nothing here acts on deletion, and a
 // reconciler should not patch pods of a deleted set (the hub may be garbage-collected
@@ -165,6 +172,11 @@
 //     sets.
 //   - Terminating pods are ignored; pods older than the set count as cold on the first
 //     reconcile (they were never injected).
+//   - The design leaves restarting the injected containers to Kruise's daemon;
+//     here the reload sidecar restarts them by signal by default
+//     (spec.updateStrategy.restartMethod, a field the design lacks), so a cluster
+//     without OpenKruise completes such rollouts. The pod then shares one process
+//     namespace: every container sees the others' processes.
 //   - The reload sidecar is a native sidecar from Kubernetes 1.29 (not 1.28: the gate
 //     is off by default there), container launch priority before.
 //

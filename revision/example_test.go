@@ -266,6 +266,60 @@ func ExampleInject() {
 	// true true
 }
 
+// With restartInjectedContainers and the default restartMethod (Signal), the pod
+// shares one process namespace and each injected container carries its own name in
+// EnvContainerName, so the reload sidecar can find its main process and signal it.
+// With RestartExternal the pod keeps its own process namespaces.
+func ExampleInject_restartBySignal() {
+	set := &revision.ConfigMapSet{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "demo", Name: "deploy-cms1"},
+		Spec: revision.ConfigMapSetSpec{
+			Selector:       &metav1.LabelSelector{MatchLabels: map[string]string{"app": "sample"}},
+			Data:           map[string]string{"settings.yaml": "value: aaa"},
+			Containers:     []revision.ContainerInjectSpec{{Name: "main", MountPath: "/data/conf1"}},
+			UpdateStrategy: revision.ConfigMapSetUpdateStrategy{RestartInjectedContainers: true},
+		},
+	}
+	for _, method := range []revision.RestartMethod{"", revision.RestartExternal} {
+		set.Spec.UpdateStrategy.RestartMethod = method
+		pod := &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Namespace: "demo", Name: "sample-a", Labels: map[string]string{"app": "sample"}},
+			Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "main", Image: "app:1"}, {Name: "log", Image: "log:1"}}},
+		}
+		if _, err := revision.Inject(pod, revision.InjectInput{
+			Set: set, KubeVersion: "v1.30.1", Sidecar: revision.SidecarOptions{Image: "reload:1"},
+			Now: time.Date(2025, 2, 14, 17, 51, 48, 0, time.UTC),
+		}); err != nil {
+			fmt.Println(err)
+			return
+		}
+		fmt.Printf("restartMethod %q: shareProcessNamespace %v\n", method, pod.Spec.ShareProcessNamespace != nil && *pod.Spec.ShareProcessNamespace)
+		for _, c := range pod.Spec.Containers {
+			for _, e := range c.Env {
+				fmt.Printf("  container %s: %s=%s\n", c.Name, e.Name, e.Value)
+			}
+		}
+	}
+
+	// A pod that asks for its own process namespaces cannot be restarted by signal.
+	no := false
+	set.Spec.UpdateStrategy.RestartMethod = revision.RestartSignal
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "demo", Name: "sample-b", Labels: map[string]string{"app": "sample"}},
+		Spec:       corev1.PodSpec{ShareProcessNamespace: &no, Containers: []corev1.Container{{Name: "main", Image: "app:1"}}},
+	}
+	_, err := revision.Inject(pod, revision.InjectInput{
+		Set: set, KubeVersion: "v1.30.1", Sidecar: revision.SidecarOptions{Image: "reload:1"},
+		Now: time.Date(2025, 2, 14, 17, 51, 48, 0, time.UTC),
+	})
+	fmt.Println(errors.Is(err, webhookpatch.ErrConflict), len(pod.Spec.InitContainers))
+	// Output:
+	// restartMethod "": shareProcessNamespace true
+	//   container main: CONFIGMAPSET_CONTAINER=main
+	// restartMethod "External": shareProcessNamespace false
+	// true 0
+}
+
 func ExampleHub_Files() {
 	var hub revision.Hub
 	r, _ := hub.Add(map[string]string{"settings.yaml": "value: aaa"}, 0)

@@ -32,6 +32,12 @@ const (
 	EnvPodName = "POD_NAME"
 	// EnvPodNamespace holds the pod's namespace (downward API).
 	EnvPodNamespace = "POD_NAMESPACE"
+	// EnvContainerName marks the processes of a container the files are mounted in,
+	// when the set restarts injected containers by signal (RestartSignal): Inject sets it in each such container
+	// to the container's own name, so that a restarter sharing the pod's process
+	// namespace (the reload sidecar) can find the container's main process by its
+	// environment (/proc/<pid>/environ) and signal it.
+	EnvContainerName = "CONFIGMAPSET_CONTAINER"
 )
 
 // labelSafe turns a set name (a DNS-1123 subdomain) into a DNS-1123 label part: dots
@@ -109,6 +115,16 @@ type InjectResult struct {
 // revision chosen so the partition holds (the update revision while fewer than
 // pods+1-partition pods run it, else the current one) with its timestamp. Deep-copy
 // pod first to diff the two with webhookpatch.Diff.
+//
+// With updateStrategy.restartInjectedContainers and restartMethod Signal (the
+// default), the injected containers are restarted by a signal to their main
+// process, so Inject also makes the pod share
+// one process namespace (spec.shareProcessNamespace: true; left unset when the pod
+// uses the host's, spec.hostPID, where the processes are visible already) and sets
+// [EnvContainerName] to its own name in each container it mounts the files in. A
+// pod that sets spec.shareProcessNamespace to false is a conflict: its containers
+// could never be restarted. The pod-level field is not part of the injection record,
+// so stripping the set's injection leaves it.
 //
 // It is all or nothing: on any error, including a conflict found after some objects
 // were injected, pod is left exactly as it was. It is idempotent, records what it
@@ -209,8 +225,19 @@ func inject(pod *corev1.Pod, in InjectInput, inj webhookpatch.Injector, keys Key
 			continue
 		}
 		m := corev1.VolumeMount{Name: vol, MountPath: c.MountPath, ReadOnly: true}
-		if _, err := inj.EnsureVolumeMount(pod, m, webhookpatch.ContainerSelector{Names: []string{name}}); err != nil {
+		sel := webhookpatch.ContainerSelector{Names: []string{name}}
+		if _, err := inj.EnsureVolumeMount(pod, m, sel); err != nil {
 			return res, fmt.Errorf("spec.containers[%d]: %w", i, err)
+		}
+		if signalRestarts(set) {
+			if _, err := inj.EnsureEnv(pod, corev1.EnvVar{Name: EnvContainerName, Value: name}, sel); err != nil {
+				return res, fmt.Errorf("spec.containers[%d]: %w", i, err)
+			}
+		}
+	}
+	if signalRestarts(set) {
+		if err := shareProcesses(pod); err != nil {
+			return res, err
 		}
 	}
 	if rev := pod.Annotations[keys.UpdateRevision]; rev != "" {
@@ -230,6 +257,29 @@ func inject(pod *corev1.Pod, in InjectInput, inj webhookpatch.Injector, keys Key
 // fieldRef is a downward API reference to a field of the pod.
 func fieldRef(path string) *corev1.EnvVarSource {
 	return &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{APIVersion: "v1", FieldPath: path}}
+}
+
+// signalRestarts reports whether the set's injected containers are restarted by a
+// signal from the reload sidecar.
+func signalRestarts(set *ConfigMapSet) bool {
+	us := set.Spec.UpdateStrategy
+	return us.RestartInjectedContainers && us.RestartMethod != RestartExternal
+}
+
+// shareProcesses makes the pod's containers see each other's processes, so the
+// reload sidecar can signal the injected containers: spec.shareProcessNamespace
+// becomes true, unless the pod uses the host's process namespace (spec.hostPID, which
+// the API server does not allow together with it). An explicit false is a conflict.
+func shareProcesses(pod *corev1.Pod) error {
+	if pod.Spec.HostPID {
+		return nil
+	}
+	if s := pod.Spec.ShareProcessNamespace; s != nil && !*s {
+		return fmt.Errorf("spec.shareProcessNamespace is false, but updateStrategy.restartInjectedContainers restarts the injected containers by a signal from the reload sidecar, which needs the pod's containers to share one process namespace: %w", webhookpatch.ErrConflict)
+	}
+	yes := true
+	pod.Spec.ShareProcessNamespace = &yes
+	return nil
 }
 
 func hasContainer(pod *corev1.Pod, name string) bool {

@@ -131,6 +131,7 @@ func TestInjectProperties(t *testing.T) {
 		if got := pod.Annotations[testKeys.UpdateRevision]; res.Revision != got || got == "" {
 			t.Fatalf("Revision = %q, the pod wants %q", res.Revision, got)
 		}
+		checkSignalRestart(t, set, before, pod)
 		once := pod.DeepCopy()
 		again, err := Inject(pod, in)
 		if err != nil || again.Changed || again.Items != nil {
@@ -140,6 +141,36 @@ func TestInjectProperties(t *testing.T) {
 			t.Fatalf("second injection changed the pod (-once +twice):\n%s", diff)
 		}
 	})
+}
+
+// checkSignalRestart checks what Inject did for signal restarts: with
+// restartInjectedContainers and restartMethod Signal (or empty) the pod shares one process namespace (or stays on the
+// host's) and every container that mounts the set's volume, but its sidecar, carries EnvContainerName
+// with its own name; without it, the process namespace and the marker variables are
+// as they were.
+func checkSignalRestart(t *rapid.T, set *ConfigMapSet, before, pod *corev1.Pod) {
+	us := set.Spec.UpdateStrategy
+	restart := us.RestartInjectedContainers && us.RestartMethod != RestartExternal
+	share := pod.Spec.ShareProcessNamespace
+	switch {
+	case !restart || pod.Spec.HostPID:
+		if !equality.Semantic.DeepEqual(before.Spec.ShareProcessNamespace, share) {
+			t.Fatalf("shareProcessNamespace changed from %v to %v (restart %v, hostPID %v)", before.Spec.ShareProcessNamespace, share, restart, pod.Spec.HostPID)
+		}
+	case share == nil || !*share:
+		t.Fatalf("shareProcessNamespace = %v with restartInjectedContainers", share)
+	}
+	was, now := markers(before), markers(pod)
+	vol := VolumeName(set.Name)
+	for _, c := range pod.Spec.Containers {
+		mounts := c.Name != ReloadSidecarName(set.Name) && slices.ContainsFunc(c.VolumeMounts, func(m corev1.VolumeMount) bool { return m.Name == vol })
+		switch {
+		case restart && mounts && now[c.Name] != c.Name:
+			t.Fatalf("container %s mounts the files but its marker is %q", c.Name, now[c.Name])
+		case (!restart || !mounts) && now[c.Name] != was[c.Name] && was[c.Name] != "":
+			t.Fatalf("container %s: marker %q became %q", c.Name, was[c.Name], now[c.Name])
+		}
+	}
 }
 
 // drawInjectSet draws a valid set named name with one to three containers, some by
@@ -157,6 +188,8 @@ func drawInjectSet(t *rapid.T, name string) *ConfigMapSet {
 	for _, i := range chosen {
 		set.Spec.Containers = append(set.Spec.Containers, *specs[i].DeepCopy())
 	}
+	set.Spec.UpdateStrategy.RestartInjectedContainers = rapid.Bool().Draw(t, name+"Restart")
+	set.Spec.UpdateStrategy.RestartMethod = rapid.SampledFrom([]RestartMethod{"", RestartSignal, RestartExternal}).Draw(t, name+"RestartMethod")
 	if rapid.Bool().Draw(t, name+"Partition") {
 		p := intstr.FromString("50%")
 		set.Spec.UpdateStrategy.Partition = &p
@@ -180,7 +213,7 @@ func drawInjectPod(t *rapid.T, set *ConfigMapSet) *corev1.Pod {
 		pod.Annotations[k] = v
 	}
 	scratch := corev1.Volume{Name: "scratch", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}
-	for _, o := range rapid.SliceOfDistinct(rapid.IntRange(0, 9), rapid.ID).Draw(t, "obstacles") {
+	for _, o := range rapid.SliceOfDistinct(rapid.IntRange(0, 12), rapid.ID).Draw(t, "obstacles") {
 		switch o {
 		case 0: // the files' volume, as Inject would make it or with another source
 			v := corev1.Volume{Name: VolumeName(set.Name), VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}
@@ -213,6 +246,15 @@ func drawInjectPod(t *rapid.T, set *ConfigMapSet) *corev1.Pod {
 			c.VolumeMounts = append(c.VolumeMounts, corev1.VolumeMount{Name: "ghost", MountPath: "/ghost"})
 		case 9: // an unreadable injection record
 			annotate(webhookpatch.RecordAnnotation, "{")
+		case 10: // the pod's own choice of process namespace (false is a conflict with restarts)
+			v := rapid.Bool().Draw(t, "shareProcessNamespace")
+			pod.Spec.ShareProcessNamespace = &v
+		case 11: // the host's process namespace
+			pod.Spec.HostPID = true
+		case 12: // the marker variable, set by the user in one container, right or wrong
+			c := &pod.Spec.Containers[rapid.IntRange(0, len(pod.Spec.Containers)-1).Draw(t, "markerIn")]
+			v := rapid.SampledFrom([]string{c.Name, "main", "x"}).Draw(t, "markerValue")
+			c.Env = append(c.Env, corev1.EnvVar{Name: EnvContainerName, Value: v})
 		}
 	}
 	return pod

@@ -214,7 +214,7 @@ func Plan(in Input) (Result, error) {
 	}
 
 	out := Result{Revisions: hub.names(), Pods: patches, Status: status, Events: events, Cold: coldPods(pods, sidecar, lastTS)}
-	out.Waiting, out.Complete = waiting(pods, update, sel, assigned, set.Spec.UpdateStrategy.RestartInjectedContainers, sidecar, lastTS)
+	out.Waiting, out.Complete = waiting(pods, update, sel, assigned, set, sidecar, lastTS)
 	if out.Hub, err = desiredHub(hub, set, in.Hub); err != nil {
 		return Result{}, err
 	}

@@ -83,11 +83,31 @@ type ConfigMapSetUpdateStrategy struct {
 	// RestartInjectedContainers restarts the containers that mount the files after
 	// the reload sidecar, so they read the new files.
 	RestartInjectedContainers bool `json:"restartInjectedContainers,omitempty"`
+	// RestartMethod says who restarts the injected containers when
+	// RestartInjectedContainers is set: RestartSignal (the default, when empty) or
+	// RestartExternal. Without RestartInjectedContainers it has no effect.
+	RestartMethod RestartMethod `json:"restartMethod,omitempty"`
 	// MaxUnavailable bounds not-ready and restarting pods when
 	// RestartInjectedContainers is set (default 1; a percent rounds down but never
 	// to 0).
 	MaxUnavailable *intstr.IntOrString `json:"maxUnavailable,omitempty"`
 }
+
+// RestartMethod says who restarts a pod's injected containers.
+type RestartMethod string
+
+const (
+	// RestartSignal: the reload sidecar sends each injected container's main process
+	// SIGTERM and the kubelet restarts the container (restartPolicy Always). Inject
+	// makes the pod share one process namespace and marks each injected container
+	// with [EnvContainerName] so the sidecar can find its processes. The default.
+	RestartSignal RestartMethod = "Signal"
+	// RestartExternal: something outside the pod restarts the injected containers
+	// (such as OpenKruise's ContainerRecreateRequest, or a node daemon calling the
+	// container runtime); the pod keeps its own process namespaces and the reload
+	// sidecar only waits for the restarts.
+	RestartExternal RestartMethod = "External"
+)
 
 // ConfigMapSetInjectStrategy says how the webhook injects new pods.
 type ConfigMapSetInjectStrategy struct {

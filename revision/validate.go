@@ -35,7 +35,8 @@ func Validate(set *ConfigMapSet) field.ErrorList {
 //     mountPath is absolute, clean, without ".." or ":"; no container/path pair twice;
 //   - revisionHistoryLimit is not negative;
 //   - partition is an integer >= 0 or a percent 0%..100%;
-//   - maxUnavailable is an integer >= 1 or a percent 1%..100%.
+//   - maxUnavailable is an integer >= 1 or a percent 1%..100%;
+//   - restartMethod is empty, Signal or External.
 func ValidateSpec(spec *ConfigMapSetSpec, p *field.Path) field.ErrorList {
 	var errs field.ErrorList
 	if spec.Selector == nil {
@@ -61,6 +62,11 @@ func ValidateSpec(spec *ConfigMapSetSpec, p *field.Path) field.ErrorList {
 	}
 	if v := spec.UpdateStrategy.MaxUnavailable; v != nil {
 		errs = append(errs, validateIntOrPercent(*v, 1, us.Child("maxUnavailable"))...)
+	}
+	switch m := spec.UpdateStrategy.RestartMethod; m {
+	case "", RestartSignal, RestartExternal:
+	default:
+		errs = append(errs, field.NotSupported(us.Child("restartMethod"), m, []RestartMethod{RestartSignal, RestartExternal}))
 	}
 	return errs
 }

@@ -50,6 +50,9 @@ func TestValidate(t *testing.T) {
 		{"an unclean mount path is invalid", func(s *ConfigMapSet) { s.Spec.Containers[0].MountPath = "/a//b/" }, "clean path"},
 		{"a malformed percent is invalid", func(s *ConfigMapSet) { v := intstr.FromString("half"); s.Spec.UpdateStrategy.Partition = &v }, "partition"},
 		{"maxUnavailable 0% is invalid", func(s *ConfigMapSet) { v := intstr.FromString("0%"); s.Spec.UpdateStrategy.MaxUnavailable = &v }, "maxUnavailable"},
+		{"restartMethod Signal is valid", func(s *ConfigMapSet) { s.Spec.UpdateStrategy.RestartMethod = RestartSignal }, ""},
+		{"restartMethod External is valid", func(s *ConfigMapSet) { s.Spec.UpdateStrategy.RestartMethod = RestartExternal }, ""},
+		{"another restartMethod is unsupported", func(s *ConfigMapSet) { s.Spec.UpdateStrategy.RestartMethod = "Recreate" }, `spec.updateStrategy.restartMethod: Unsupported value: "Recreate"`},
 		{"a bad selector is invalid", func(s *ConfigMapSet) { s.Spec.Selector.MatchLabels = map[string]string{"a b": "c"} }, "spec.selector.matchLabels"},
 	}
 	for _, tt := range tests {

@@ -24,7 +24,7 @@ import (
 //   - a cold pod that is ready on a confirmed revision other than the update, while
 //     want pods are on the update: Partitioned (the partition would keep it anyway);
 //     any other cold pod: its cold reason, since Plan never changes it.
-func waiting(pods []podInfo, update string, sel selection, assigned int, restart bool, sidecar string, lastContainers *metav1.Time) ([]PodReason, bool) {
+func waiting(pods []podInfo, update string, sel selection, assigned int, set *ConfigMapSet, sidecar string, lastContainers *metav1.Time) ([]PodReason, bool) {
 	var out []PodReason
 	complete := true
 	for i := range pods {
@@ -43,7 +43,7 @@ func waiting(pods []podInfo, update string, sel selection, assigned int, restart
 				p.refused, sel.unavailable, len(pods), sel.maxUnavailable)
 		case !settled:
 			r.Reason = ReasonRevisionNotConfirmed
-			r.Message = notConfirmed(p, restart)
+			r.Message = notConfirmed(p, set, sidecar)
 		case !p.ready:
 			r.Reason = ReasonPodNotReady
 			r.Message = "runs revision " + p.target + " but is not ready"
@@ -57,15 +57,33 @@ func waiting(pods []podInfo, update string, sel selection, assigned int, restart
 	return out, complete
 }
 
-// notConfirmed explains a pod whose target revision is not confirmed.
-func notConfirmed(p *podInfo, restart bool) string {
+// notConfirmed explains a pod whose target revision is not confirmed. When the pod
+// already wanted that revision before this plan and its reload sidecar serves it, the
+// message names the injected containers that still have to restart and who restarts
+// them; a pod that cannot be restarted by signal (it does not share its process
+// namespace, as pods injected before restartInjectedContainers was set) says so and
+// how to get out.
+func notConfirmed(p *podInfo, set *ConfigMapSet, sidecar string) string {
+	us := set.Spec.UpdateStrategy
 	who := "its reload sidecar has"
-	if restart {
+	if us.RestartInjectedContainers {
 		who = "its reload sidecar and injected containers have"
 	}
 	runs := "it has confirmed no revision yet"
 	if c := p.state.CurrentRevision; c != "" {
 		runs = "it runs revision " + c
+	}
+	if us.RestartInjectedContainers && p.state.UpdateRevision == p.target {
+		if need, _, err := restartState(p.pod, set); err == nil && len(need) > 0 && need[0] != sidecar {
+			by := "the reload sidecar signals them"
+			switch spec := p.pod.Spec; {
+			case us.RestartMethod == RestartExternal:
+				by = "restartMethod External: another restarter must"
+			case !spec.HostPID && (spec.ShareProcessNamespace == nil || !*spec.ShareProcessNamespace):
+				by = "the pod does not share its process namespace, so the reload sidecar cannot signal them: re-create the pod"
+			}
+			return fmt.Sprintf("asked for revision %s; its reload sidecar serves it, containers %v still have to restart (%s; %s)", p.target, need, by, runs)
+		}
 	}
 	return fmt.Sprintf("asked for revision %s; %s not loaded it yet (%s)", p.target, who, runs)
 }

@@ -153,3 +153,54 @@ func TestPlanWaitingMessages(t *testing.T) {
 		t.Errorf("Waiting[0] = %+v\nwant %+v", got, want)
 	}
 }
+
+// A pod whose reload sidecar serves the revision while its injected containers still
+// have to restart says which, and who restarts them: the sidecar by signal, nobody
+// (the pod does not share its process namespace: re-create it), or another restarter.
+func TestPlanWaitingForInjectedRestarts(t *testing.T) {
+	hub, revs := hubOf(t, data("cur"), data("new"))
+	cur, upd := revs[0], revs[1]
+	pod := func(share *bool, hostPID bool) *corev1.Pod {
+		p := revPod("a", upd, cur, true)
+		p.Annotations[testKeys.UpdateRevisionTimestamp] = FormatTimestamp(t0.Add(10 * time.Minute))
+		p.Spec.Containers[0].VolumeMounts = []corev1.VolumeMount{{Name: VolumeName("cms1"), MountPath: "/data/conf", ReadOnly: true}}
+		p.Spec.ShareProcessNamespace, p.Spec.HostPID = share, hostPID
+		running := func(name string, at time.Time) corev1.ContainerStatus {
+			return corev1.ContainerStatus{Name: name, State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: metav1.NewTime(at)}}}
+		}
+		p.Status.InitContainerStatuses = []corev1.ContainerStatus{running(ReloadSidecarName("cms1"), t0.Add(15*time.Minute))}
+		p.Status.ContainerStatuses = []corev1.ContainerStatus{running("main", t0.Add(5*time.Minute))}
+		return p
+	}
+	yes, no := true, false
+	prefix := "asked for revision " + upd + "; its reload sidecar serves it, containers [main] still have to restart ("
+	tests := []struct {
+		name   string
+		method RestartMethod
+		pod    *corev1.Pod
+		want   string
+	}{
+		{"a pod sharing its process namespace is restarted by the sidecar", "", pod(&yes, false),
+			prefix + "the reload sidecar signals them; it runs revision " + cur + ")"},
+		{"a pod on the host's process namespace too", RestartSignal, pod(nil, true),
+			prefix + "the reload sidecar signals them; it runs revision " + cur + ")"},
+		{"a pod with its own process namespaces must be re-created", RestartSignal, pod(nil, false),
+			prefix + "the pod does not share its process namespace, so the reload sidecar cannot signal them: re-create the pod; it runs revision " + cur + ")"},
+		{"an explicit false too", "", pod(&no, false),
+			prefix + "the pod does not share its process namespace, so the reload sidecar cannot signal them: re-create the pod; it runs revision " + cur + ")"},
+		{"with restartMethod External another restarter must", RestartExternal, pod(nil, false),
+			prefix + "restartMethod External: another restarter must; it runs revision " + cur + ")"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			set := newSet(data("new"), restartWith(intstr.FromInt32(1)))
+			set.Spec.UpdateStrategy.RestartMethod = tt.method
+			set.Status.CurrentRevision = cur
+			res := mustPlan(t, Input{Set: set, Hub: hub, Pods: []*corev1.Pod{tt.pod}, Now: now})
+			want := []PodReason{{"ns", "a", ReasonRevisionNotConfirmed, tt.want}}
+			if diff := cmp.Diff(want, res.Waiting); diff != "" {
+				t.Errorf("Waiting (-want +got):\n%s", diff)
+			}
+		})
+	}
+}

@@ -34,7 +34,11 @@ const runAgentEnv = "KPLAN_TEST_RUN_RELOAD_AGENT"
 func runAgent() int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	return reload.Main(ctx, []string{"-poll", "200ms"}, os.Getenv, os.Stderr)
+	args := []string{"-poll", "200ms"}
+	if root := os.Getenv(agentProcEnv); root != "" {
+		args = append(args, "-proc", root)
+	}
+	return reload.Main(ctx, args, os.Getenv, os.Stderr)
 }
 
 // agentKubeconfig applies config/reload/role.yaml for the set and the

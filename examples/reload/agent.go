@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"slices"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -36,6 +37,9 @@ type Config struct {
 	SetName, Namespace, PodName string
 	// Poll is how often the pod is read (default 2s).
 	Poll time.Duration
+	// ProcRoot is the proc file system through which the agent sees the pod's
+	// processes to restart injected containers (DefaultProcRoot when empty).
+	ProcRoot string
 }
 
 // ConfigFromEnv reads the configuration revision.Inject gives the sidecar:
@@ -86,6 +90,9 @@ type Agent struct {
 	Log io.Writer
 	// Now is the clock (default time.Now).
 	Now func() time.Time
+	// Signaller restarts the injected containers (default: a Signaller on
+	// Config.ProcRoot sending real signals).
+	Signaller *Signaller
 
 	reported string    // last "waiting for" line, to log each once
 	started  time.Time // when Run started
@@ -106,8 +113,11 @@ const statusGrace = 5 * time.Second
 //     when revision.MarkCurrent says the pod may be marked, the patch is applied
 //     (with the pod's UID, so a re-created pod is never marked);
 //  3. when revision.Restarts lists injected containers (restartInjectedContainers),
-//     Run logs them and waits: restarting another container needs the node (see
-//     the package documentation for the call a node daemon makes).
+//     unless the set's restartMethod is External, Run sends each one's main process SIGTERM through the pod's shared process
+//     namespace (Signaller) and logs every signal; the kubelet restarts the
+//     containers, and step 2 marks the pod once they run again. A container it
+//     cannot signal is logged with the reason and what to change, and Run waits
+//     (see the package documentation for the other ways to restart it).
 //
 // It returns nil when ctx ends.
 func (a *Agent) Run(ctx context.Context) error {
@@ -232,8 +242,11 @@ func (a *Agent) check(ctx context.Context, served bool, now func() time.Time) er
 		return nil
 	}
 	if len(restarts) > 0 {
-		a.once(fmt.Sprintf("waiting for the node to restart %v", restarts))
-		return nil
+		if set.Spec.UpdateStrategy.RestartMethod == revision.RestartExternal {
+			a.once(fmt.Sprintf("waiting for another restarter to restart %v (restartMethod %s)", restarts, revision.RestartExternal))
+			return nil
+		}
+		return a.restart(pod, restarts, keys)
 	}
 	patch, ok, err := revision.MarkCurrent(pod, set, now())
 	if err != nil || !ok {
@@ -267,6 +280,42 @@ func (a *Agent) set(ctx context.Context) (*revision.ConfigMapSet, error) {
 		return nil, err
 	}
 	return &set, nil
+}
+
+// restart signals the main processes of the injected containers Restarts listed,
+// logging each signal and each container it cannot restart.
+func (a *Agent) restart(pod *corev1.Pod, containers []string, keys revision.Keys) error {
+	st, err := keys.Read(pod)
+	if err != nil {
+		return err
+	}
+	if a.Signaller == nil {
+		a.Signaller = &Signaller{Proc: a.Config.ProcRoot}
+	}
+	results, err := a.Signaller.Restart(pod, containers, st.UpdateTimestamp)
+	if err != nil {
+		a.once(fmt.Sprintf("cannot restart %v for revision %s: %v", containers, a.Config.Revision, err))
+		return nil
+	}
+	var waits, failed []string
+	for _, r := range results {
+		switch {
+		case r.Outcome == Signalled:
+			a.logf("sent SIGTERM to container %s (pid %d, started %s) to load revision %s", r.Container, r.PID, r.Started.UTC().Format(time.RFC3339), a.Config.Revision)
+		case r.Outcome.CanProceed():
+			waits = append(waits, r.Container)
+		default:
+			failed = append(failed, r.String())
+		}
+	}
+	switch {
+	case len(failed) > 0:
+		// One line for every failure, logged once while it lasts.
+		a.once(fmt.Sprintf("cannot restart for revision %s (the pod stays unconfirmed until they restart): %s", a.Config.Revision, strings.Join(failed, "; ")))
+	case len(waits) > 0:
+		a.once(fmt.Sprintf("waiting for the kubelet to restart %v", waits))
+	}
+	return nil
 }
 
 func (a *Agent) once(msg string) {

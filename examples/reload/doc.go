@@ -42,10 +42,54 @@
 // # Restarting injected containers
 //
 // With restartInjectedContainers, revision.Restarts also lists the containers that
-// mount the set's volume once the sidecar runs the new revision. A container cannot
-// restart another one, and Kubernetes has no API to restart a single container: the
-// agent logs the list and waits, and a node daemon must do what Kruise's daemon does,
-// for each container name Restarts returns, in order, waiting for each to run again:
+// mount the set's volume once the sidecar runs the new revision. Kubernetes has no
+// API to restart a single container; the set's spec.updateStrategy.restartMethod
+// says who does it.
+//
+// Signal (the default): the agent restarts them itself (Signaller). revision.Inject
+// made the pod share one process namespace and set revision.EnvContainerName to each
+// injected container's name, so the agent, reading the proc file system (-proc,
+// default /proc), finds each container's main process: the earliest-started process
+// carrying the marker in /proc/<pid>/environ (or the container's ID from the pod
+// status in /proc/<pid>/cgroup, readable for every process) whose parent does not
+// carry it, so neither its children nor a later kubectl exec session. It sends that
+// process SIGTERM and logs it ("sent SIGTERM to container main (pid 42, ...)"); the
+// container exits and the kubelet restarts it (restartPolicy Always, or a native
+// sidecar). It never signals a process that started after the wanted revision's
+// timestamp, and one process once per run, so its own restarts do not restart a
+// container twice. When every listed container runs again and the pod is ready,
+// step 3 marks the pod current.
+//
+// When it cannot restart a container it logs why, once, and waits:
+//
+//   - the pod does not share its process namespace (created before the set
+//     restarted injected containers): re-create the pod. The set's Complete
+//     condition (revision.Plan's waiting reason for the pod) says so too;
+//   - no visible process carries the marker or the container's ID;
+//   - the kernel refused the signal (EPERM): the container runs as another user.
+//
+// The signal path trades isolation for needing nothing outside the pod:
+//
+//   - readiness: the container restarts, so the pod is not ready meanwhile; it was
+//     counted unavailable since it was asked for the revision, so maxUnavailable
+//     bounds how many pods do this at once;
+//   - PID visibility: every container of the pod sees the others' processes, and
+//     for processes of its own user their environment and /proc/<pid>/root (their
+//     files); pause, not the application, is PID 1;
+//   - security context: the operator runs the sidecar non-root with every
+//     capability dropped (the restricted Pod Security Standard). Signalling another
+//     process needs the same user ID or CAP_KILL, and reading its environment the
+//     same user or CAP_SYS_PTRACE, so the operator runs the sidecar as the one
+//     non-root user the injected containers declare (runAsUser of the containers or
+//     the pod), else as 65532: declare the user of the injected containers.
+//     CAP_KILL is not allowed by the restricted standard and a non-root process does
+//     not keep an added capability (Kubernetes sets no ambient capabilities), so
+//     for containers of other users the sidecar would have to run as root (the
+//     baseline standard allows KILL).
+//
+// External: something outside the pod restarts the containers and the agent waits.
+// A node daemon does, for each container name Restarts returns, in order, waiting for
+// each to run again:
 //
 //   - with OpenKruise installed, create
 //     apps.kruise.io/v1alpha1 ContainerRecreateRequest
@@ -58,15 +102,16 @@
 //     without its "containerd://" prefix>, timeout: <terminationGracePeriodSeconds>}),
 //     after which the kubelet restarts the container as the pod's restartPolicy says.
 //
-// When every listed container runs again (started after the wanted revision's
-// timestamp) and the pod is ready, the agent marks the pod current as in step 3.
+// Recreating the whole pod under the budget is the third way; the controller does
+// not do it (see revision's DESIGN.md for what it would take).
 //
 // # Differences from the design
 //
-//   - The design's Kruise daemon restarts the reload sidecar and marks the pod
-//     current; here the sidecar does both for itself (exiting to restart), so a
-//     cluster without OpenKruise completes rollouts that do not restart injected
-//     containers. It needs the RBAC above instead of a privileged daemon.
+//   - The design's Kruise daemon restarts the reload sidecar, the injected
+//     containers and marks the pod current; here the sidecar does all three
+//     (exiting to restart itself, signalling the others), so a cluster without
+//     OpenKruise completes every rollout. It needs the RBAC above and a shared
+//     process namespace instead of a privileged daemon.
 //   - The hub is read from the API server when the ConfigMap volume lags behind;
 //     the design reads only the mounted hub.
 package reload

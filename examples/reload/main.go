@@ -15,7 +15,7 @@ import (
 )
 
 // Main runs the agent as a command: configuration from the environment
-// (ConfigFromEnv), flags -poll and -kubeconfig (default: $KUBECONFIG, else the
+// (ConfigFromEnv), flags -poll, -proc and -kubeconfig (default: $KUBECONFIG, else the
 // in-cluster configuration), logs to stderr. It returns the exit code: 0 when the
 // sidecar must restart (ErrRestart) or ctx ended, 1 on a configuration error.
 func Main(ctx context.Context, args []string, getenv func(string) string, stderr io.Writer) int {
@@ -23,11 +23,12 @@ func Main(ctx context.Context, args []string, getenv func(string) string, stderr
 	fs.SetOutput(stderr)
 	poll := fs.Duration("poll", 0, "how often the pod is read (default 2s)")
 	kubeconfig := fs.String("kubeconfig", "", "kubeconfig file (default: $KUBECONFIG, else in-cluster)")
+	proc := fs.String("proc", DefaultProcRoot, "the proc file system showing the pod's processes")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
 	cfg := ConfigFromEnv(getenv)
-	cfg.Poll = *poll
+	cfg.Poll, cfg.ProcRoot = *poll, *proc
 	fail := func(err error) int {
 		fmt.Fprintln(stderr, "configmapset-reload:", err)
 		return 1
