@@ -6,6 +6,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/kplan-dev/kplan/internal/tmpl"
 	corev1 "k8s.io/api/core/v1"
 )
 
@@ -111,7 +112,7 @@ type Template struct {
 	// record them as events.
 	Warnings []string
 
-	tmpl      *program
+	tmpl      *tmpl.Program
 	parser    parser
 	native    nativeRenderer
 	perDevice int // bytes the template writes per device, about
@@ -183,7 +184,7 @@ func LoadTemplate(rt, parserCM *corev1.ConfigMap, opts LoadOptions) (*Template, 
 	if len(t.Text) > maxTemplateSource {
 		return nil, fail(KeyRanktableTemplate, "%d bytes exceeds the limit of %d", len(t.Text), maxTemplateSource)
 	}
-	t.tmpl, err = parseProgram(id, t.Text, "error", funcMap, opts, false)
+	t.tmpl, err = parseTemplate(id, t.Text, "error", opts, nil)
 	if err != nil {
 		return nil, fail(KeyRanktableTemplate, "%v", err)
 	}
@@ -279,7 +280,7 @@ func loadParserTemplate(cm *corev1.ConfigMap, opts LoadOptions) (parser, error) 
 	if len(text) > maxTemplateSource {
 		return nil, fmt.Errorf("pod parser ConfigMap %s: data[%s]: %d bytes exceeds the limit of %d", id, KeyParserTemplate, len(text), maxTemplateSource)
 	}
-	t, err := parseProgram(id, text, "zero", parserFuncMap, opts, true)
+	t, err := parseTemplate(id, text, "zero", opts, podValues)
 	if err != nil {
 		return nil, fmt.Errorf("pod parser ConfigMap %s: data[%s]: %v", id, KeyParserTemplate, err)
 	}
