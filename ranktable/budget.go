@@ -30,11 +30,3 @@ var ErrBudgetExceeded = tmpl.ErrBudgetExceeded
 // ErrOutputTooLarge is wrapped by every error caused by a template or a rendered table
 // exceeding a size limit. Test for it with errors.Is.
 var ErrOutputTooLarge = tmpl.ErrOutputTooLarge
-
-// parseTemplate parses a ranktable or parser template (named id) under opts' budget;
-// values are the late-bound functions it may call.
-func parseTemplate(id, text, missingKey string, opts LoadOptions, values []string) (*tmpl.Program, error) {
-	return tmpl.Parse(tmpl.Spec{Name: id, Text: text, MissingKey: missingKey, Values: values,
-		Limits: tmpl.Limits{Work: opts.MaxTemplateWork, ValueBytes: opts.MaxTemplateValueBytes,
-			WorkName: "MaxTemplateWork", ValueBytesName: "MaxTemplateValueBytes"}})
-}

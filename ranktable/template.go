@@ -128,6 +128,14 @@ type LoadOptions struct {
 	MaxTemplateValueBytes int64
 }
 
+// parseTemplate parses a ranktable or parser template (named id) under opts' budget;
+// values are the late-bound functions it may call.
+func parseTemplate(id, text, missingKey string, opts LoadOptions, values []string) (*tmpl.Program, error) {
+	return tmpl.Parse(tmpl.Spec{Name: id, Text: text, MissingKey: missingKey, Values: values,
+		Limits: tmpl.Limits{Work: opts.MaxTemplateWork, ValueBytes: opts.MaxTemplateValueBytes,
+			WorkName: "MaxTemplateWork", ValueBytesName: "MaxTemplateValueBytes"}})
+}
+
 var allowedKeys = map[string]bool{
 	KeyInferenceEngine: true, KeyLevel: true, KeyPodParserTemplate: true,
 	KeyRanktableTemplate: true, KeyMountPath: true, KeyFilename: true, KeyAnnotationName: true,
