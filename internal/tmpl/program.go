@@ -264,6 +264,11 @@ func (w *cappedBuffer) Write(p []byte) (int, error) {
 // nothing to a template's author.
 var hiddenCall = regexp.MustCompile(`<(_kplan[A-Za-z]+)[^>]*>: error calling _kplan[A-Za-z]+: `)
 
+// hiddenArg matches a hidden function call the loader appended to a pipeline, as
+// text/template prints a node in an error's location: `{{template "x" . | _kplanCall
+// 64}}` or, for a call without an argument, `{{template "x" _kplanCall 64}}`.
+var hiddenArg = regexp.MustCompile(`( \|)? _kplan[A-Za-z]+( -?[0-9]+)?`)
+
 // hiddenLabel says what a hidden function stands for in errors.
 var hiddenLabel = map[string]string{rangeFunc: "range", callFunc: "template", outFunc: "print"}
 
@@ -277,7 +282,8 @@ type execError struct {
 func (e *execError) Error() string { return e.msg }
 func (e *execError) Unwrap() error { return e.err }
 
-// tidyError returns err with the hidden functions' names replaced (see hiddenCall).
+// tidyError returns err with the hidden functions' names replaced (see hiddenCall) or
+// removed (hiddenArg).
 func tidyError(err error) error {
 	msg := err.Error()
 	if !strings.Contains(msg, "_kplan") {
@@ -286,5 +292,6 @@ func tidyError(err error) error {
 	msg = hiddenCall.ReplaceAllStringFunc(msg, func(m string) string {
 		return "<" + hiddenLabel[hiddenCall.FindStringSubmatch(m)[1]] + ">: "
 	})
+	msg = hiddenArg.ReplaceAllString(msg, "")
 	return &execError{msg: msg, err: err}
 }

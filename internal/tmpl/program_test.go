@@ -184,3 +184,26 @@ func TestParseUnbudgeted(t *testing.T) {
 		t.Fatalf("budgeted %q (%v), unbudgeted %q", got, err, want)
 	}
 }
+
+// TestErrorsNameNoInsertedFunction: where an error's location prints a node the loader
+// appended a check to, the check is left out.
+func TestErrorsNameNoInsertedFunction(t *testing.T) {
+	cases := []struct{ name, text, want string }{
+		{"an undefined template called without an argument", `{{template "0"}}`, `at <{{template "0"}}>: template "0" not defined`},
+		{"an undefined template called with dot", `{{template "0" .}}`, `at <{{template "0" .}}>: template "0" not defined`},
+		{"a range over too many elements", `{{ range 10000000 }}{{ end }}`, `at <range>: range over 10000000 elements`},
+		{"a missing field in a called template", `{{ define "a" }}{{ .X.Y }}{{ end }}{{ template "a" 1 }}`, `at <.X.Y>: can't evaluate field X in type int`},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			p, err := Parse(Spec{Name: "t", Text: c.text, MissingKey: "error"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, err = p.Execute(testTable(1, 1), 1<<20, nil)
+			if err == nil || !strings.Contains(err.Error(), c.want) || strings.Contains(err.Error(), "_kplan") {
+				t.Fatalf("error %v, want one containing %q and no inserted function", err, c.want)
+			}
+		})
+	}
+}
