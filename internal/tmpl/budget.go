@@ -10,12 +10,13 @@ import (
 
 // Defaults of the budget (Limits.Work and Limits.ValueBytes).
 const (
-	// DefaultMaxWork is the default work limit of one execution. A
-	// unit is about one evaluation step: a function call, one iteration of a range
-	// body (counted per action in the body), a template call, about 64 bytes a function
-	// reads, or one element of a value a function walks. Rendering a 1024-pod x 16-NPU
-	// table through the MindIE template takes about 0.5 million units; a template that
-	// uses up the default stops within about a quarter of a second of CPU time.
+	// DefaultMaxWork is the default work limit of one execution. A unit is about one
+	// evaluation step: a function call, one iteration of a range body (counted per
+	// action in the body), a template call, about 64 bytes a function reads, or one
+	// element of a value a function walks. Rendering a rank table of 1024 pods x 16
+	// NPUs through ranktable's MindIE template takes about 0.5 million units; a
+	// template that uses up the default stops within about a quarter of a second of
+	// CPU time.
 	DefaultMaxWork = 5_000_000
 	// DefaultMaxValueBytes is the default limit on the bytes of all values the
 	// functions of one template execution build (strings, lists, dicts), counted

@@ -34,8 +34,8 @@ type Spec struct {
 	Name string
 	// Text is the template source.
 	Text string
-	// MissingKey is text/template's missingkey option: "error", "zero" or
-	// "default" (also when empty).
+	// MissingKey is text/template's missingkey option: "error", "zero",
+	// "default" (also when empty) or "invalid" (the same as "default").
 	MissingKey string
 	// Limits bound each execution.
 	Limits Limits
@@ -93,11 +93,11 @@ func Parse(s Spec) (*Program, error) {
 		}
 		all[n] = func() string { return "" } // bound per execution
 	}
-	missing := s.MissingKey
-	if missing == "" {
-		missing = "default"
+	missing, err := missingKey(s)
+	if err != nil {
+		return nil, err
 	}
-	t, err := template.New(s.Name).Option("missingkey=" + missing).Funcs(all).Parse(s.Text)
+	t, err := template.New(s.Name).Option(missing).Funcs(all).Parse(s.Text)
 	if err != nil {
 		return nil, err
 	}
@@ -146,6 +146,17 @@ func Parse(s Spec) (*Program, error) {
 	return &Program{base: t, rootCost: cost[s.Name], limits: l, values: append([]string(nil), s.Values...)}, nil
 }
 
+// missingKey is s's text/template option (which panics on a value it does not know).
+func missingKey(s Spec) (string, error) {
+	switch s.MissingKey {
+	case "":
+		return "missingkey=default", nil
+	case "default", "invalid", "zero", "error":
+		return "missingkey=" + s.MissingKey, nil
+	}
+	return "", fmt.Errorf("template %s: Spec.MissingKey: %q is not error, zero, default or invalid", s.Name, s.MissingKey)
+}
+
 // ParseUnbudgeted parses s as text/template does with sprig's hermetic functions
 // (fromJson and toJson reporting errors) and s.MissingKey, and nothing else: no
 // budget, no inserted checks, removed functions and recursion not refused, and
@@ -163,11 +174,11 @@ func ParseUnbudgeted(s Spec) (*Program, error) {
 		}
 		return string(b), nil
 	}
-	missing := s.MissingKey
-	if missing == "" {
-		missing = "default"
+	missing, err := missingKey(s)
+	if err != nil {
+		return nil, err
 	}
-	t, err := template.New(s.Name).Option("missingkey=" + missing).Funcs(funcs).Parse(s.Text)
+	t, err := template.New(s.Name).Option(missing).Funcs(funcs).Parse(s.Text)
 	if err != nil {
 		return nil, err
 	}

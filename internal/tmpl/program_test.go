@@ -90,6 +90,7 @@ func TestSpecAndCallErrors(t *testing.T) {
 		{"a value that is not an identifier", Spec{Name: "t", Text: "x", Values: []string{"a-b"}}, `Spec.Values[0]: "a-b"`},
 		{"a value named like a hidden function", Spec{Name: "t", Text: "x", Values: []string{"_x"}}, `Spec.Values[0]: "_x"`},
 		{"a call of an undeclared value", Spec{Name: "t", Text: "{{ podIP }}"}, `function "podIP" not defined`},
+		{"an unknown missingkey option", Spec{Name: "t", Text: "x", MissingKey: "panic"}, `Spec.MissingKey: "panic" is not error, zero, default or invalid`},
 		{"a recursive template", Spec{Name: "t", Text: `{{ define "a" }}{{ template "a" }}{{ end }}`}, `template "a" calls itself (a -> a)`},
 	}
 	for _, c := range cases {
@@ -106,6 +107,9 @@ func TestSpecAndCallErrors(t *testing.T) {
 	}
 	if _, err := p.Execute(nil, 10, nil, "x"); err == nil || !strings.Contains(err.Error(), "template ns/t: 1 values given for 2 declared (a, b)") {
 		t.Fatalf("too few values: %v", err)
+	}
+	if _, err := ParseUnbudgeted(Spec{Name: "t", Text: "x", MissingKey: "panic"}); err == nil {
+		t.Fatal("ParseUnbudgeted took an unknown missingkey option")
 	}
 	if _, err := (*Program)(nil).Execute(nil, 10, nil); err == nil {
 		t.Fatal("a nil Program executed")
