@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"math"
 	"runtime"
 	"sort"
 	"strconv"
@@ -14,8 +13,8 @@ import (
 	"text/template"
 	"time"
 
-	"github.com/Masterminds/sprig/v3"
 	"github.com/kplan-dev/kplan"
+	"github.com/kplan-dev/kplan/internal/tmpl"
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/yaml"
 )
@@ -128,18 +127,11 @@ func BenchmarkPlan(b *testing.B) {
 // one parsed template without a pooled clone. Only the table copy (a separate
 // guarantee) is kept. It exists to measure what the budget costs.
 func unbudgeted(tb testing.TB, tm *Template) *Template {
-	raw := func(name, text, missingKey string) *program {
-		funcs := sprig.HermeticTxtFuncMap()
-		funcs["fromJson"] = func(s string) (any, error) {
-			return fromJSON(&budget{perCall: true, maxWork: math.MaxInt64, maxBytes: math.MaxInt64}, "fromJson", s)
-		}
-		funcs["toJson"] = toJSON
-		t, err := template.New(name).Option("missingkey=" + missingKey).Funcs(funcs).Parse(text)
+	raw := func(name, text, missingKey string) *tmpl.Program {
+		p, err := tmpl.ParseUnbudgeted(tmpl.Spec{Name: name, Text: text, MissingKey: missingKey})
 		if err != nil {
 			tb.Fatal(err)
 		}
-		p := &program{base: t, maxWork: math.MaxInt64, maxBytes: math.MaxInt64}
-		p.newExecutor = func() (*executor, error) { return &executor{t: t}, nil }
 		return p
 	}
 	c := *tm

@@ -5,6 +5,7 @@
 package ranktable
 
 import (
+	"encoding/json"
 	"strconv"
 	"strings"
 )
@@ -72,7 +73,7 @@ func (w *jsonWriter) json(s string) {
 		return
 	}
 	w.plain = false
-	j, _ := toJSON(s) // a string always marshals
+	j, _ := json.Marshal(s) // a string always marshals
 	w.b = append(w.b, j...)
 }
 

@@ -4,8 +4,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"text/template"
 
+	"github.com/kplan-dev/kplan/internal/tmpl"
 	corev1 "k8s.io/api/core/v1"
 	apivalidation "k8s.io/apimachinery/pkg/api/validation"
 	"sigs.k8s.io/yaml"
@@ -43,28 +43,18 @@ type parser interface {
 }
 
 // podInfo is what parser templates learn about the pod besides its annotation, through
-// the functions podIP, nodeName, podName and podNamespace.
+// the functions podValues names.
 type podInfo struct {
 	ip, node, name, namespace string
 }
 
-// parserFuncMap is FuncMap plus the pod functions, which return "" until a pod's
-// values are bound for one execution.
-var parserFuncMap = func() template.FuncMap {
-	m := templateFuncs()
-	for k, v := range (podInfo{}).funcs() {
-		m[k] = v
-	}
-	return m
-}()
+// podValues are the functions parser templates call for the pod's values, in the
+// order podInfo.execute passes them.
+var podValues = []string{"podIP", "nodeName", "podName", "podNamespace"}
 
-func (p podInfo) funcs() template.FuncMap {
-	return template.FuncMap{
-		"podIP":        func() string { return p.ip },
-		"nodeName":     func() string { return p.node },
-		"podName":      func() string { return p.name },
-		"podNamespace": func() string { return p.namespace },
-	}
+// execute runs a parser template with the pod's values.
+func (p podInfo) execute(prog *tmpl.Program, data any, limit int, buf []byte) ([]byte, error) {
+	return prog.Execute(data, limit, buf, p.ip, p.node, p.name, p.namespace)
 }
 
 // ParseAnnotation decodes one annotation value with t's parser, checks it as Build
@@ -212,11 +202,11 @@ func (builtinDevicePlugin) parse(s string, _ podInfo, _ *[]byte) (PodData, error
 // YAML it prints.
 type templateParser struct {
 	name string
-	tmpl *program
+	tmpl *tmpl.Program
 }
 
 func (p *templateParser) parse(s string, pod podInfo, scratch *[]byte) (PodData, error) {
-	out, err := p.tmpl.execute(s, apivalidation.TotalAnnotationSizeLimitB, *scratch, pod)
+	out, err := pod.execute(p.tmpl, s, apivalidation.TotalAnnotationSizeLimitB, *scratch)
 	if err != nil {
 		return PodData{}, fmt.Errorf("parser template %s: %w", p.name, err)
 	}

@@ -107,7 +107,7 @@ func TestParserPodFunctions(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			out, err := p.(*templateParser).tmpl.execute(`{"podIP":"field","devices":[1]}`, 1<<10, nil, pod)
+			out, err := pod.execute(p.(*templateParser).tmpl, `{"podIP":"field","devices":[1]}`, 1<<10, nil)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -122,7 +122,7 @@ func TestNativeRenderersEqualTheTemplates(t *testing.T) {
 		t.Run(cm.Name, func(t *testing.T) {
 			rapid.Check(t, func(t *rapid.T) {
 				table := genTable(t)
-				want, err := tm.tmpl.execute(table, 1<<20, nil, podInfo{})
+				want, err := tm.tmpl.Execute(table, 1<<20, nil)
 				if err != nil {
 					t.Fatal(err)
 				}

@@ -8,6 +8,10 @@ import (
 	"github.com/kplan-dev/kplan/internal/canonhash"
 )
 
+// DefaultMaxOutputBytes is the default cap on a rendered table (Input.MaxOutputBytes,
+// RenderOptions.MaxOutputBytes): the most data a ConfigMap can hold.
+const DefaultMaxOutputBytes = 1 << 20
+
 // RenderOptions change how a table is rendered.
 type RenderOptions struct {
 	// MaxOutputBytes caps the rendered table (default DefaultMaxOutputBytes, the most a
@@ -70,7 +74,7 @@ func (t *Template) render(table *Table, limit int, buf []byte) ([]byte, error) {
 		}
 	} else {
 		var err error
-		out, err = t.tmpl.execute(table.clone(), limit, buf, podInfo{})
+		out, err = t.tmpl.Execute(table.clone(), limit, buf)
 		if err != nil {
 			return nil, fmt.Errorf("ranktable template %s: %w", t.Name, err)
 		}

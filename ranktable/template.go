@@ -6,6 +6,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/kplan-dev/kplan/internal/tmpl"
 	corev1 "k8s.io/api/core/v1"
 )
 
@@ -111,7 +112,7 @@ type Template struct {
 	// record them as events.
 	Warnings []string
 
-	tmpl      *program
+	tmpl      *tmpl.Program
 	parser    parser
 	native    nativeRenderer
 	perDevice int // bytes the template writes per device, about
@@ -125,6 +126,14 @@ type LoadOptions struct {
 	// MaxTemplateValueBytes caps the bytes of the values each execution's functions
 	// build (default DefaultMaxTemplateValueBytes); see the package doc.
 	MaxTemplateValueBytes int64
+}
+
+// parseTemplate parses a ranktable or parser template (named id) under opts' budget;
+// values are the late-bound functions it may call.
+func parseTemplate(id, text, missingKey string, opts LoadOptions, values []string) (*tmpl.Program, error) {
+	return tmpl.Parse(tmpl.Spec{Name: id, Text: text, MissingKey: missingKey, Values: values,
+		Limits: tmpl.Limits{Work: opts.MaxTemplateWork, ValueBytes: opts.MaxTemplateValueBytes,
+			WorkName: "MaxTemplateWork", ValueBytesName: "MaxTemplateValueBytes"}})
 }
 
 var allowedKeys = map[string]bool{
@@ -183,7 +192,7 @@ func LoadTemplate(rt, parserCM *corev1.ConfigMap, opts LoadOptions) (*Template, 
 	if len(t.Text) > maxTemplateSource {
 		return nil, fail(KeyRanktableTemplate, "%d bytes exceeds the limit of %d", len(t.Text), maxTemplateSource)
 	}
-	t.tmpl, err = parseProgram(id, t.Text, "error", funcMap, opts, false)
+	t.tmpl, err = parseTemplate(id, t.Text, "error", opts, nil)
 	if err != nil {
 		return nil, fail(KeyRanktableTemplate, "%v", err)
 	}
@@ -279,7 +288,7 @@ func loadParserTemplate(cm *corev1.ConfigMap, opts LoadOptions) (parser, error) 
 	if len(text) > maxTemplateSource {
 		return nil, fmt.Errorf("pod parser ConfigMap %s: data[%s]: %d bytes exceeds the limit of %d", id, KeyParserTemplate, len(text), maxTemplateSource)
 	}
-	t, err := parseProgram(id, text, "zero", parserFuncMap, opts, true)
+	t, err := parseTemplate(id, text, "zero", opts, podValues)
 	if err != nil {
 		return nil, fmt.Errorf("pod parser ConfigMap %s: data[%s]: %v", id, KeyParserTemplate, err)
 	}

@@ -2,14 +2,14 @@ package ranktable
 
 import (
 	"errors"
-	"fmt"
 	"runtime"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/Masterminds/sprig/v3"
+	"github.com/kplan-dev/kplan/internal/tmpl"
 	corev1 "k8s.io/api/core/v1"
+	apivalidation "k8s.io/apimachinery/pkg/api/validation"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -122,58 +122,17 @@ func TestExplodingTemplateFailsFastWithTheSizeError(t *testing.T) {
 	}
 }
 
-func TestFuncMapIsHermetic(t *testing.T) {
-	m := templateFuncs()
-	for _, name := range []string{"env", "expandenv", "now", "date", "randAlpha", "randInt", "uuidv4", "shuffle", "ago", "genPrivateKey", "getHostByName"} {
-		if _, ok := m[name]; ok {
-			t.Errorf("FuncMap has %s", name)
-		}
+// TestTheBudgetIsTheEngines: the package's defaults and error variables are the
+// template engine's, and fromJson reads at most an annotation's worth.
+func TestTheBudgetIsTheEngines(t *testing.T) {
+	if DefaultMaxTemplateWork != tmpl.DefaultMaxWork || DefaultMaxTemplateValueBytes != tmpl.DefaultMaxValueBytes {
+		t.Errorf("defaults %d and %d, the engine's %d and %d", DefaultMaxTemplateWork, DefaultMaxTemplateValueBytes, tmpl.DefaultMaxWork, tmpl.DefaultMaxValueBytes)
 	}
-	for _, name := range []string{"fromJson", "toJson", "quote", "until", "default", "add1"} {
-		if _, ok := m[name]; !ok {
-			t.Errorf("FuncMap lacks %s", name)
-		}
+	if ErrBudgetExceeded != tmpl.ErrBudgetExceeded || ErrOutputTooLarge != tmpl.ErrOutputTooLarge {
+		t.Error("the error variables are not the engine's")
 	}
-}
-
-// TestEverySprigFunctionIsClassified: every function of sprig's full map is either
-// kept (and budgeted) or removed with a reason, and every function sprig itself
-// leaves out of its hermetic map is removed. A sprig upgrade adding a function fails
-// here until it is classified.
-func TestEverySprigFunctionIsClassified(t *testing.T) {
-	hermetic := sprig.HermeticTxtFuncMap()
-	for name := range sprig.GenericFuncMap() {
-		_, kept := funcSpecs[name]
-		why, removed := removedFuncs[name]
-		switch {
-		case kept && removed:
-			t.Errorf("%s is both kept and removed", name)
-		case !kept && !removed:
-			t.Errorf("sprig's %s is neither kept nor removed: classify it", name)
-		case removed && why == "":
-			t.Errorf("%s is removed without a reason", name)
-		}
-		if _, ok := hermetic[name]; !ok && !removed {
-			t.Errorf("%s is not hermetic by sprig's own list but is kept", name)
-		}
-	}
-	for name := range removedFuncs {
-		if _, ok := sprig.GenericFuncMap()[name]; !ok {
-			t.Errorf("removed %s is not a sprig function", name)
-		}
-	}
-}
-
-// TestRemovedFunctionsFailToLoad: naming any removed function, anywhere, fails the
-// load with the function's name and the reason.
-func TestRemovedFunctionsFailToLoad(t *testing.T) {
-	for name, why := range removedFuncs {
-		d := validRTData()
-		d[KeyRanktableTemplate] = `{{ define "x" }}{{ if false }}{{ ` + name + ` }}{{ end }}{{ end }}{}`
-		_, err := LoadTemplate(rtCM(d), nil, LoadOptions{})
-		if err == nil || !strings.Contains(err.Error(), fmt.Sprintf("function %q is not available: %s", name, why)) {
-			t.Errorf("%s: error %v", name, err)
-		}
+	if tmpl.MaxFromJSONBytes != apivalidation.TotalAnnotationSizeLimitB {
+		t.Errorf("fromJson reads %d bytes, annotations have %d", tmpl.MaxFromJSONBytes, apivalidation.TotalAnnotationSizeLimitB)
 	}
 }
 

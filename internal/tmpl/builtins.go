@@ -1,4 +1,4 @@
-package ranktable
+package tmpl
 
 // The comparison and index functions of text/template, copied from Go's
 // text/template/funcs.go and exec.go (Copyright 2011 The Go Authors, BSD-style

@@ -1,6 +1,6 @@
 // The functions templates cannot call: the hermetic list, one reason each.
 
-package ranktable
+package tmpl
 
 // removedFuncs are the sprig functions templates cannot call, with the reason. A
 // template naming one fails to load with the reason. Every function of sprig's full

@@ -1,7 +1,7 @@
 // text/template's own functions (print, printf, println, html, js, urlquery, the
 // comparisons and index), wrapped to charge their cost before they run.
 
-package ranktable
+package tmpl
 
 import (
 	"fmt"

@@ -3,7 +3,7 @@
 // errors, sorted keys and values, copying sortAlpha, chunk, and set and merge that refuse
 // to make a dict contain itself. Each charges the execution's budget first.
 
-package ranktable
+package tmpl
 
 import (
 	"encoding/json"
@@ -13,8 +13,6 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-
-	apivalidation "k8s.io/apimachinery/pkg/api/validation"
 )
 
 var quoteImpl = sprigFuncs["quote"].(func(...any) string)
@@ -70,8 +68,8 @@ func toJSON(v any) (string, error) {
 }
 
 func fromJSON(b *budget, fn, s string) (any, error) {
-	if len(s) > apivalidation.TotalAnnotationSizeLimitB {
-		return nil, tooLong(fn, int64(len(s)), apivalidation.TotalAnnotationSizeLimitB)
+	if len(s) > MaxFromJSONBytes {
+		return nil, tooLong(fn, int64(len(s)), MaxFromJSONBytes)
 	}
 	// Decoded values take at most about 24 bytes per input byte ("[0,0,...]").
 	if err := b.charge(fn, 1+int64(len(s))/16, 24*int64(len(s))+64); err != nil {
@@ -114,8 +112,8 @@ func cappedUntilStep(b *budget, fn string, start, stop, step int) ([]int, error)
 	if n == 0 {
 		return nil, nil
 	}
-	if n > maxSequenceLength {
-		return nil, tooLong(fn, int64(min(n, math.MaxInt64)), maxSequenceLength)
+	if n > MaxSequenceLength {
+		return nil, tooLong(fn, int64(min(n, math.MaxInt64)), MaxSequenceLength)
 	}
 	if err := b.charge(fn, int64(n), 8*int64(n)+24); err != nil {
 		return nil, err
@@ -164,8 +162,8 @@ func cappedSeq(b *budget, params ...int) (string, error) {
 	if n == 0 {
 		return "", nil
 	}
-	if n > maxSequenceLength {
-		return "", tooLong("seq", int64(min(n, math.MaxInt64)), maxSequenceLength)
+	if n > MaxSequenceLength {
+		return "", tooLong("seq", int64(min(n, math.MaxInt64)), MaxSequenceLength)
 	}
 	if err := b.charge("seq", int64(n), 21*int64(n)); err != nil {
 		return "", err
@@ -187,8 +185,8 @@ func cappedRepeat(b *budget, count int, s string) (string, error) {
 		return "", nil
 	}
 	n := satMul(int64(count), int64(len(s)))
-	if n > maxFuncStringBytes {
-		return "", tooLong("repeat", n, maxFuncStringBytes)
+	if n > MaxFuncStringBytes {
+		return "", tooLong("repeat", n, MaxFuncStringBytes)
 	}
 	if err := b.charge("repeat", 1+n/64, n); err != nil {
 		return "", err
@@ -202,8 +200,8 @@ func cappedIndent(b *budget, fn string, n int, s string) (string, error) {
 	}
 	lines := int64(strings.Count(s, "\n")) + 1
 	total := satAdd(int64(len(s)), satMul(lines, int64(n)))
-	if total > maxFuncStringBytes {
-		return "", tooLong(fn, total, maxFuncStringBytes)
+	if total > MaxFuncStringBytes {
+		return "", tooLong(fn, total, MaxFuncStringBytes)
 	}
 	if err := b.charge(fn, 1+total/64, total); err != nil {
 		return "", err

@@ -1,4 +1,4 @@
-package ranktable
+package tmpl
 
 import (
 	"errors"
@@ -11,22 +11,21 @@ import (
 	"github.com/Masterminds/sprig/v3"
 )
 
-// DefaultMaxOutputBytes is the default cap on a rendered table (Input.MaxOutputBytes,
-// RenderOptions.MaxOutputBytes): the most data a ConfigMap can hold.
-const DefaultMaxOutputBytes = 1 << 20
-
-// Limits of single template function results.
+// Limits of single function results.
 const (
-	// maxSequenceLength is the most elements until, untilStep and seq may return.
-	maxSequenceLength = 1 << 16
-	// maxFuncStringBytes is the most bytes repeat, indent and nindent may return.
-	maxFuncStringBytes = 1 << 20
-	// maxRegexpSize is the most instructions a compiled regular expression may have.
-	maxRegexpSize = 10_000
+	// MaxSequenceLength is the most elements until, untilStep and seq may return.
+	MaxSequenceLength = 1 << 16
+	// MaxFuncStringBytes is the most bytes repeat, indent and nindent may return.
+	MaxFuncStringBytes = 1 << 20
+	// MaxRegexpSize is the most instructions a compiled regular expression may have.
+	MaxRegexpSize = 10_000
+	// MaxFromJSONBytes is the longest string fromJson decodes: Kubernetes' limit on
+	// all annotations of an object (256 KiB), since templates decode annotations.
+	MaxFromJSONBytes = 256 << 10
 )
 
-// ErrOutputTooLarge is wrapped by every error caused by a template or a rendered table
-// exceeding a size limit. Test for it with errors.Is.
+// ErrOutputTooLarge is wrapped by every error caused by an execution's output or a
+// single function's result exceeding a size limit. Test for it with errors.Is.
 var ErrOutputTooLarge = errors.New("output too large")
 
 // sprigFuncs is sprig's hermetic map: the implementations wrapped below.
@@ -41,19 +40,18 @@ var funcSpecs = buildFuncSpecs()
 
 // funcMap is the functions bound to a budget that allows any single call within the
 // default limits: what parsing needs, and what templateFuncs returns.
-var funcMap = bindFuncs(&budget{perCall: true, maxWork: DefaultMaxTemplateWork, maxBytes: DefaultMaxTemplateValueBytes})
+var funcMap = bindFuncs(&budget{perCall: true, maxWork: DefaultMaxWork, maxBytes: DefaultMaxValueBytes})
 
-// templateFuncs returns a copy of the functions ranktable and parser templates can call:
-// sprig's text functions without those that read the clock, the time zone, the
-// environment or the network, are random, or whose output is not bounded (see the
-// package doc), with size-capped until, untilStep, seq, repeat, indent and nindent,
-// fromJson and toJson that report errors instead of hiding them, sortAlpha that does
-// not sort its argument in place, keys and values in key order, set and merge that
-// refuse to make a dict contain itself, and print, printf, println, html, js, urlquery, eq, ne, lt, le, gt, ge and
-// index that count their cost. In this package's executions every call is charged to
-// the execution's budget; the functions returned here only check that each single call
-// stays within the default limits. Parser templates can call podIP, nodeName, podName
-// and podNamespace as well.
+// templateFuncs returns a copy of the functions templates can call (without the
+// hidden ones the loader inserts): sprig's text functions without those that read the
+// clock, the time zone, the environment or the network, are random, or whose output is
+// not bounded (removedFuncs), with size-capped until, untilStep, seq, repeat, indent and
+// nindent, fromJson and toJson that report errors instead of hiding them, sortAlpha
+// that does not sort its argument in place, keys and values in key order, set and
+// merge that refuse to make a dict contain itself, and print, printf, println, html,
+// js, urlquery, eq, ne, lt, le, gt, ge and index that count their cost. The functions
+// returned are bound to a budget that only checks that each single call stays within
+// the default limits.
 func templateFuncs() template.FuncMap {
 	m := make(template.FuncMap, len(funcMap))
 	for k, v := range funcMap {
@@ -310,8 +308,8 @@ func regexCost(b *budget, fn string, a []reflect.Value) error {
 		return fmt.Errorf("%s: %w", fn, err)
 	}
 	size := int64(len(prog.Inst))
-	if size > maxRegexpSize {
-		return fmt.Errorf("%s: the regular expression compiles to %d instructions, more than %d: %w", fn, size, maxRegexpSize, ErrBudgetExceeded)
+	if size > MaxRegexpSize {
+		return fmt.Errorf("%s: the regular expression compiles to %d instructions, more than %d: %w", fn, size, MaxRegexpSize, ErrBudgetExceeded)
 	}
 	s := int64(a[1].Len())
 	out := satMul(s+1, 16)

@@ -2,7 +2,7 @@
 // load so that every range, template call and printing action charges the execution's
 // budget before it runs, and recursive templates are rejected.
 
-package ranktable
+package tmpl
 
 import (
 	"fmt"

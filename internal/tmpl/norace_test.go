@@ -1,0 +1,5 @@
+//go:build !race
+
+package tmpl
+
+const raceEnabled = false
