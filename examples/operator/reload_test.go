@@ -329,6 +329,18 @@ func TestReloadAgentWaitsForInjectedRestarts(t *testing.T) {
 	r1, r2 := revision.RevisionHash(v1, 0), revision.RevisionHash(v2, 0)
 	set := newSet(t, ns, "restarting", v1, false)
 	updateSet(t, set, func(s *revision.ConfigMapSet) { s.Spec.UpdateStrategy.RestartInjectedContainers = true })
+	// The webhook reads the set from the operator's cache: create the pod once the
+	// controller has planned the new spec, so the injection shares the pod's process
+	// namespace (signal restarts) rather than following the cached old spec.
+	eventually(t, "the operator sees restartInjectedContainers", func() error {
+		if err := admin.Get(context.Background(), client.ObjectKeyFromObject(set), set); err != nil {
+			return err
+		}
+		if set.Status.ObservedGeneration != set.Generation {
+			return fmt.Errorf("observed generation %d of %d", set.Status.ObservedGeneration, set.Generation)
+		}
+		return nil
+	})
 	newWebPod(t, ns, "web-0")
 	k := startKubelet(t, ns, "web-0", set.Name, agentKubeconfig(t, ns, "web", set.Name, "web-0"))
 	waitServes(t, k, set, r1, v1)
