@@ -113,7 +113,8 @@ type Cluster struct {
 	// ControllerManager and LWS are the running processes.
 	ControllerManager, LWS *Process
 
-	dir string
+	dir      string
+	lwsHooks *envtest.WebhookInstallOptions
 }
 
 // Start builds what is missing (see testenv.EnsureBinaries,
@@ -170,6 +171,7 @@ func Start(ctx context.Context, opts Options) (c *Cluster, err error) {
 	// LWS's webhooks get a server of their own (port and certificate), apart from
 	// the caller's at Env.Webhook.
 	lwsHooks := &envtest.WebhookInstallOptions{MutatingWebhooks: mutating, ValidatingWebhooks: validating}
+	c.lwsHooks = lwsHooks
 	if err := lwsHooks.Install(c.Config); err != nil {
 		return nil, fmt.Errorf("clustertest: install the LWS webhook configurations: %w", err)
 	}
@@ -225,6 +227,10 @@ func (c *Cluster) Stop() error {
 	if c.Env != nil {
 		errs = append(errs, c.Env.Stop())
 		c.Env = nil
+	}
+	if c.lwsHooks != nil {
+		errs = append(errs, c.lwsHooks.Cleanup()) // its certificate directory
+		c.lwsHooks = nil
 	}
 	if c.dir != "" {
 		errs = append(errs, os.RemoveAll(c.dir))

@@ -402,6 +402,7 @@ func TestLWSRollingUpdatePrediction(t *testing.T) {
 	ctx := context.Background()
 	for _, c := range lwsCases {
 		t.Run(c.name, func(t *testing.T) {
+			t.Parallel() // each in its own namespace with its own kubelet
 			cmp := runLWSCase(t, ctx, c)
 			var lines []string
 			observed := map[diffKind]int{}
