@@ -173,7 +173,7 @@ func TestDisaggregatedSetUpdatePrediction(t *testing.T) {
 		}
 	}
 	t.Logf("%d states:\n%s", len(cmp), strings.Join(lines, "\n"))
-	checkKinds(t, observed, []diffKind{kindOldKeptForOtherRoles, kindDrainThenScaleUp}, nil)
+	checkKinds(t, observed, []diffKind{kindOldKeptForOtherRoles}, []diffKind{kindDrainThenScaleUp})
 	if last := cmp[len(cmp)-1]; last.differs() {
 		t.Errorf("final state %s: the DisaggregatedSet controller and kplan disagree", last)
 	}

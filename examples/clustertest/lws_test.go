@@ -7,7 +7,6 @@ import (
 	"testing"
 	"time"
 
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -89,21 +88,21 @@ func TestLeaderWorkerSetComesUp(t *testing.T) {
 	})
 
 	t.Run("a leader StatefulSet and a worker StatefulSet per group", func(t *testing.T) {
-		sets, err := listStatefulSets(ctx, ns)
-		if err != nil {
-			t.Fatal(err)
-		}
-		want := map[string]int32{name: replicas, name + "-0": size - 1, name + "-1": size - 1}
-		got := map[string]int32{}
-		for _, s := range sets {
-			got[s.Name] = *s.Spec.Replicas
-			if s.Status.ReadyReplicas != *s.Spec.Replicas {
-				t.Errorf("StatefulSet %s: %d of %d replicas ready", s.Name, s.Status.ReadyReplicas, *s.Spec.Replicas)
+		want := fmt.Sprint(map[string]int32{name: replicas, name + "-0": size - 1, name + "-1": size - 1})
+		// The StatefulSet controller reports ready replicas after the pods are.
+		eventually(t, ctx, 20*time.Second, "StatefulSets with every replica ready", func(ctx context.Context) (bool, string, error) {
+			sets, err := listStatefulSets(ctx, ns)
+			if err != nil {
+				return false, "", err
 			}
-		}
-		if fmt.Sprint(got) != fmt.Sprint(want) {
-			t.Errorf("StatefulSets (name: replicas) %v, want %v", got, want)
-		}
+			got, ready := map[string]int32{}, map[string]int32{}
+			for _, s := range sets {
+				got[s.Name] = *s.Spec.Replicas
+				ready[s.Name] = s.Status.ReadyReplicas
+			}
+			return fmt.Sprint(got) == want && fmt.Sprint(ready) == want,
+				fmt.Sprintf("StatefulSets (name: replicas) %v, ready %v, want %s", got, ready, want), nil
+		})
 	})
 
 	t.Run("the LeaderWorkerSet reports its groups ready", func(t *testing.T) {
@@ -160,9 +159,8 @@ func TestDisaggregatedSetComesUp(t *testing.T) {
 	if want := map[string]int64{"prefill": 2, "decode": 1}; fmt.Sprint(roles) != fmt.Sprint(want) {
 		t.Errorf("LeaderWorkerSets' replicas by role %v, want %v", roles, want)
 	}
-	var sets []appsv1.StatefulSet
-	var err error
-	if sets, err = listStatefulSets(ctx, ns); err != nil {
+	sets, err := listStatefulSets(ctx, ns)
+	if err != nil {
 		t.Fatal(err)
 	}
 	if len(sets) != 2+3 { // a leader set per role, a worker set per group

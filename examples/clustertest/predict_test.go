@@ -59,7 +59,9 @@ const (
 	kindOldKeptForOtherRoles diffKind = "OldKeptForOtherRoles"
 	// kindDrainThenScaleUp: the DisaggregatedSet controller scales an old group
 	// down in one step and the new one up in a later step; Plan deletes and
-	// creates in the same step, within maxSurge.
+	// creates in the same step, within maxSurge. Seen only when the watch sees
+	// the state between the two steps (the controller may take both before the
+	// StatefulSet controller acts).
 	kindDrainThenScaleUp diffKind = "DrainThenScaleUp"
 )
 
