@@ -79,20 +79,29 @@ func lwsKind(c lwsComparison) diffKind {
 	return diffKind("unexplained: " + c.String())
 }
 
-// checkKinds fails the test when an observed kind is neither required nor
-// allowed, or a required kind was not observed.
+// checkKinds fails the test with kindProblems.
 func checkKinds(t *testing.T, observed map[diffKind]int, required, allowed []diffKind) {
 	t.Helper()
-	for k, n := range observed {
+	for _, p := range kindProblems(observed, required, allowed) {
+		t.Error(p)
+	}
+}
+
+// kindProblems lists each observed kind that is neither required nor allowed,
+// and each required kind that was not observed.
+func kindProblems(observed map[diffKind]int, required, allowed []diffKind) []string {
+	var out []string
+	for _, k := range slices.Sorted(mapsKeys(observed)) {
 		if !slices.Contains(required, k) && !slices.Contains(allowed, k) {
-			t.Errorf("difference %s seen in %d states, not expected", k, n)
+			out = append(out, fmt.Sprintf("difference %s seen in %d states, not expected", k, observed[k]))
 		}
 	}
 	for _, k := range required {
 		if observed[k] == 0 {
-			t.Errorf("difference %s not seen: the controller or kplan changed (update LWS.md and the expected set)", k)
+			out = append(out, fmt.Sprintf("difference %s not seen: the controller or kplan changed (update LWS.md and the expected set)", k))
 		}
 	}
+	return out
 }
 
 // rollingUpdateConfiguration is the case's configuration as LWS's API takes it.
