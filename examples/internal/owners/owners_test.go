@@ -3,6 +3,7 @@ package owners_test
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -260,5 +261,49 @@ func TestDSRolloutErrors(t *testing.T) {
 	}
 	if _, err := owners.DSRollout(nil, "r", nil); err == nil {
 		t.Error("DSRollout(nil) = nil error")
+	}
+}
+
+// With HighestIndexFirst, a LeaderWorkerSet's partition keeps its lowest groups:
+// the plan moves group 2, then 1, as the LWS controller does; without it, the
+// plan's own order (names) would move group 0 first.
+func TestHighestIndexFirstKeepsThePartitionsGroups(t *testing.T) {
+	var pods []*corev1.Pod
+	for g := range 3 {
+		for w := range 2 {
+			pods = append(pods, lwsPod("vllm", g, w, "old", nil))
+		}
+	}
+	lws := decode[owners.LWSObject](t, `{"metadata":{"name":"vllm","namespace":"default"},"spec":{"replicas":3,"leaderWorkerTemplate":{"size":2},`+
+		`"rolloutStrategy":{"type":"RollingUpdate","rollingUpdateConfiguration":{"partition":1,"maxUnavailable":1}}}}`)
+	pool, err := owners.LWSRollout(lws, "new", pods)
+	if err != nil {
+		t.Fatal(err)
+	}
+	replicas, err := rollout.FromPods(pool.Pods, pool.Options)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name    string
+		ordered bool
+		want    string
+	}{
+		{"plan order: the lowest name first", false, "0"},
+		{"highest index first, as LWS", true, "2"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rs := slices.Clone(replicas)
+			if tc.ordered {
+				owners.HighestIndexFirst(rs)
+			}
+			step, err := rollout.Plan(rs, pool.Strategy)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(step.Update) != 1 || step.Update[0].Replica != tc.want {
+				t.Errorf("step updates %+v, want group %s alone", step.Update, tc.want)
+			}
+		})
 	}
 }

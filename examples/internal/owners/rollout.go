@@ -72,8 +72,11 @@ type Pool struct {
 // group (leader and workers, by group index) is a gang whose members' columns are
 // their worker indexes 0..size-1; the groups' index is the group index; the
 // budget is the rolling update's maxUnavailable and maxSurge (defaults 1 and 0)
-// over spec.replicas groups; a partition p leaves groups 0..p-1 alone, so
-// replicas-p groups run the target. target is the revision to roll out (the
+// over spec.replicas groups; a partition p keeps p groups on the old revision,
+// so replicas-p groups run the target. Which groups a plan moves first follows
+// the replicas' priorities: give the replicas read from Pool's pods
+// HighestIndexFirst, as LWS moves groups from the highest index down (so a
+// partition p keeps groups 0..p-1). target is the revision to roll out (the
 // template-revision-hash the leader StatefulSet carries). Pods are the
 // LeaderWorkerSet's among pods (by its name label, in its namespace).
 func LWSRollout(lws *LWSObject, target string, pods []*corev1.Pod) (Pool, error) {
@@ -208,4 +211,14 @@ func ptrOr(p *int32, def int32) int32 {
 		return def
 	}
 	return *p
+}
+
+// HighestIndexFirst gives each replica the priority -Index, so that rollout plans
+// update and delete the highest group indexes first, as the LeaderWorkerSet
+// controller does (its groups are a StatefulSet's ordinals, which a rolling update
+// moves from the highest down and a scale-down removes from the top).
+func HighestIndexFirst(replicas []rollout.Replica) {
+	for i := range replicas {
+		replicas[i].Priority = -int32(replicas[i].Index)
+	}
 }

@@ -27,11 +27,15 @@ const examplesModule = "github.com/kplan-dev/kplan/examples"
 var tools = []string{"etcd", "kube-apiserver"}
 
 // ldflags returns the linker flags for a tool: no symbol tables, and for the API
-// server and the scheduler the version fields they report (a build outside the
-// Kubernetes repository would otherwise report v0.0.0).
+// server, the scheduler, the controller manager and the LWS controller the version
+// fields they report (a build outside the Kubernetes repository would otherwise
+// report v0.0.0).
 func ldflags(tool string) string {
 	flags := []string{"-s", "-w"}
-	if tool == "kube-apiserver" || tool == schedulerBinary {
+	if tool == lwsBinary {
+		flags = append(flags, lwsLDFlags()...)
+	}
+	if tool == "kube-apiserver" || tool == schedulerBinary || tool == controllerManagerBinary {
 		minor := strings.Split(KubeVersion, ".")[1]
 		for _, pkg := range []string{"k8s.io/component-base/version", "k8s.io/client-go/pkg/version"} {
 			flags = append(flags,
@@ -193,8 +197,15 @@ func hasBinaries(dir string, bins []string) bool {
 // through a temporary file so a failed or interrupted build never leaves a partial
 // binary.
 func buildModule(ctx context.Context, moduleDir, dir, tool string) error {
+	return buildPackage(ctx, moduleDir, ".", dir, tool)
+}
+
+// buildPackage builds the main package pkg (".": the module's own; or a package of
+// a module it requires) within the module in moduleDir into dir/tool, through a
+// temporary file so a failed or interrupted build never leaves a partial binary.
+func buildPackage(ctx context.Context, moduleDir, pkg, dir, tool string) error {
 	tmp := filepath.Join(dir, "."+tool+".tmp")
-	cmd := exec.CommandContext(ctx, "go", "build", "-ldflags", ldflags(tool), "-o", tmp, ".")
+	cmd := exec.CommandContext(ctx, "go", "build", "-ldflags", ldflags(tool), "-o", tmp, pkg)
 	cmd.Dir = moduleDir
 	cmd.Env = buildEnv(os.Environ())
 	var out bytes.Buffer

@@ -16,6 +16,12 @@
 // When KUBEBUILDER_ASSETS names a directory holding kube-apiserver and etcd, those
 // are used and nothing is built.
 //
+// EnsureScheduler, EnsureControllerManager and EnsureLWS build kube-scheduler with
+// kplan's RDMA plugin, kube-controller-manager and the LeaderWorkerSet controller
+// into the same cache, each with its own stamp; they are never taken from
+// KUBEBUILDER_ASSETS. LWSSourceDir returns the sigs.k8s.io/lws module the LWS
+// binary is built from, whose config directory holds its CRDs and webhooks.
+//
 // # Kubelet
 //
 // envtest runs no scheduler, kubelet or controller manager: a pod never leaves

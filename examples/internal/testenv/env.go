@@ -17,10 +17,10 @@ import (
 // Options configure Start.
 type Options struct {
 	// CRDDirectoryPaths are directories (or files) of CRD manifests to install,
-	// relative to the examples module's directory.
+	// relative to the examples module's directory (or absolute).
 	CRDDirectoryPaths []string
 	// WebhookPaths are directories (or files) of webhook configuration manifests,
-	// relative to the examples module's directory. envtest points them at a local
+	// relative to the examples module's directory (or absolute). envtest points them at a local
 	// webhook server (see Env.Webhook).
 	WebhookPaths []string
 	// APIServerArgs are extra kube-apiserver flags (name without dashes, values), set
@@ -63,7 +63,10 @@ func Start(ctx context.Context, opts Options) (*Env, error) {
 	abs := func(ps []string) []string {
 		out := make([]string, len(ps))
 		for i, p := range ps {
-			out[i] = filepath.Join(root, p)
+			if !filepath.IsAbs(p) {
+				p = filepath.Join(root, p)
+			}
+			out[i] = p
 		}
 		return out
 	}

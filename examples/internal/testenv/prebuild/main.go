@@ -1,17 +1,19 @@
-// Command prebuild builds the envtest binaries (kube-apiserver and etcd) and
-// kube-scheduler with kplan's RDMA plugin into examples/.envtest/bin ahead of the
-// tests, so the first test binary does not spend minutes building them inside go
-// test's timeout:
+// Command prebuild builds the envtest binaries (kube-apiserver and etcd),
+// kube-scheduler with kplan's RDMA plugin, kube-controller-manager and the
+// LeaderWorkerSet controller into examples/.envtest/bin ahead of the tests, so the
+// first test binary does not spend minutes building them inside go test's timeout:
 //
 //	go -C examples run ./internal/testenv/prebuild
 //
 // It prints the directory holding kube-apiserver and etcd (KUBEBUILDER_ASSETS when
-// that holds them) and then the path of the scheduler.
+// that holds them) and then the paths of the scheduler, the controller manager and
+// the LWS controller, one a line.
 package main
 
 import (
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"os/signal"
 	"time"
@@ -36,6 +38,24 @@ func main() {
 		os.Exit(1)
 	}
 	fmt.Fprintf(os.Stderr, "kube-scheduler ready in %s\n", time.Since(start).Round(time.Second))
-	fmt.Println(dir)
-	fmt.Println(sched)
+	paths := []string{dir, sched}
+	for _, b := range []struct {
+		name   string
+		ensure func(context.Context, io.Writer) (string, error)
+	}{
+		{"kube-controller-manager", testenv.EnsureControllerManager},
+		{"lws-controller", testenv.EnsureLWS},
+	} {
+		start = time.Now()
+		p, err := b.ensure(ctx, os.Stderr)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		fmt.Fprintf(os.Stderr, "%s ready in %s\n", b.name, time.Since(start).Round(time.Second))
+		paths = append(paths, p)
+	}
+	for _, p := range paths {
+		fmt.Println(p)
+	}
 }

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/kplan-dev/kplan/examples/cmd/kplan/internal/manifest"
+	"github.com/kplan-dev/kplan/examples/internal/owners"
 	"github.com/kplan-dev/kplan/rollout"
 )
 
@@ -181,6 +182,9 @@ func runRollout(o *options, objs []manifest.Object) (any, error) {
 	replicas, err := rollout.FromPods(pods, opts)
 	if err != nil {
 		return nil, blame(err, nil, podObjs)
+	}
+	if owner != nil && owner.Kind == "LeaderWorkerSet" {
+		owners.HighestIndexFirst(replicas)
 	}
 	if strategy.Replicas == 0 {
 		strategy.Replicas = countReplicas(replicas, strategy.Mode)

@@ -1,0 +1,60 @@
+package clustertest_test
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"testing"
+
+	"github.com/go-logr/logr"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
+
+	"github.com/kplan-dev/kplan/examples/clustertest"
+)
+
+// cluster is the package's cluster, started once by TestMain.
+var (
+	cluster  *clustertest.Cluster
+	setupErr error
+)
+
+func TestMain(m *testing.M) {
+	os.Exit(run(m))
+}
+
+func run(m *testing.M) int {
+	flag.Parse()
+	ctrllog.SetLogger(logr.Discard())
+	if testing.Short() {
+		return m.Run()
+	}
+	// KPLAN_TEST_VERBOSE=1 copies the controllers' logs to stderr.
+	verbose := os.Getenv("KPLAN_TEST_VERBOSE") != ""
+	cluster, setupErr = clustertest.Start(context.Background(), clustertest.Options{Log: os.Stderr, Verbose: verbose})
+	if setupErr == nil {
+		defer func() {
+			if err := cluster.Stop(); err != nil {
+				fmt.Fprintln(os.Stderr, "stop the cluster:", err)
+			}
+		}()
+	}
+	return m.Run()
+}
+
+// needCluster skips in -short mode and fails when the cluster did not start; when
+// the test fails, it prints the controllers' logs.
+func needCluster(t *testing.T) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("starts kube-apiserver, kube-controller-manager and the LWS controller")
+	}
+	if setupErr != nil {
+		t.Fatal(setupErr)
+	}
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("controller logs:\n%s", cluster.Logs(60))
+		}
+	})
+}
