@@ -137,7 +137,7 @@ type podTimes struct {
 	// when none is under way).
 	resizing time.Time
 	resizeTo string
-	removed  bool                 // deleted with grace period 0
+	removed  bool // deleted with grace period 0
 }
 
 // StartKubelet creates the node if missing and starts the kubelet's goroutine; it

@@ -619,7 +619,9 @@ func TestKubeletResizesInPlace(t *testing.T) {
 // is applied.
 func TestKubeletResizeInfeasible(t *testing.T) {
 	opts := testenv.KubeletOptions{RestartDelay: 100 * time.Millisecond,
-		ResizeInfeasible: func(p *corev1.Pod) bool { return p.Spec.Containers[0].Resources.Limits.Cpu().Cmp(resource.MustParse("4")) > 0 }}
+		ResizeInfeasible: func(p *corev1.Pod) bool {
+			return p.Spec.Containers[0].Resources.Limits.Cpu().Cmp(resource.MustParse("4")) > 0
+		}}
 	c, ns, k := kubeletFor(t, opts)
 	ctx := context.Background()
 	events := watchPod(t, c, ns, "p")
