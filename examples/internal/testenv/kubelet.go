@@ -137,7 +137,10 @@ type podTimes struct {
 	// when none is under way).
 	resizing time.Time
 	resizeTo string
-	removed  bool // deleted with grace period 0
+	// resizeRestarts: the restart counts, when the resize began, of the
+	// containers it changes.
+	resizeRestarts map[string]int32
+	removed        bool // deleted with grace period 0
 }
 
 // StartKubelet creates the node if missing and starts the kubelet's goroutine; it

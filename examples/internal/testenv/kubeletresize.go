@@ -52,13 +52,13 @@ func (k *Kubelet) resize(p *corev1.Pod, st *podTimes, s *corev1.PodStatus, now t
 	spec := func(c corev1.Container) corev1.ResourceList { return c.Resources.Requests }
 	switch {
 	case len(changed) == 0:
-		st.resizing, st.resizeTo = time.Time{}, ""
+		st.resizing, st.resizeTo, st.resizeRestarts = time.Time{}, "", nil
 		removeCondition(s, corev1.PodResizePending)
 		removeCondition(s, corev1.PodResizeInProgress)
 		report(old)
 		return
 	case k.resizeInfeasible(p):
-		st.resizing, st.resizeTo = time.Time{}, ""
+		st.resizing, st.resizeTo, st.resizeRestarts = time.Time{}, "", nil
 		removeCondition(s, corev1.PodResizeInProgress)
 		setResizeCondition(s, corev1.PodResizePending, corev1.PodReasonInfeasible,
 			"the node refuses the resize of containers "+containerNames(changed), p.Generation, now)
@@ -68,20 +68,36 @@ func (k *Kubelet) resize(p *corev1.Pod, st *podTimes, s *corev1.PodStatus, now t
 	removeCondition(s, corev1.PodResizePending)
 	if st.resizing.IsZero() || st.resizeTo != key.String() {
 		st.resizing, st.resizeTo = now, key.String()
-		at := metav1.NewTime(now)
+		st.resizeRestarts = map[string]int32{}
 		for _, c := range changed {
-			cs := findStatus(s.ContainerStatuses, c.Name)
-			if cs == nil || cs.State.Running == nil || !restartsOnResize(c, applied[c.Name]) {
-				continue
+			if o := findStatus(p.Status.ContainerStatuses, c.Name); o != nil {
+				st.resizeRestarts[c.Name] = o.RestartCount
 			}
-			cs.LastTerminationState = corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{
-				ExitCode: 0, Reason: "Completed", StartedAt: cs.State.Running.StartedAt, FinishedAt: at}}
-			cs.State = corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "ContainerCreating"}}
-			cs.Ready, cs.Started = false, ptrTo(false)
 		}
 	}
-	if !now.Before(st.resizing.Add(k.delay(p, "resize "+st.resizeTo, k.opts.RestartDelay))) {
-		st.resizing, st.resizeTo = time.Time{}, ""
+	// A container the resize restarts is stopped until its restart count
+	// passes the one it had when the resize began (the restart itself is
+	// converge's, as for a new image); decided from the status read, so a
+	// status write that failed is made again.
+	stopping := false
+	at := metav1.NewTime(now)
+	for _, c := range changed {
+		in := findStatus(p.Status.ContainerStatuses, c.Name)
+		cs := findStatus(s.ContainerStatuses, c.Name)
+		if in == nil || cs == nil || !restartsOnResize(c, applied[c.Name]) || in.RestartCount != st.resizeRestarts[c.Name] {
+			continue
+		}
+		stopping = true
+		if in.State.Running == nil {
+			continue // stopped already: converge restarts it
+		}
+		cs.LastTerminationState = corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{
+			ExitCode: 0, Reason: "Completed", StartedAt: in.State.Running.StartedAt, FinishedAt: at}}
+		cs.State = corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "ContainerCreating"}}
+		cs.Ready, cs.Started = false, ptrTo(false)
+	}
+	if !stopping && !now.Before(st.resizing.Add(k.delay(p, "resize "+st.resizeTo, k.opts.RestartDelay))) {
+		st.resizing, st.resizeTo, st.resizeRestarts = time.Time{}, "", nil
 		for _, c := range changed {
 			applied[c.Name] = *c.Resources.DeepCopy()
 		}
