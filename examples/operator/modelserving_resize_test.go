@@ -13,8 +13,10 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/watch"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -359,5 +361,31 @@ func TestModelServingResizeCrashAtEveryWrite(t *testing.T) {
 			}},
 	} {
 		t.Run(sc.name, func(t *testing.T) { runCrashes(t, sc, at) })
+	}
+}
+
+// TestOperatorResizesOnlyItsPods: the operator's ServiceAccount may patch
+// pods/resize (its ClusterRole), and the policy kplan-operator-writes keeps
+// that to pods a ModelServing controls: its resize of another pod is refused,
+// while the same resize by an administrator is valid and applied.
+func TestOperatorResizesOnlyItsPods(t *testing.T) {
+	ctx := context.Background()
+	ns := newNamespace(t)
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "plain"},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "main", Image: "busybox:1.36", Resources: engineResources("1", "2", "1Gi", "2Gi")}}}}
+	if err := admin.Create(ctx, pod); err != nil {
+		t.Fatal(err)
+	}
+	resize := client.RawPatch(types.StrategicMergePatchType, []byte(`{"spec":{"containers":[{"name":"main","resources":{"requests":{"cpu":"1500m"}}}]}}`))
+	err := operClient(t).SubResource("resize").Patch(ctx, pod.DeepCopy(), resize)
+	if !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), "only of pods a ModelServing controls") {
+		t.Fatalf("the operator resizing a pod no ModelServing controls: %v; want Forbidden by the kplan-operator-writes policy", err)
+	}
+	got := pod.DeepCopy()
+	if err := admin.SubResource("resize").Patch(ctx, got, resize); err != nil {
+		t.Fatalf("the same resize by an administrator: %v", err)
+	}
+	if q := got.Spec.Containers[0].Resources.Requests[corev1.ResourceCPU]; q.Cmp(resource.MustParse("1500m")) != 0 {
+		t.Errorf("cpu request after the administrator's resize: %s, want 1500m", q.String())
 	}
 }
