@@ -356,7 +356,9 @@ func TestModelServingResizeCrashAtEveryWrite(t *testing.T) {
 			})},
 		{name: "rolling-resize-infeasible", spec: func() servingv1.ModelServingSpec { return sizedSpec(servingv1.RollingMode, from) },
 			change: func(t *testing.T, r *crashRun) {
-				r.k.SetResizeInfeasible(func(p *corev1.Pod) bool { return p.Spec.Containers[0].Resources.Limits.Cpu().Cmp(resource.MustParse("32")) >= 0 })
+				r.k.SetResizeInfeasible(func(p *corev1.Pod) bool {
+					return p.Spec.Containers[0].Resources.Limits.Cpu().Cmp(resource.MustParse("32")) >= 0
+				})
 				editSpec(setResources(engineResources("1", "32", "1Gi", "2Gi")))(t, r)
 			}},
 	} {
