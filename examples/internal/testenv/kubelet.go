@@ -183,22 +183,6 @@ func (k *Kubelet) SetAllow(f func(*corev1.Pod) bool) {
 	k.mu.Unlock()
 }
 
-// SetResizeInfeasible replaces the rule that refuses pods' in-place resizes
-// (nil: every resize is accepted). A resize already refused is decided again at
-// the next poll.
-func (k *Kubelet) SetResizeInfeasible(f func(*corev1.Pod) bool) {
-	k.mu.Lock()
-	k.infeasible = f
-	k.mu.Unlock()
-}
-
-func (k *Kubelet) resizeInfeasible(p *corev1.Pod) bool {
-	k.mu.Lock()
-	f := k.infeasible
-	k.mu.Unlock()
-	return f != nil && f(p)
-}
-
 func (k *Kubelet) allowed(p *corev1.Pod) bool {
 	k.mu.Lock()
 	f := k.allow

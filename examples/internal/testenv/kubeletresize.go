@@ -10,6 +10,22 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
+// SetResizeInfeasible replaces the rule that refuses pods' in-place resizes
+// (nil: every resize is accepted). A resize already refused is decided again at
+// the next poll.
+func (k *Kubelet) SetResizeInfeasible(f func(*corev1.Pod) bool) {
+	k.mu.Lock()
+	k.infeasible = f
+	k.mu.Unlock()
+}
+
+func (k *Kubelet) resizeInfeasible(p *corev1.Pod) bool {
+	k.mu.Lock()
+	f := k.infeasible
+	k.mu.Unlock()
+	return f != nil && f(p)
+}
+
 // resize plays the node's side of in-place pod resize on s, the new status of
 // a running pod (p.Status is the status before this sync), as the kubelet of
 // Kubernetes 1.33 and later does:
