@@ -31,13 +31,17 @@ func run(m *testing.M) int {
 	}
 	// KPLAN_TEST_VERBOSE=1 copies the controllers' logs to stderr.
 	verbose := os.Getenv("KPLAN_TEST_VERBOSE") != ""
-	cluster, setupErr = clustertest.Start(context.Background(), clustertest.Options{Log: os.Stderr, Verbose: verbose})
+	cluster, setupErr = clustertest.Start(context.Background(), clustertest.Options{Log: os.Stderr, Verbose: verbose, Env: operatorEnv})
 	if setupErr == nil {
 		defer func() {
 			if err := cluster.Stop(); err != nil {
 				fmt.Fprintln(os.Stderr, "stop the cluster:", err)
 			}
 		}()
+		var stop func()
+		if stop, setupErr = startOperator(context.Background(), verbose); setupErr == nil {
+			defer stop()
+		}
 	}
 	return m.Run()
 }

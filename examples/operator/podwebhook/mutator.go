@@ -144,6 +144,9 @@ func (m *Mutator) injectRanktable(ctx context.Context, pod *corev1.Pod) error {
 			}
 			return fmt.Errorf("owner %s %s/%s: %w", kind.GVK.Kind, pod.Namespace, name, err)
 		}
+		if _, ok := owner.GetAnnotations()[ranktable.AnnotationTemplate]; !ok {
+			continue // another kind's label on the pod may name an annotated owner
+		}
 		return m.inject(ctx, pod, owner, kind.Grouping)
 	}
 	return nil

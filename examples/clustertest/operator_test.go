@@ -1,0 +1,86 @@
+package clustertest_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	"sigs.k8s.io/controller-runtime/pkg/webhook"
+
+	"github.com/kplan-dev/kplan/examples/internal/owners"
+	"github.com/kplan-dev/kplan/examples/internal/testenv"
+	"github.com/kplan-dev/kplan/examples/operator"
+	"github.com/kplan-dev/kplan/ranktable"
+)
+
+// operatorEnv installs what kplan's operator needs beside LWS: its CRDs (the
+// operator runs its ModelServing and ConfigMapSet controllers too) and its pod
+// webhook for LeaderWorkerSet pods.
+var operatorEnv = testenv.Options{
+	CRDDirectoryPaths: []string{"config/crd"},
+	WebhookPaths:      []string{"clustertest/testdata/webhook"},
+}
+
+// startOperator runs kplan's operator in-process beside the LWS controller, as
+// --ranktable-owner=leaderworkerset --ranktable-owner=disaggregatedset configures
+// it, with the ranktable template library in the templates namespace; it returns
+// once the webhook answers.
+func startOperator(ctx context.Context, verbose bool) (func(), error) {
+	if verbose {
+		ctrl.SetLogger(zap.New(zap.WriteTo(os.Stderr), zap.UseDevMode(true)))
+	}
+	if err := cluster.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ranktable.DefaultTemplateNamespace}}); err != nil {
+		return nil, err
+	}
+	for _, cm := range ranktable.LibraryConfigMaps() {
+		cm.Namespace = ranktable.DefaultTemplateNamespace
+		if err := cluster.Client.Create(ctx, cm); err != nil {
+			return nil, err
+		}
+	}
+	scheme, err := operator.NewScheme()
+	if err != nil {
+		return nil, err
+	}
+	wh := cluster.Env.Webhook
+	srv, err := operator.NewWebhookServer(webhook.Options{Host: wh.LocalServingHost, Port: wh.LocalServingPort, CertDir: wh.LocalServingCertDir})
+	if err != nil {
+		return nil, err
+	}
+	opts := operator.Options{RanktableOwners: []owners.Preset{owners.LeaderWorkerSet, owners.DisaggregatedSet}}
+	mgr, err := ctrl.NewManager(cluster.Config, ctrl.Options{
+		Scheme:        scheme,
+		Cache:         operator.CacheOptions(opts),
+		Metrics:       metricsserver.Options{BindAddress: "0"},
+		WebhookServer: srv,
+	})
+	if err != nil {
+		return nil, err
+	}
+	if err := operator.Setup(mgr, opts); err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- mgr.Start(ctx) }()
+	deadline := time.Now().Add(30 * time.Second)
+	for mgr.GetWebhookServer().StartedChecker()(nil) != nil {
+		if time.Now().After(deadline) {
+			cancel()
+			return nil, fmt.Errorf("the operator's webhook server did not start")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	return func() {
+		cancel()
+		if err := <-done; err != nil {
+			fmt.Fprintln(os.Stderr, "operator:", err)
+		}
+	}, nil
+}
