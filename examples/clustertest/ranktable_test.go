@@ -50,7 +50,14 @@ func TestRanktablesBesideLWS(t *testing.T) {
 	ns := newNamespace(t, ctx, "lws-rt")
 	dp := startDevicePlugin(t, ctx, ns)
 	kubelet(t, ns).SetAllow(func(p *corev1.Pod) bool { return mountedTable(p) == "" || dp.tableLists(ctx, p) })
-	inv := watchTables(t, ctx, ns, dp)
+	// A complete table lists the whole group: 4 pods of the LeaderWorkerSet, 2 of a
+	// DisaggregatedSet's role replica.
+	inv := watchTables(t, ctx, ns, dp, func(p *corev1.Pod) int {
+		if p.Labels[clustertest.LabelDisaggregatedSetRole] != "" {
+			return 2
+		}
+		return 4
+	})
 
 	const name, replicas, size = "serve", 2, 4
 	lws := lwsObject(ns, name, replicas, size, "engine:v1", nil)
@@ -403,15 +410,18 @@ func (dp *devicePlugin) tableLists(ctx context.Context, p *corev1.Pod) bool {
 }
 
 // tableInvariant checks, at every pod event of a namespace, the table the pod
-// mounts: a complete table lists servers of one revision and one group only, and a
+// mounts: a complete table lists the group's size of servers, of one revision and
+// one group only, and a
 // Ready pod (still Ready, and not being deleted, when read again) is in its table.
 type tableInvariant struct {
+	size func(*corev1.Pod) int
+
 	mu     sync.Mutex
 	errs   []string
 	events int
 }
 
-func watchTables(t *testing.T, ctx context.Context, ns string, dp *devicePlugin) *tableInvariant {
+func watchTables(t *testing.T, ctx context.Context, ns string, dp *devicePlugin, size func(*corev1.Pod) int) *tableInvariant {
 	t.Helper()
 	wc, err := client.NewWithWatch(cluster.Config, client.Options{Scheme: cluster.Client.Scheme()})
 	if err != nil {
@@ -421,7 +431,7 @@ func watchTables(t *testing.T, ctx context.Context, ns string, dp *devicePlugin)
 	if err != nil {
 		t.Fatal(err)
 	}
-	inv := &tableInvariant{}
+	inv := &tableInvariant{size: size}
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
@@ -444,6 +454,9 @@ func (inv *tableInvariant) check(ctx context.Context, dp *devicePlugin, p *corev
 	for _, s := range servers {
 		info := dp.info(s)
 		revs[info.revision], groups[info.group] = true, true
+	}
+	if len(servers) > 0 && len(servers) != inv.size(p) {
+		errs = append(errs, fmt.Sprintf("pod %s: complete table %s lists %d servers, its group has %d pods", p.Name, mountedTable(p), len(servers), inv.size(p)))
 	}
 	if len(revs) > 1 || len(groups) > 1 {
 		errs = append(errs, fmt.Sprintf("pod %s: table %s lists servers of revisions %v and groups %v", p.Name, mountedTable(p), keys(revs), keys(groups)))
@@ -483,5 +496,3 @@ func keys(m map[string]bool) []string {
 	slices.Sort(out)
 	return out
 }
-
-

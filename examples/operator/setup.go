@@ -49,7 +49,7 @@ type Options struct {
 	// whose pods the webhook mounts them in (default: owners.ExampleModelServing
 	// alone). The example ModelServing gets its finalizer and RanktableReady
 	// condition; any other kind is read as unstructured objects and never written
-	// (see ranktables.OwnerReconciler). ParseRanktableOwner reads them from flags.
+	// (see ranktables.OwnerReconciler). owners.Parse reads them from flags.
 	RanktableOwners []owners.Preset
 	// NodeRDMACapacity, when set, runs the rdmacapacity controller with this model, keeping
 	// nodes' koordinator.sh/rdma capacity from koordinator's Device objects (the

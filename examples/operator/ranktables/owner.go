@@ -81,7 +81,7 @@ func (r *OwnerReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	owner := &unstructured.Unstructured{}
 	owner.SetGroupVersionKind(r.Kind.GVK)
 	b := ctrl.NewControllerManagedBy(mgr).
-		Named("ranktable-" + lower(r.Kind.GVK.Kind) + "-" + lower(r.Kind.GVK.Group)).
+		Named("ranktable-"+lower(r.Kind.GVK.Kind)+"-"+lower(r.Kind.GVK.Group)).
 		WithOptions(controller.Options{MaxConcurrentReconciles: reconcileWorkers}).
 		// Not the owner controller's status writes: only a new spec or annotations.
 		For(owner, builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}))).

@@ -1,4 +1,4 @@
-package operator
+package owners
 
 import (
 	"fmt"
@@ -6,19 +6,18 @@ import (
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
-	"github.com/kplan-dev/kplan/examples/internal/owners"
 	"github.com/kplan-dev/kplan/ranktable"
 )
 
-// RanktableOwnerPresets are the names ParseRanktableOwner knows.
-var RanktableOwnerPresets = map[string]owners.Preset{
-	"modelserving":     owners.ExampleModelServing,
-	"kthena":           owners.KthenaModelServing,
-	"leaderworkerset":  owners.LeaderWorkerSet,
-	"disaggregatedset": owners.DisaggregatedSet,
+// Names are the presets by the names Parse knows.
+var Names = map[string]Preset{
+	"modelserving":     ExampleModelServing,
+	"kthena":           KthenaModelServing,
+	"leaderworkerset":  LeaderWorkerSet,
+	"disaggregatedset": DisaggregatedSet,
 }
 
-// ParseRanktableOwner reads one owner kind of the --ranktable-owner flag: a preset
+// Parse reads an owner kind as the operator's --ranktable-owner flag gives it: a preset
 // name (modelserving, kthena, leaderworkerset, disaggregatedset), or
 // group/version/Kind followed by comma-separated settings of its pods' labels:
 //
@@ -29,23 +28,23 @@ var RanktableOwnerPresets = map[string]owners.Preset{
 // member-index-label and revision-label (together, they keep each group's table on
 // its leader's revision) and order (natural, lexicographic or podindex). Such a
 // kind's groups expect the pods they have.
-func ParseRanktableOwner(s string) (owners.Preset, error) {
-	if p, ok := RanktableOwnerPresets[s]; ok {
+func Parse(s string) (Preset, error) {
+	if p, ok := Names[s]; ok {
 		return p, nil
 	}
 	parts := strings.Split(s, ",")
 	gvk := strings.Split(parts[0], "/")
 	if len(gvk) != 3 || gvk[0] == "" || gvk[1] == "" || gvk[2] == "" {
-		return owners.Preset{}, fmt.Errorf("ranktable owner %q: neither a preset (modelserving, kthena, leaderworkerset, disaggregatedset) nor group/version/Kind", s)
+		return Preset{}, fmt.Errorf("ranktable owner %q: neither a preset (modelserving, kthena, leaderworkerset, disaggregatedset) nor group/version/Kind", s)
 	}
-	p := owners.Preset{GVK: schema.GroupVersionKind{Group: gvk[0], Version: gvk[1], Kind: gvk[2]}}
-	if _, ok := owners.For(p.GVK); ok {
-		return owners.Preset{}, fmt.Errorf("ranktable owner %q: %s has a preset: give its name", s, p.GVK.GroupKind())
+	p := Preset{GVK: schema.GroupVersionKind{Group: gvk[0], Version: gvk[1], Kind: gvk[2]}}
+	if _, ok := For(p.GVK); ok {
+		return Preset{}, fmt.Errorf("ranktable owner %q: %s has a preset: give its name", s, p.GVK.GroupKind())
 	}
 	for _, kv := range parts[1:] {
 		k, v, ok := strings.Cut(kv, "=")
 		if !ok || v == "" {
-			return owners.Preset{}, fmt.Errorf("ranktable owner %q: setting %q is not key=value", s, kv)
+			return Preset{}, fmt.Errorf("ranktable owner %q: setting %q is not key=value", s, kv)
 		}
 		switch k {
 		case "owner-label":
@@ -68,14 +67,14 @@ func ParseRanktableOwner(s string) (owners.Preset, error) {
 			if ok {
 				p.Order = o
 			} else {
-				return owners.Preset{}, fmt.Errorf("ranktable owner %q: order %q: want natural, lexicographic or podindex", s, v)
+				return Preset{}, fmt.Errorf("ranktable owner %q: order %q: want natural, lexicographic or podindex", s, v)
 			}
 		default:
-			return owners.Preset{}, fmt.Errorf("ranktable owner %q: unknown setting %q", s, k)
+			return Preset{}, fmt.Errorf("ranktable owner %q: unknown setting %q", s, k)
 		}
 	}
 	if p.Grouping.OwnerLabel == "" {
-		return owners.Preset{}, fmt.Errorf("ranktable owner %q: owner-label is required (the pod label naming the owner)", s)
+		return Preset{}, fmt.Errorf("ranktable owner %q: owner-label is required (the pod label naming the owner)", s)
 	}
 	return p, nil
 }
