@@ -21,10 +21,11 @@ import (
 
 // operatorEnv installs what kplan's operator needs beside LWS: its CRDs (the
 // operator runs its ModelServing and ConfigMapSet controllers too) and its pod
-// webhook for LeaderWorkerSet pods.
+// webhook for LeaderWorkerSet pods, as config/samples/ranktable-owners.yaml
+// configures it (envtest points its clientConfig at the test's operator).
 var operatorEnv = testenv.Options{
 	CRDDirectoryPaths: []string{"config/crd"},
-	WebhookPaths:      []string{"clustertest/testdata/webhook"},
+	WebhookPaths:      []string{"config/samples/ranktable-owners.yaml"},
 }
 
 // startOperator runs kplan's operator in-process beside the LWS controller, as
