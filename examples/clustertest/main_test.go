@@ -9,6 +9,7 @@ import (
 
 	"github.com/go-logr/logr"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/kplan-dev/kplan/examples/clustertest"
 )
@@ -25,12 +26,17 @@ func TestMain(m *testing.M) {
 
 func run(m *testing.M) int {
 	flag.Parse()
-	ctrllog.SetLogger(logr.Discard())
+	// KPLAN_TEST_VERBOSE=1 copies the controllers' logs (kplan's operator's too) to
+	// stderr.
+	verbose := os.Getenv("KPLAN_TEST_VERBOSE") != ""
+	if verbose {
+		ctrllog.SetLogger(zap.New(zap.WriteTo(os.Stderr), zap.UseDevMode(true)))
+	} else {
+		ctrllog.SetLogger(logr.Discard())
+	}
 	if testing.Short() {
 		return m.Run()
 	}
-	// KPLAN_TEST_VERBOSE=1 copies the controllers' logs to stderr.
-	verbose := os.Getenv("KPLAN_TEST_VERBOSE") != ""
 	cluster, setupErr = clustertest.Start(context.Background(), clustertest.Options{Log: os.Stderr, Verbose: verbose, Env: operatorEnv})
 	if setupErr == nil {
 		defer func() {
@@ -39,7 +45,7 @@ func run(m *testing.M) int {
 			}
 		}()
 		var stop func()
-		if stop, setupErr = startOperator(context.Background(), verbose); setupErr == nil {
+		if stop, setupErr = startOperator(context.Background()); setupErr == nil {
 			defer stop()
 		}
 	}

@@ -9,7 +9,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
@@ -32,10 +31,7 @@ var operatorEnv = testenv.Options{
 // --ranktable-owner=leaderworkerset --ranktable-owner=disaggregatedset configures
 // it, with the ranktable template library in the templates namespace; it returns
 // once the webhook answers.
-func startOperator(ctx context.Context, verbose bool) (func(), error) {
-	if verbose {
-		ctrl.SetLogger(zap.New(zap.WriteTo(os.Stderr), zap.UseDevMode(true)))
-	}
+func startOperator(ctx context.Context) (func(), error) {
 	if err := cluster.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ranktable.DefaultTemplateNamespace}}); err != nil {
 		return nil, err
 	}

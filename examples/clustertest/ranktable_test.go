@@ -36,9 +36,11 @@ const groupTemplate = "ascend-ranktable-template-vllm-group"
 //
 //   - A LeaderWorkerSet of 2 groups of 4, annotated with a group-level template,
 //     gets one complete table per group (<lws>-<group index>-ranktable), mounted by
-//     each group's pods (kplan's webhook runs before LWS's pod webhook, which sets
-//     the group labels, and is called again), byte-identical to what
+//     each group's pods, byte-identical to what
 //     `kplan ranktable --configmaps` computes from the same LeaderWorkerSet and pods.
+//     kplan's webhook configuration sorts before LWS's, so a leader pod reaches it
+//     first without its group labels (LWS's pod webhook sets them): it mounts its
+//     table only because the API server calls kplan's webhook again.
 //   - A rolling update (a new image) replaces both groups; each ends with a
 //     complete table of its new pods, and at every pod event no table lists servers
 //     of two revisions or of another group, and no Ready pod's table leaves it out.
