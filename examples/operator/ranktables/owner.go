@@ -3,12 +3,12 @@ package ranktables
 import (
 	"context"
 	"fmt"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/client-go/util/retry"
@@ -55,6 +55,9 @@ type OwnerReconciler struct {
 
 	planner   *ranktable.Planner
 	templates ranktable.TemplateCache
+	// uids remembers each planned owner's UID by name, so that the plan the
+	// Planner keeps for an owner is forgotten once the owner is gone.
+	uids sync.Map // types.NamespacedName -> types.UID
 }
 
 // SetupWithManager registers the reconciler, named ranktable-<kind in lower case>:
@@ -159,13 +162,19 @@ func (r *OwnerReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl
 	if err := r.Client.Get(ctx, req.NamespacedName, owner); err != nil {
 		if apierrors.IsNotFound(err) {
 			// Its ConfigMaps go with it (owner references); forget its plan.
-			logger.V(1).Info("owner gone; the garbage collector deletes its ranktable ConfigMaps")
+			if uid, ok := r.uids.LoadAndDelete(req.NamespacedName); ok {
+				r.planner.Forget(uid.(types.UID))
+				logger.V(1).Info("owner gone; the garbage collector deletes its ranktable ConfigMaps")
+			}
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	if owner.GetDeletionTimestamp() != nil {
 		r.planner.Forget(owner.GetUID())
 		return ctrl.Result{}, nil
+	}
+	if old, loaded := r.uids.Swap(req.NamespacedName, owner.GetUID()); loaded && old.(types.UID) != owner.GetUID() {
+		r.planner.Forget(old.(types.UID)) // deleted and re-created under the same name
 	}
 	tmplName, ok := owner.GetAnnotations()[ranktable.AnnotationTemplate]
 	if !ok {
@@ -252,5 +261,3 @@ func (r *OwnerReconciler) removeTables(ctx context.Context, owner client.Object)
 	}
 	return err
 }
-
-var _ runtime.Object = (*unstructured.Unstructured)(nil)
