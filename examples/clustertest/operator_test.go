@@ -1,13 +1,20 @@
 package clustertest_test
 
 import (
+	"bytes"
 	"context"
+	"errors"
 	"fmt"
+	"io"
 	"os"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
@@ -27,10 +34,11 @@ var operatorEnv = testenv.Options{
 	WebhookPaths:      []string{"config/samples/ranktable-owners.yaml"},
 }
 
-// startOperator runs kplan's operator in-process beside the LWS controller, as
-// --ranktable-owner=leaderworkerset --ranktable-owner=disaggregatedset configures
-// it, with the ranktable template library in the templates namespace; it returns
-// once the webhook answers.
+// startOperator runs kplan's operator in-process beside the LWS controller, as its
+// ServiceAccount with config/rbac's ClusterRole and the sample's for the owner
+// kinds, configured as --ranktable-owner=leaderworkerset
+// --ranktable-owner=disaggregatedset configures it, with the ranktable template
+// library in the templates namespace; it returns once the webhook answers.
 func startOperator(ctx context.Context) (func(), error) {
 	if err := cluster.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ranktable.DefaultTemplateNamespace}}); err != nil {
 		return nil, err
@@ -40,6 +48,21 @@ func startOperator(ctx context.Context) (func(), error) {
 		if err := cluster.Client.Create(ctx, cm); err != nil {
 			return nil, err
 		}
+	}
+	// The operator runs as its ServiceAccount, with config/rbac's role and the
+	// sample's for the owner kinds.
+	if err := cluster.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "kplan-system"}}); err != nil {
+		return nil, err
+	}
+	for _, f := range []string{"../config/rbac/role.yaml", "../config/samples/ranktable-owners.yaml"} {
+		if err := createRBAC(ctx, f); err != nil {
+			return nil, err
+		}
+	}
+	cfg := rest.CopyConfig(cluster.Config)
+	cfg.Impersonate = rest.ImpersonationConfig{
+		UserName: "system:serviceaccount:kplan-system:kplan-operator",
+		Groups:   []string{"system:serviceaccounts", "system:serviceaccounts:kplan-system", "system:authenticated"},
 	}
 	scheme, err := operator.NewScheme()
 	if err != nil {
@@ -51,7 +74,7 @@ func startOperator(ctx context.Context) (func(), error) {
 		return nil, err
 	}
 	opts := operator.Options{RanktableOwners: []owners.Preset{owners.LeaderWorkerSet, owners.DisaggregatedSet}}
-	mgr, err := ctrl.NewManager(cluster.Config, ctrl.Options{
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:        scheme,
 		Cache:         operator.CacheOptions(opts),
 		Metrics:       metricsserver.Options{BindAddress: "0"},
@@ -80,4 +103,28 @@ func startOperator(ctx context.Context) (func(), error) {
 			fmt.Fprintln(os.Stderr, "operator:", err)
 		}
 	}, nil
+}
+
+// createRBAC creates the RBAC objects and ServiceAccounts of a manifest file.
+func createRBAC(ctx context.Context, file string) error {
+	raw, err := os.ReadFile(file)
+	if err != nil {
+		return err
+	}
+	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(raw), 4096)
+	for {
+		var u unstructured.Unstructured
+		if err := dec.Decode(&u.Object); err != nil {
+			if errors.Is(err, io.EOF) {
+				return nil
+			}
+			return fmt.Errorf("%s: %w", file, err)
+		}
+		if u.Object == nil || (u.GetKind() != "ServiceAccount" && !strings.HasPrefix(u.GetAPIVersion(), "rbac.authorization.k8s.io/")) {
+			continue
+		}
+		if err := cluster.Client.Create(ctx, &u); err != nil {
+			return fmt.Errorf("%s: %s %s: %w", file, u.GetKind(), u.GetName(), err)
+		}
+	}
 }
