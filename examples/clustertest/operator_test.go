@@ -32,6 +32,9 @@ import (
 var operatorEnv = testenv.Options{
 	CRDDirectoryPaths: []string{"config/crd"},
 	WebhookPaths:      []string{"config/samples/ranktable-owners.yaml"},
+	// Owner references with blockOwnerDeletion (the rank tables') need update on
+	// the owner's finalizers subresource, as in clusters that enable it.
+	APIServerArgs: map[string][]string{"enable-admission-plugins": {"OwnerReferencesPermissionEnforcement"}},
 }
 
 // startOperator runs kplan's operator in-process beside the LWS controller, as its
