@@ -6,7 +6,9 @@
 //     pods it creates and rolls out with package rollout; the reference for
 //     embedding rollout.
 //   - ranktables: the rank table ConfigMaps of ModelServings annotated with a
-//     ranktable template, planned with package ranktable.
+//     ranktable template, planned with package ranktable, and of the other owner
+//     kinds Options.RanktableOwners names (LeaderWorkerSet, DisaggregatedSet,
+//     kthena's ModelServing: see OWNERS.md).
 //   - configmapset: ConfigMapSets (CRD apps.kplan.dev/v1alpha1), planned with
 //     package revision.
 //   - rdmacapacity (Options.NodeRDMACapacity): nodes' koordinator.sh/rdma capacity
