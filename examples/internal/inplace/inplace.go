@@ -129,7 +129,8 @@ func ReleaseGates(ctx context.Context, c client.Client, mode servingv1.RolloutMo
 		if err := setGate(ctx, c, p, corev1.ConditionTrue, "ImagesReady", "", now); err != nil {
 			return wrote, err
 		}
-		log.FromContext(ctx).Info("opened readiness gate", "pod", p.Name, "revision", p.Labels[servingv1.LabelRevision])
+		log.FromContext(ctx).Info("opened readiness gate", "action", "open-gate", "pod", p.Name, "group", p.Labels[servingv1.LabelGroupName],
+			"revision", p.Labels[servingv1.LabelRevision], "reason", "ImagesReady")
 		wrote = true
 	}
 	return wrote, nil
@@ -232,6 +233,8 @@ func Apply(ctx context.Context, c client.Client, ups []Update, rev string, now t
 		if err := setGate(ctx, c, u.Pod, corev1.ConditionFalse, "UpdatingImages", "moving to revision "+rev, now); err != nil {
 			return acted, err
 		}
+		log.FromContext(ctx).Info("closed readiness gate", "action", "close-gate", "pod", u.Pod.Name, "group", u.Pod.Labels[servingv1.LabelGroupName],
+			"revision", rev, "reason", "UpdatingImages")
 		acted = true
 	}
 	for _, u := range ups {
@@ -263,13 +266,15 @@ func Apply(ctx context.Context, c client.Client, ups []Update, rev string, now t
 		if err != nil {
 			return acted, err
 		}
+		from := p.Labels[servingv1.LabelRevision] // the patch's answer overwrites p
 		if err := c.Patch(ctx, p, client.RawPatch(types.StrategicMergePatchType, patch)); err != nil {
 			if apierrors.IsNotFound(err) {
 				continue
 			}
 			return acted, fmt.Errorf("updating pod %s in place: %w", p.Name, err)
 		}
-		log.FromContext(ctx).Info("updated pod in place", "pod", p.Name, "from", p.Labels[servingv1.LabelRevision], "to", rev, "images", u.Images)
+		log.FromContext(ctx).Info("updated pod in place", "action", "update-in-place", "pod", p.Name, "group", p.Labels[servingv1.LabelGroupName],
+			"revision", rev, "from", from, "images", u.Images, "reason", "ImagesChanged")
 		acted = true
 		updated(p)
 	}
