@@ -1,6 +1,7 @@
 package operator_test
 
 import (
+	"context"
 	"fmt"
 	"slices"
 	"strings"
@@ -9,8 +10,13 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/retry"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/kplan-dev/kplan"
 	servingv1 "github.com/kplan-dev/kplan/examples/api/serving/v1alpha1"
+	"github.com/kplan-dev/kplan/revision"
 	"github.com/kplan-dev/kplan/rollout"
 )
 
@@ -303,4 +309,87 @@ func TestOperatorLogFollowsOneRollout(t *testing.T) {
 			return lr.find("the gate of "+pod+" opened", u, "opened readiness gate", "action", "open-gate", "pod", pod, "revision", to, "reason", "ImagesReady")
 		})
 	})
+}
+
+// TestOperatorLogFollowsAConfigMapSet reads the operator's log of a ConfigMapSet
+// rollout: two pods injected by the webhook (each a "mutated pod" line naming the
+// set), the first revision and the hub created, then new data: the update
+// revision moving (RevisionCreated), the hub updated, each pod moved to the new
+// revision (PodsUpdated), the rollout waiting for the node side, and its
+// completion at the new revision.
+func TestOperatorLogFollowsAConfigMapSet(t *testing.T) {
+	ctx := context.Background()
+	ns := newNamespace(t)
+	capture := logs.capture(t, ns)
+	v1 := map[string]string{"app.conf": "threads=4\n"}
+	v2 := map[string]string{"app.conf": "threads=8\n"}
+	set := newSet(t, ns, "logged", v1, false)
+	r1, r2 := revision.RevisionHash(v1, 0), revision.RevisionHash(v2, 0)
+	pods := []string{"web-0", "web-1"}
+	for _, p := range pods {
+		newWebPod(t, ns, p)
+	}
+	for _, p := range pods {
+		runNode(t, ns, p, set)
+	}
+	waitCondition(t, set, metav1.ConditionTrue, revision.ReasonRolloutComplete, "every pod runs revision "+r1)
+	err := retry.RetryOnConflict(editBackoff, func() error {
+		if err := admin.Get(ctx, client.ObjectKeyFromObject(set), set); err != nil {
+			return err
+		}
+		set.Spec.Data = v2
+		return admin.Update(ctx, set)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Play the node for each pod once it is asked for r2 (the budget may move
+	// them one at a time).
+	ran := map[string]bool{}
+	eventually(t, "every pod confirms "+r2, func() error {
+		for name, rev := range wantedRevisions(t, ns, set, pods) {
+			if rev == r2 && !ran[name] {
+				runNode(t, ns, name, set)
+				ran[name] = true
+			}
+		}
+		if len(ran) != len(pods) {
+			return fmt.Errorf("pods run on %s: %v", r2, ran)
+		}
+		return nil
+	})
+	waitCondition(t, set, metav1.ConditionTrue, revision.ReasonRolloutComplete, "every pod runs revision "+r2)
+
+	var entries []logEntry
+	for _, e := range capture.snapshot() {
+		if e.level == 0 && (e.get("controller") == "configmapset" && e.get("name") == set.Name || e.get("controller") == "") {
+			entries = append(entries, e)
+		}
+	}
+	lr := &logReader{t: t, entries: entries}
+	defer func() {
+		if t.Failed() {
+			t.Logf("the operator's log:\n%s", lr.dump())
+		}
+	}()
+	first := lr.find("the first revision", 0, "update revision changed", "revision", r1, "previous", "", "reason", string(revision.ReasonRevisionCreated))
+	lr.find("the hub created", first, "wrote hub ConfigMap", "action", string(kplan.ActionCreate), "configMap", revision.HubName(set.Name), "revision", r1)
+	for _, p := range pods {
+		lr.find("the webhook injecting "+p, 0, "mutated pod", "pod", p, "reason", "ConfigMapSetSelector", "configMapSet", set.Name, "revision", r1)
+	}
+	done1 := lr.find("the completion at "+r1, first, "rollout complete", "revision", r1, "reason", string(revision.ReasonRolloutComplete))
+	if done1 < 0 {
+		return
+	}
+	moved := lr.find("the move to "+r2, done1, "update revision changed", "revision", r2, "previous", r1, "reason", string(revision.ReasonRevisionCreated))
+	if moved < 0 {
+		return
+	}
+	lr.find("the hub updated", moved, "wrote hub ConfigMap", "action", string(kplan.ActionUpdate), "revision", r2, "revisions", "2")
+	last := moved
+	for _, p := range pods {
+		last = max(last, lr.find(p+" moved to "+r2, moved, "moved pod to revision", "action", "patch", "pod", p, "revision", r2, "reason", string(revision.ReasonPodsUpdated)))
+	}
+	lr.find("the rollout waiting for the node side", moved, "rollout waiting", "revision", r2, "reason", string(revision.ReasonRevisionNotConfirmed))
+	lr.find("the completion at "+r2, last, "rollout complete", "revision", r2, "reason", string(revision.ReasonRolloutComplete))
 }
