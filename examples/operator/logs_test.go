@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -69,6 +70,9 @@ func (e logEntry) String() string {
 type logRecorder struct {
 	mu       sync.Mutex
 	captures map[string]*logCapture // by namespace
+	// active counts the captures: with none, the operator logs as cheaply as to
+	// nowhere.
+	active atomic.Int32
 }
 
 // logCapture holds the entries of one namespace, in the order they were logged.
@@ -83,10 +87,12 @@ func (r *logRecorder) capture(t *testing.T, ns string) *logCapture {
 	r.mu.Lock()
 	r.captures[ns] = c
 	r.mu.Unlock()
+	r.active.Add(1)
 	t.Cleanup(func() {
 		r.mu.Lock()
 		delete(r.captures, ns)
 		r.mu.Unlock()
+		r.active.Add(-1)
 	})
 	return c
 }
@@ -128,7 +134,7 @@ func (r *logRecorder) sink(next logr.LogSink) logr.LogSink {
 	return &recordingSink{r: r, next: next}
 }
 
-// recordingSink records every entry, at every verbosity.
+// recordingSink records every entry, at every verbosity, while a test captures.
 type recordingSink struct {
 	r      *logRecorder
 	next   logr.LogSink
@@ -141,17 +147,23 @@ func (s *recordingSink) Init(info logr.RuntimeInfo) {
 	}
 }
 
-func (s *recordingSink) Enabled(int) bool { return true }
+func (s *recordingSink) Enabled(level int) bool {
+	return s.r.active.Load() > 0 || s.next != nil && s.next.Enabled(level)
+}
 
 func (s *recordingSink) Info(level int, msg string, kv ...any) {
-	s.r.record(level, msg, nil, s.values, kv)
+	if s.r.active.Load() > 0 {
+		s.r.record(level, msg, nil, s.values, kv)
+	}
 	if s.next != nil && s.next.Enabled(level) {
 		s.next.Info(level, msg, kv...)
 	}
 }
 
 func (s *recordingSink) Error(err error, msg string, kv ...any) {
-	s.r.record(0, msg, err, s.values, kv)
+	if s.r.active.Load() > 0 {
+		s.r.record(0, msg, err, s.values, kv)
+	}
 	if s.next != nil {
 		s.next.Error(err, msg, kv...)
 	}
