@@ -16,7 +16,7 @@
 //     with webhookpatch.Diff.
 //
 // The Kubernetes mechanics the ModelServing controller needs and kplan leaves out
-// (ControllerRevision history, expectations, in-place image updates) are packages
+// (ControllerRevision history, expectations, in-place updates) are packages
 // of examples/internal. The ConfigMapSet reload sidecar is package examples/reload,
 // which depends on neither this package nor the controllers.
 //

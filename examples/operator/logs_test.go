@@ -310,7 +310,7 @@ func TestOperatorLogFollowsOneRollout(t *testing.T) {
 	})
 	t.Run("InPlace", func(t *testing.T) {
 		rolloutLog(t, setImage("engine:v3"), func(lr *logReader, start int, pod, from, to string) int {
-			c := lr.find("the gate of "+pod+" closed", start, "closed readiness gate", "action", "close-gate", "pod", pod, "revision", to, "reason", "UpdatingImages")
+			c := lr.find("the gate of "+pod+" closed", start, "closed readiness gate", "action", "close-gate", "pod", pod, "revision", to, "reason", "UpdatingInPlace")
 			if c < 0 {
 				return start
 			}
