@@ -67,11 +67,13 @@ func TestMain(m *testing.M) {
 func run(m *testing.M) (int, error) {
 	// Reconcile errors (conflicts, a broken group) are part of the scenarios: log only
 	// when asked to.
+	// The operator's log goes to logs (where a test reads it, see logs_test.go),
+	// and to stderr too with KPLAN_TEST_VERBOSE.
+	var next logr.LogSink
 	if os.Getenv("KPLAN_TEST_VERBOSE") != "" {
-		ctrl.SetLogger(zap.New(zap.WriteTo(os.Stderr), zap.UseDevMode(true)))
-	} else {
-		ctrl.SetLogger(logr.Discard())
+		next = zap.New(zap.WriteTo(os.Stderr), zap.UseDevMode(true)).GetSink()
 	}
+	ctrl.SetLogger(logr.New(logs.sink(next)))
 	ctx := context.Background()
 	var err error
 	if scheme, err = operator.NewScheme(); err != nil {

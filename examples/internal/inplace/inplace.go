@@ -105,7 +105,8 @@ func ReleaseGates(ctx context.Context, c client.Client, mode servingv1.RolloutMo
 		if err := setGate(ctx, c, p, corev1.ConditionTrue, "ImagesReady", "", now); err != nil {
 			return wrote, err
 		}
-		log.FromContext(ctx).Info("opened readiness gate", "pod", p.Name, "revision", p.Labels[servingv1.LabelRevision])
+		log.FromContext(ctx).Info("opened readiness gate", "action", "open-gate", "pod", p.Name, "group", p.Labels[servingv1.LabelGroupName],
+			"revision", p.Labels[servingv1.LabelRevision], "reason", "ImagesReady")
 		wrote = true
 	}
 	return wrote, nil
@@ -200,6 +201,18 @@ func Eligible(p *corev1.Pod) bool {
 	return HasGate(p) && p.DeletionTimestamp == nil && p.Status.Phase != corev1.PodFailed && p.Status.Phase != corev1.PodSucceeded
 }
 
+// inPlaceReason is the reason of an in-place update in the log: ImagesChanged,
+// ResourcesChanged, or ImagesAndResourcesChanged.
+func inPlaceReason(u Update) string {
+	switch {
+	case len(u.Images) > 0 && len(u.Resources) > 0:
+		return "ImagesAndResourcesChanged"
+	case len(u.Resources) > 0:
+		return "ResourcesChanged"
+	}
+	return "ImagesChanged"
+}
+
 // Apply moves pods to revision rev in place: first every pod's gate is set False
 // (a gang's members all stop serving before any runs the new revision), then each
 // pod is resized (when its resources change) and its images, revision label and
@@ -214,6 +227,8 @@ func Apply(ctx context.Context, c client.Client, ups []Update, rev string, now t
 		if err := setGate(ctx, c, u.Pod, corev1.ConditionFalse, "UpdatingInPlace", "moving to revision "+rev, now); err != nil {
 			return nil, acted, err
 		}
+		log.FromContext(ctx).Info("closed readiness gate", "action", "close-gate", "pod", u.Pod.Name, "group", u.Pod.Labels[servingv1.LabelGroupName],
+			"revision", rev, "reason", "UpdatingInPlace")
 		acted = true
 	}
 	for _, u := range ups {
@@ -260,13 +275,15 @@ func Apply(ctx context.Context, c client.Client, ups []Update, rev string, now t
 		if err != nil {
 			return nil, acted, err
 		}
+		from := p.Labels[servingv1.LabelRevision] // the patch's answer overwrites p
 		if err := c.Patch(ctx, p, client.RawPatch(types.StrategicMergePatchType, patch)); err != nil {
 			if apierrors.IsNotFound(err) {
 				continue
 			}
 			return nil, acted, fmt.Errorf("updating pod %s in place: %w", p.Name, err)
 		}
-		log.FromContext(ctx).Info("updated pod in place", "pod", p.Name, "from", p.Labels[servingv1.LabelRevision], "to", rev, "images", u.Images, "resized", rec.Resized)
+		log.FromContext(ctx).Info("updated pod in place", "action", "update-in-place", "pod", p.Name, "group", p.Labels[servingv1.LabelGroupName],
+			"revision", rev, "from", from, "images", u.Images, "resized", rec.Resized, "reason", inPlaceReason(u))
 		acted = true
 		updated(p)
 	}

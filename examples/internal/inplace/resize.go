@@ -215,12 +215,14 @@ func resize(ctx context.Context, c client.Client, p *corev1.Pod, resources map[s
 		case apierrors.IsNotFound(err):
 			return false, true, nil
 		case apierrors.IsInvalid(err):
-			log.FromContext(ctx).Info("resize refused, recreating the pod", "pod", p.Name, "error", err.Error())
+			log.FromContext(ctx).Info("resize refused, recreating the pod", "action", "resize", "pod", p.Name, "group", p.Labels[servingv1.LabelGroupName],
+				"reason", "ResizeRefused", "error", err.Error())
 			return false, false, nil
 		}
 		return false, false, fmt.Errorf("resizing pod %s: %w", p.Name, err)
 	}
-	log.FromContext(ctx).Info("resized pod", "pod", p.Name, "containers", slices.Sorted(maps.Keys(resources)))
+	log.FromContext(ctx).Info("resized pod", "action", "resize", "pod", p.Name, "group", p.Labels[servingv1.LabelGroupName],
+		"containers", slices.Sorted(maps.Keys(resources)), "reason", "ResourcesChanged")
 	return true, true, nil
 }
 

@@ -109,6 +109,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		r.Recorder.Eventf(&set, nil, corev1.EventTypeWarning, "PlanFailed", "Reconcile", "%v", err)
 		return ctrl.Result{}, err
 	}
+	l := log.FromContext(ctx)
+	logPlan(l, &set, res)
 	switch cm := res.Hub.ConfigMap; res.Hub.Action {
 	case kplan.ActionCreate:
 		labelHub(cm)
@@ -122,23 +124,32 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err != nil {
 		return ctrl.Result{}, fmt.Errorf("hub ConfigMap %s/%s: %w", res.Hub.ConfigMap.Namespace, res.Hub.ConfigMap.Name, err)
 	}
+	if res.Hub.Action != kplan.ActionNone {
+		l.Info("wrote hub ConfigMap", "action", string(res.Hub.Action), "configMap", res.Hub.ConfigMap.Name,
+			"revision", res.Status.UpdateRevision, "revisions", len(res.Revisions))
+	}
 	for _, p := range res.Pods {
 		patch, err := p.MergePatch()
 		if err != nil {
 			return ctrl.Result{}, err
 		}
 		pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: p.Namespace, Name: p.Name}}
-		if err := r.Client.Patch(ctx, pod, client.RawPatch(types.MergePatchType, patch)); client.IgnoreNotFound(err) != nil {
+		err = r.Client.Patch(ctx, pod, client.RawPatch(types.MergePatchType, patch))
+		if client.IgnoreNotFound(err) != nil {
 			return ctrl.Result{}, fmt.Errorf("pod %s/%s: %w", p.Namespace, p.Name, err)
 		}
+		logPodPatch(l, &set, res, p, err == nil)
 	}
-	meta.SetStatusCondition(&res.Status.Conditions, completeCondition(&set, res, r.Now()))
+	cond := completeCondition(&set, res, r.Now())
+	was := meta.FindStatusCondition(set.Status.Conditions, ConditionComplete)
+	meta.SetStatusCondition(&res.Status.Conditions, cond)
 	if !equality.Semantic.DeepEqual(set.Status, res.Status) {
 		set.Status = res.Status
 		if err := r.Client.Status().Update(ctx, &set); err != nil {
 			return ctrl.Result{}, err
 		}
 	}
+	logCondition(l, res, was, cond)
 	// The events name the set (ev.Object); recording them on &set lets the scheme
 	// fill in the API group, which a typed Get leaves out of the set's TypeMeta.
 	for _, ev := range res.Events {

@@ -91,6 +91,7 @@ func (e *msExecutor) createPod(ctx context.Context, s podSlot, rev, replacementF
 		// Our pod of that name still terminates (or was deleted this step):
 		// creating now would only meet AlreadyExists. Its deletion event
 		// triggers the reconcile that creates it.
+		log.FromContext(ctx).V(1).Info("create waits for the old pod to go", "pod", pod.Name, "revision", rev, "reason", reasonOf(ctx), "waiting", "PodTerminating")
 		e.used[s] = true
 		e.exists = true
 		return nil
@@ -111,7 +112,8 @@ func (e *msExecutor) createPod(ctx context.Context, s podSlot, rev, replacementF
 		}
 		return fmt.Errorf("creating pod %s: %w", pod.Name, err)
 	}
-	log.FromContext(ctx).Info("created pod", "pod", pod.Name, "revision", rev, "group", s.group, "role", s.role, "member", s.member)
+	log.FromContext(ctx).Info("created pod", "action", actionCreate, "pod", pod.Name, "group", e.ms.GroupName(s.group),
+		"revision", rev, "reason", reasonOf(ctx), "role", s.role, "member", s.member)
 	e.acted = true
 	e.r.expect.Created(e.ms.UID, pod.UID, e.now)
 	return nil
@@ -135,7 +137,7 @@ func (e *msExecutor) nameTaken(ctx context.Context, name string) error {
 		owner = ref.Kind + " " + ref.Name
 	}
 	msg := fmt.Sprintf("pod %s exists and is controlled by %s", name, owner)
-	log.FromContext(ctx).Info("pod name taken by another owner", "pod", name, "owner", owner)
+	log.FromContext(ctx).Info("pod name taken by another owner", "action", actionCreate, "pod", name, "owner", owner, "reason", reasonNameTaken)
 	e.taken = append(e.taken, msg)
 	return nil
 }

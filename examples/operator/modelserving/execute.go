@@ -93,8 +93,9 @@ func (r *Reconciler) execute(ctx context.Context, ms *servingv1.ModelServing, h 
 // terminated) is made whole. It runs beside recovery too: rollout never lists a
 // group that recovery is replacing.
 func (e *msExecutor) repair(ctx context.Context, pl msPool) error {
+	ctx = withReason(ctx, reasonRepair)
 	for _, rp := range pl.step.Repair {
-		log.FromContext(ctx).Info("repairing serving group", "group", rp.Replica, "revision", rp.Revision, "missing", rp.Missing)
+		log.FromContext(ctx).Info("repairing serving group", "group", rp.Replica, "revision", rp.Revision, "missing", rp.Missing, "reason", reasonRepair)
 		if err := e.createMembers(ctx, rp.Index, rp.Missing, rp.Revision, ""); err != nil {
 			return err
 		}
@@ -121,12 +122,17 @@ func (e *msExecutor) replicaPods(mode servingv1.RolloutMode, name string) []*cor
 func (e *msExecutor) recover(ctx context.Context, mode servingv1.RolloutMode, pl msPool) error {
 	rs := pl.recover
 	for _, name := range append(slices.Clone(rs.Release), rs.Cancel...) {
+		rctx := withReason(ctx, reasonReleased)
+		if slices.Contains(rs.Cancel, name) {
+			rctx = withReason(ctx, reasonCancelled)
+		}
 		for _, p := range e.replicaPods(mode, name) {
-			if err := e.deletePod(ctx, p); err != nil {
+			if err := e.deletePod(rctx, p); err != nil {
 				return err
 			}
 		}
 	}
+	ctx = withReason(ctx, reasonSwapped)
 	for _, sw := range rs.Swap {
 		at := e.now.UTC().Format(time.RFC3339)
 		for _, p := range e.replicaPods(mode, sw.Old) {
@@ -140,6 +146,7 @@ func (e *msExecutor) recover(ctx context.Context, mode servingv1.RolloutMode, pl
 			}
 		}
 	}
+	ctx = withReason(ctx, reasonReplacement)
 	for _, rep := range rs.Replace {
 		if err := e.createUnit(ctx, mode, pl.role, rep.Index, rep.Column, rep.Members, rep.Revision, rep.For); err != nil {
 			return err
@@ -167,6 +174,8 @@ func (e *msExecutor) annotate(ctx context.Context, p *corev1.Pod, key string, va
 		}
 		return fmt.Errorf("annotating pod %s: %w", p.Name, err)
 	}
+	log.FromContext(ctx).Info("annotated pod", "action", actionAnnotate, "pod", p.Name, "group", p.Labels[servingv1.LabelGroupName],
+		"annotation", key, "removed", value == nil, "reason", reasonOf(ctx))
 	e.acted = true
 	return nil
 }
@@ -176,7 +185,8 @@ func (e *msExecutor) pool(ctx context.Context, mode servingv1.RolloutMode, pl ms
 	for _, d := range pl.step.Delete {
 		for _, name := range d.Pods {
 			if p := e.byPod[name]; p != nil {
-				if err := e.deletePod(ctx, p); err != nil {
+				dctx := withReason(ctx, deleteReason(p.Labels[servingv1.LabelRevision], pl.strategy.TargetRevision))
+				if err := e.deletePod(dctx, p); err != nil {
 					return err
 				}
 			}
@@ -187,8 +197,11 @@ func (e *msExecutor) pool(ctx context.Context, mode servingv1.RolloutMode, pl ms
 			return err
 		}
 	}
+	live := liveReplicas(pl.replicas)
 	for _, c := range pl.step.Create {
-		if err := e.createUnit(ctx, mode, pl.role, c.Index, c.Column, c.Members, c.Revision, ""); err != nil {
+		cctx := withReason(ctx, createReason(live[c.Column], pl.strategy.Replicas))
+		live[c.Column]++
+		if err := e.createUnit(cctx, mode, pl.role, c.Index, c.Column, c.Members, c.Revision, ""); err != nil {
 			return err
 		}
 	}
@@ -213,6 +226,7 @@ func (e *msExecutor) update(ctx context.Context, u rollout.Update) error {
 			recreate = append(recreate, p)
 		}
 	}
+	ctx = withReason(ctx, reasonRecreate)
 	refused, acted, err := inplace.Apply(ctx, e.r.Client, inPlace, u.To, e.now, func(p *corev1.Pod) {
 		e.r.expect.Updated(e.ms.UID, p.UID, u.To, e.now)
 	})
@@ -235,7 +249,7 @@ func (e *msExecutor) update(ctx context.Context, u rollout.Update) error {
 			return err
 		}
 	}
-	return e.createMembers(ctx, u.Index, u.Missing, u.To, "")
+	return e.createMembers(withReason(ctx, reasonRepair), u.Index, u.Missing, u.To, "")
 }
 
 // inPlace returns the in-place update that moves p to revision rev, or false when
@@ -255,6 +269,18 @@ func (e *msExecutor) inPlace(p *corev1.Pod, rev string) (inplace.Update, bool) {
 		return inplace.Update{}, false
 	}
 	return inplace.For(p, from, to)
+}
+
+// liveReplicas counts a pool's replicas that are not terminating, by column
+// ("" outside Group mode).
+func liveReplicas(reps []rollout.Replica) map[string]int {
+	live := map[string]int{}
+	for _, r := range reps {
+		if !r.State.Terminating {
+			live[r.Column]++
+		}
+	}
+	return live
 }
 
 // groupPods returns the pods of the serving group named name.
@@ -281,7 +307,8 @@ func (e *msExecutor) deletePod(ctx context.Context, p *corev1.Pod) error {
 	if err != nil {
 		return fmt.Errorf("deleting pod %s: %w", p.Name, err)
 	}
-	log.FromContext(ctx).Info("deleted pod", "pod", p.Name, "revision", p.Labels[servingv1.LabelRevision])
+	log.FromContext(ctx).Info("deleted pod", "action", actionDelete, "pod", p.Name, "group", p.Labels[servingv1.LabelGroupName],
+		"revision", p.Labels[servingv1.LabelRevision], "reason", reasonOf(ctx))
 	e.acted = true
 	e.r.expect.Deleted(e.ms.UID, uid, e.now)
 	delete(e.byPod, p.Name)

@@ -15,6 +15,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	servingv1 "github.com/kplan-dev/kplan/examples/api/serving/v1alpha1"
 	"github.com/kplan-dev/kplan/examples/internal/expectations"
@@ -108,6 +109,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	if !r.expect.Satisfied(ms.UID, pods, now) {
 		// The pod events still on their way trigger the next reconcile.
+		log.FromContext(ctx).V(1).Info("waiting for the cache to show earlier pod writes", "waiting", "expectations")
 		return ctrl.Result{RequeueAfter: time.Second}, nil
 	}
 	released, err := inplace.ReleaseGates(ctx, r.Client, cmp.Or(ms.Spec.RolloutStrategy.Mode, servingv1.RollingMode), pods, now)
@@ -125,6 +127,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return retryConflict(err)
 	}
 	plan, planErr := planModelServing(ms, view, h.Names(), h.Update.Name, now)
+	logPlan(log.FromContext(ctx), ms, h.Update.Name, plan, planErr)
 	res := &execResult{acted: released || recreated, resizeDeferred: deferred}
 	var execErr error
 	if planErr == nil {

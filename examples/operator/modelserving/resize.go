@@ -38,7 +38,8 @@ func (r *Reconciler) recreateBlockedResizes(ctx context.Context, ms *servingv1.M
 			}
 			return acted, next, fmt.Errorf("deleting pod %s, whose resize is %s: %w", p.Name, reason, err)
 		}
-		log.FromContext(ctx).Info("deleted pod to recreate it: the node will not resize it", "pod", p.Name, "revision", p.Labels[servingv1.LabelRevision], "reason", reason)
+		log.FromContext(ctx).Info("deleted pod to recreate it: the node will not resize it", "action", actionDelete, "pod", p.Name,
+			"group", p.Labels[servingv1.LabelGroupName], "revision", p.Labels[servingv1.LabelRevision], "reason", reason)
 		acted = true
 		r.expect.Deleted(ms.UID, uid, now)
 		at := metav1.NewTime(now)

@@ -87,8 +87,10 @@ func (m *Mutator) Handle(ctx context.Context, req admission.Request) admission.R
 		return admission.Denied("the pod's namespace differs from the request's")
 	}
 	pod.Namespace = req.Namespace // not set yet on CREATE; set on both sides of the diff
-	mutated, err := m.Mutate(ctx, &pod)
+	l := log.FromContext(ctx).WithValues("pod", podLogName(&pod))
+	mutated, inj, err := m.mutate(ctx, &pod)
 	if err != nil {
+		l.Info("refused pod", "reason", reasonRefused, "message", err.Error())
 		return admission.Denied(err.Error())
 	}
 	ops, err := webhookpatch.Diff(&pod, mutated)
@@ -99,34 +101,72 @@ func (m *Mutator) Handle(ctx context.Context, req admission.Request) admission.R
 	if err != nil {
 		return admission.Errored(http.StatusInternalServerError, err)
 	}
+	if inj.ranktable != "" {
+		l.Info("mutated pod", "reason", reasonRanktable, "configMap", inj.ranktable, "operations", len(ops))
+	}
+	for _, set := range inj.sets {
+		l.Info("mutated pod", "reason", reasonConfigMapSet, "configMapSet", set.name, "revision", set.revision, "operations", len(ops))
+	}
+	if inj.ranktable == "" && len(inj.sets) == 0 {
+		l.V(1).Info("admitted pod unchanged")
+	}
 	return admission.Response{AdmissionResponse: admissionv1.AdmissionResponse{Allowed: true, Patch: patch, PatchType: pt}}
 }
 
 // Mutate returns a copy of pod with the ranktable and ConfigMapSet injections; pod is
 // not changed. Running it on its own result returns an equal pod.
 func (m *Mutator) Mutate(ctx context.Context, pod *corev1.Pod) (*corev1.Pod, error) {
+	out, _, err := m.mutate(ctx, pod)
+	return out, err
+}
+
+// injected is what mutate injected, for the log: the ranktable ConfigMap the pod
+// mounts ("" when none) and the ConfigMapSets.
+type injected struct {
+	ranktable string
+	sets      []injectedSet
+}
+
+// injectedSet is one ConfigMapSet injected and the revision the pod is to serve.
+type injectedSet struct{ name, revision string }
+
+// The reasons of the webhook's log lines.
+const (
+	// reasonRanktable: the pod's ModelServing names a ranktable template.
+	reasonRanktable = "RanktableTemplate"
+	// reasonConfigMapSet: a ConfigMapSet's selector matches the pod.
+	reasonConfigMapSet = "ConfigMapSetSelector"
+	// reasonRefused: an injection failed; the pod is refused with the message.
+	reasonRefused = "InjectionFailed"
+)
+
+// mutate is Mutate, also saying what it injected.
+func (m *Mutator) mutate(ctx context.Context, pod *corev1.Pod) (*corev1.Pod, injected, error) {
+	var inj injected
 	out := pod.DeepCopy()
-	if err := m.injectRanktable(ctx, out); err != nil {
-		return nil, fmt.Errorf("pod %s: ranktable: %w", podName(pod), err)
+	var err error
+	if inj.ranktable, err = m.injectRanktable(ctx, out); err != nil {
+		return nil, inj, fmt.Errorf("pod %s: ranktable: %w", podName(pod), err)
 	}
-	if err := m.injectConfigMapSets(ctx, out); err != nil {
-		return nil, fmt.Errorf("pod %s: %w", podName(pod), err)
+	if inj.sets, err = m.injectConfigMapSets(ctx, out); err != nil {
+		return nil, inj, fmt.Errorf("pod %s: %w", podName(pod), err)
 	}
 	if errs := webhookpatch.Validate(out); len(errs) > 0 {
-		return nil, fmt.Errorf("pod %s: injected pod is invalid: %w", podName(pod), errs.ToAggregate())
+		return nil, inj, fmt.Errorf("pod %s: injected pod is invalid: %w", podName(pod), errs.ToAggregate())
 	}
-	return out, nil
+	return out, inj, nil
 }
 
 // injectRanktable injects the ranktable mount when the pod's controller is a
 // ModelServing annotated with a ranktable template, or when the pod carries the
-// owner label of one of m.Owners and that owner is annotated.
-func (m *Mutator) injectRanktable(ctx context.Context, pod *corev1.Pod) error {
+// owner label of one of m.Owners and that owner is annotated, and returns the
+// ConfigMap's name ("" when it injects nothing).
+func (m *Mutator) injectRanktable(ctx context.Context, pod *corev1.Pod) (string, error) {
 	ref := metav1.GetControllerOf(pod)
 	if ref != nil && ref.Kind == "ModelServing" && ref.APIVersion == servingv1.GroupVersion.String() {
 		var ms servingv1.ModelServing
 		if err := m.Client.Get(ctx, types.NamespacedName{Namespace: pod.Namespace, Name: ref.Name}, &ms); err != nil {
-			return fmt.Errorf("owner ModelServing %s/%s: %w", pod.Namespace, ref.Name, err)
+			return "", fmt.Errorf("owner ModelServing %s/%s: %w", pod.Namespace, ref.Name, err)
 		}
 		return m.inject(ctx, pod, &ms, ranktable.Grouping{})
 	}
@@ -142,59 +182,64 @@ func (m *Mutator) injectRanktable(ctx context.Context, pod *corev1.Pod) error {
 				// The label names no owner of this kind: the pod is not one of its.
 				continue
 			}
-			return fmt.Errorf("owner %s %s/%s: %w", kind.GVK.Kind, pod.Namespace, name, err)
+			return "", fmt.Errorf("owner %s %s/%s: %w", kind.GVK.Kind, pod.Namespace, name, err)
 		}
 		if _, ok := owner.GetAnnotations()[ranktable.AnnotationTemplate]; !ok {
 			continue // another kind's label on the pod may name an annotated owner
 		}
 		return m.inject(ctx, pod, owner, kind.Grouping)
 	}
-	return nil
+	return "", nil
 }
 
 // inject mounts the table of pod's group of owner, when owner is annotated with a
-// ranktable template. A pod of a foreign owner without its group labels yet is left
-// as it is: the owner's own webhook may set them after this one, and the API server
+// ranktable template, and returns the ConfigMap's name ("" when it injects
+// nothing). A pod of a foreign owner without its group labels yet is left as it
+// is: the owner's own webhook may set them after this one, and the API server
 // then calls this webhook again (reinvocationPolicy IfNeeded); the ranktable
 // controller reports a pod that never gets them.
-func (m *Mutator) inject(ctx context.Context, pod *corev1.Pod, owner metav1.Object, g ranktable.Grouping) error {
+func (m *Mutator) inject(ctx context.Context, pod *corev1.Pod, owner metav1.Object, g ranktable.Grouping) (string, error) {
 	name, ok := owner.GetAnnotations()[ranktable.AnnotationTemplate]
 	if !ok {
-		return nil
+		return "", nil
 	}
 	tmpl, err := ranktables.LoadTemplate(ctx, m.Client, &m.templates, m.TemplateNamespace, name)
 	if err != nil {
-		return err
+		return "", err
 	}
 	level, err := ranktable.ResolveLevel(owner, tmpl)
 	if err != nil {
-		return err
+		return "", err
 	}
 	k, err := ranktable.KeyOf(pod, level, g)
 	if err != nil {
 		if _, foreign := owner.(*unstructured.Unstructured); foreign {
 			log.FromContext(ctx).Info("pod has no group labels yet; not injected on this call", "owner", owner.GetNamespace()+"/"+owner.GetName(),
 				"pod", podName(pod), "reason", err.Error())
-			return nil
+			return "", nil
 		}
-		return err
+		return "", err
 	}
-	_, err = ranktable.Inject(pod, ranktable.InjectOptions{
-		ConfigMapName: ranktable.ConfigMapName(owner.GetName(), k),
+	cmName := ranktable.ConfigMapName(owner.GetName(), k)
+	if _, err = ranktable.Inject(pod, ranktable.InjectOptions{
+		ConfigMapName: cmName,
 		Template:      tmpl,
 		Image:         m.WaitImage,
 		WaitTimeout:   m.WaitTimeout,
-	})
-	return err
+	}); err != nil {
+		return "", err
+	}
+	return cmName, nil
 }
 
 // injectConfigMapSets injects every ConfigMapSet of the pod's namespace whose selector
-// matches the pod, in name order.
-func (m *Mutator) injectConfigMapSets(ctx context.Context, pod *corev1.Pod) error {
+// matches the pod, in name order, and returns them.
+func (m *Mutator) injectConfigMapSets(ctx context.Context, pod *corev1.Pod) ([]injectedSet, error) {
 	var sets revision.ConfigMapSetList
 	if err := m.Client.List(ctx, &sets, client.InNamespace(pod.Namespace)); err != nil {
-		return fmt.Errorf("listing ConfigMapSets: %w", err)
+		return nil, fmt.Errorf("listing ConfigMapSets: %w", err)
 	}
+	var done []injectedSet
 	slices.SortFunc(sets.Items, func(a, b revision.ConfigMapSet) int { return strings.Compare(a.Name, b.Name) })
 	for i := range sets.Items {
 		set := &sets.Items[i]
@@ -207,7 +252,7 @@ func (m *Mutator) injectConfigMapSets(ctx context.Context, pod *corev1.Pod) erro
 		}
 		var pods corev1.PodList
 		if err := m.Client.List(ctx, &pods, client.InNamespace(pod.Namespace), client.MatchingLabelsSelector{Selector: sel}); err != nil {
-			return fmt.Errorf("ConfigMapSet %s: listing pods: %w", set.Name, err)
+			return nil, fmt.Errorf("ConfigMapSet %s: listing pods: %w", set.Name, err)
 		}
 		others := make([]*corev1.Pod, 0, len(pods.Items))
 		for j := range pods.Items {
@@ -215,17 +260,28 @@ func (m *Mutator) injectConfigMapSets(ctx context.Context, pod *corev1.Pod) erro
 				others = append(others, &pods.Items[j])
 			}
 		}
-		if _, err := revision.Inject(pod, revision.InjectInput{
+		res, err := revision.Inject(pod, revision.InjectInput{
 			Set: set, Pods: others, KubeVersion: m.KubeVersion,
 			Sidecar: revision.SidecarOptions{Image: m.SidecarImage, Resources: m.SidecarResources}, Now: m.Now(),
-		}); err != nil {
-			return fmt.Errorf("ConfigMapSet %s: %w", set.Name, err)
+		})
+		if err != nil {
+			return nil, fmt.Errorf("ConfigMapSet %s: %w", set.Name, err)
 		}
 		if err := finishConfigMapSetPod(pod, set); err != nil {
-			return fmt.Errorf("ConfigMapSet %s: %w", set.Name, err)
+			return nil, fmt.Errorf("ConfigMapSet %s: %w", set.Name, err)
 		}
+		done = append(done, injectedSet{name: set.Name, revision: res.Revision})
 	}
-	return nil
+	return done, nil
+}
+
+// podLogName is the pod's name for the log: its generateName and "*" before the
+// API server names it.
+func podLogName(pod *corev1.Pod) string {
+	if pod.Name == "" {
+		return pod.GenerateName + "*"
+	}
+	return pod.Name
 }
 
 func podName(pod *corev1.Pod) string {

@@ -15,6 +15,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/kplan-dev/kplan/rdma"
@@ -71,6 +72,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		n, err := r.capacity(dev)
 		var rerr *rdma.Error
 		if errors.As(err, &rerr) { // the Device cannot be counted until it changes
+			log.FromContext(ctx).Info("cannot count the node's Device; capacity left as it is", "node", node.Name, "reason", rerr.Reason, "message", rerr.Message)
 			r.Recorder.Eventf(&node, nil, corev1.EventTypeWarning, string(rerr.Reason), "Reconcile", "%s", rerr.Message)
 			return ctrl.Result{}, reconcile.TerminalError(err)
 		}
@@ -80,13 +82,41 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		want = &n
 	}
 	patch := nodeRDMAPatch(&node, want)
+	l := log.FromContext(ctx)
 	if patch == nil {
+		l.V(1).Info("node capacity up to date", "node", node.Name, "capacity", capacityText(want))
 		return ctrl.Result{}, nil
+	}
+	before := "none" // read first: the patch's answer overwrites node
+	if q, ok := node.Status.Capacity[rdma.ResourceRDMA]; ok {
+		before = q.String()
 	}
 	if err := r.Client.Status().Patch(ctx, &node, client.RawPatch(types.MergePatchType, patch)); err != nil {
 		return ctrl.Result{}, fmt.Errorf("node %s: status: %w", node.Name, err)
 	}
+	reason := reasonDeviceCounted
+	if want == nil {
+		reason = reasonNoDevice
+	}
+	l.Info("wrote node capacity", "action", "patch", "node", node.Name, "resource", rdma.ResourceRDMA,
+		"capacity", capacityText(want), "previous", before, "model", r.Model, "reason", reason)
 	return ctrl.Result{}, nil
+}
+
+// The reasons of the capacity writes in the log.
+const (
+	// reasonDeviceCounted: the node's capacity is its Device's count.
+	reasonDeviceCounted = "DeviceCounted"
+	// reasonNoDevice: the node has no Device object; the resource is removed.
+	reasonNoDevice = "NoDevice"
+)
+
+// capacityText is a capacity for the log ("none": the resource removed).
+func capacityText(want *int64) string {
+	if want == nil {
+		return "none"
+	}
+	return fmt.Sprint(*want)
 }
 
 // capacity counts a Device object under the reconciler's model. Its errors are
