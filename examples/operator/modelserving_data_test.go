@@ -7,11 +7,13 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -351,4 +353,54 @@ func listPods(t *testing.T, ms *servingv1.ModelServing) []corev1.Pod {
 		t.Fatal(err)
 	}
 	return pods.Items
+}
+
+// TestModelServingRefusesASetItDoesNotOwn: a ModelServing that names a
+// ConfigMapSet whose updateStrategy.type is not External (its own controller
+// would move the pods' data under a second budget) or that does not exist fails
+// its plan (Failed, PlanFailed, naming spec.configMapSet) and creates no pod;
+// once the set is External, the ModelServing rolls out (the controller watches
+// ConfigMapSets).
+func TestModelServingRefusesASetItDoesNotOwn(t *testing.T) {
+	ns := newNamespace(t)
+	startMSKubelet(t, ns, 100*time.Millisecond)
+	keys, err := revision.KeysFor("conf")
+	if err != nil {
+		t.Fatal(err)
+	}
+	playReloadAgent(t, ns, keys, 100*time.Millisecond)
+	groups := int32(1)
+	ms := &servingv1.ModelServing{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "llm"}, Spec: servingv1.ModelServingSpec{
+		Replicas: &groups, Roles: msRoles("engine:v1"), ConfigMapSet: "conf",
+		RolloutStrategy: servingv1.RolloutStrategy{MaxUnavailable: intOrStr(intstr.FromInt(1)), MaxSurge: intOrStr(intstr.FromInt(0))}}}
+	if err := admin.Create(context.Background(), ms); err != nil {
+		t.Fatal(err)
+	}
+	failedWith := func(want string) {
+		t.Helper()
+		eventually(t, "Failed naming "+want, func() error {
+			c := meta.FindStatusCondition(getMS(t, ms).Status.Conditions, servingv1.ConditionFailed)
+			if c == nil || c.Status != metav1.ConditionTrue || c.Reason != string(servingv1.ReasonPlanFailed) || !strings.Contains(c.Message, want) {
+				return fmt.Errorf("Failed condition %+v", c)
+			}
+			return nil
+		})
+		if pods := listPods(t, ms); len(pods) != 0 {
+			t.Errorf("%d pods created for a ModelServing whose plan failed", len(pods))
+		}
+	}
+	failedWith("spec.configMapSet: ConfigMapSet " + ns + "/conf not found")
+	set := newSet(t, ns, "conf", map[string]string{"f": "1"}, false)
+	updateSet(t, set, func(s *revision.ConfigMapSet) {
+		s.Spec.Selector.MatchLabels = map[string]string{"app": "llm"}
+		s.Spec.Containers = []revision.ContainerInjectSpec{{Name: "engine", MountPath: "/etc/llm"}}
+	})
+	failedWith(`has spec.updateStrategy.type ""; it must be "External"`)
+	updateSet(t, set, func(s *revision.ConfigMapSet) { s.Spec.UpdateStrategy.Type = revision.ExternalUpdate })
+	time.Sleep(1100 * time.Millisecond) // pods created in the second the set's containers were seen would be cold
+	pw := watchPods(t, ns, ms.Name)
+	pw.expect(ms.Spec)
+	waitRolledOut(t, ms, pw, 60*time.Second)
+	waitDataServed(t, ms, set, keys, revision.RevisionHash(map[string]string{"f": "1"}, 0), podCount(ms.Spec))
+	pw.finish()
 }

@@ -109,6 +109,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		r.Recorder.Eventf(&set, nil, corev1.EventTypeWarning, "PlanFailed", "Reconcile", "%v", err)
 		return ctrl.Result{}, err
 	}
+	if set.Spec.UpdateStrategy.Type == revision.ExternalUpdate {
+		log.FromContext(ctx).V(1).Info("pods are moved by their owner (updateStrategy.type External)", "updateRevision", res.Status.UpdateRevision, "waiting", len(res.Waiting))
+	}
 	switch cm := res.Hub.ConfigMap; res.Hub.Action {
 	case kplan.ActionCreate:
 		labelHub(cm)
