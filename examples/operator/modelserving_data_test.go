@@ -128,7 +128,8 @@ func playReloadAgent(t *testing.T, ns string, keys revision.Keys, delay time.Dur
 
 // outOfService is the test's own budget check, apart from rollouttest's: once
 // armed, at every pod event, each role may have at most budget of its pods out of
-// service: missing, terminating, not ready, with a readiness gate not True, or
+// service (in Gang mode: at most budget serving groups with a pod out of
+// service): missing, terminating, not ready, with a readiness gate not True, or
 // moving its data.
 type outOfService struct {
 	mu        sync.Mutex
@@ -153,8 +154,13 @@ func watchOutOfService(t *testing.T, ns, name string, spec servingv1.ModelServin
 	o := &outOfService{}
 	pods := map[string]*corev1.Pod{}
 	want := map[string]int{}
+	perGroup := 0
 	for _, r := range spec.Roles {
 		want[r.Name] = int(r.Replicas) * int(*spec.Replicas)
+		perGroup += int(r.Replicas)
+	}
+	if spec.RolloutStrategy.Mode == servingv1.GangMode {
+		want = map[string]int{"groups": int(*spec.Replicas)}
 	}
 	done := make(chan struct{})
 	go func() {
@@ -171,9 +177,19 @@ func watchOutOfService(t *testing.T, ns, name string, spec servingv1.ModelServin
 				pods[p.Name] = p
 			}
 			serving := map[string]int{}
+			groupServing := map[string]int{}
 			for _, q := range pods {
 				if q.DeletionTimestamp == nil && isReady(q) && gatesTrue(q) && !dataMoving(q, keys) {
 					serving[q.Labels[servingv1.LabelRole]]++
+					groupServing[q.Labels[servingv1.LabelGroupIndex]]++
+				}
+			}
+			if spec.RolloutStrategy.Mode == servingv1.GangMode {
+				serving = map[string]int{"groups": 0}
+				for _, n := range groupServing {
+					if n == perGroup {
+						serving["groups"]++
+					}
 				}
 			}
 			o.mu.Lock()
@@ -211,7 +227,7 @@ func (o *outOfService) check(t *testing.T) {
 	if o.checked == 0 {
 		t.Fatal("the out-of-service watch checked no event")
 	}
-	t.Logf("out-of-service watch: %d events checked, at most %d pods of a role out of service", o.checked, o.worst)
+	t.Logf("out-of-service watch: %d events checked, at most %d pods of a role (serving groups in Gang mode) out of service", o.checked, o.worst)
 }
 
 func describeData(pods map[string]*corev1.Pod, keys revision.Keys) string {
@@ -257,15 +273,22 @@ func waitDataServed(t *testing.T, ms *servingv1.ModelServing, set *revision.Conf
 	}
 }
 
-// TestModelServingReleasesDataAndImagesUnderOneBudget: a ModelServing names a
-// ConfigMapSet (type External) selecting its pods. An image change and a data
+// TestModelServingReleasesDataAndImagesUnderOneBudget: in Rolling and Gang mode, a
+// ModelServing names a ConfigMapSet (type External) selecting its pods. An image change and a data
 // change at once, then a data change alone, roll out with never more than
-// maxUnavailable pods of a role out of service (a pod moving its data counts as
-// out until its reload sidecar reports the new revision), checked at every pod
+// maxUnavailable pods of a role (serving groups in Gang mode) out of service (a
+// pod moving its data counts as out until its reload sidecar reports the new
+// revision), checked at every pod
 // event by rollouttest.Monitor (the suite's pod watch) and by a watch of the
 // test's own; each rollout completes, with every pod on the new image and data,
 // updated in place (same UIDs), and the set's status completes too.
 func TestModelServingReleasesDataAndImagesUnderOneBudget(t *testing.T) {
+	for _, mode := range []servingv1.RolloutMode{servingv1.RollingMode, servingv1.GangMode} {
+		t.Run(string(mode), func(t *testing.T) { testDataAndImages(t, mode) })
+	}
+}
+
+func testDataAndImages(t *testing.T, mode servingv1.RolloutMode) {
 	ns := newNamespace(t)
 	startMSKubelet(t, ns, 200*time.Millisecond)
 	const setName, name = "llm-conf", "llm"
@@ -301,7 +324,7 @@ func TestModelServingReleasesDataAndImagesUnderOneBudget(t *testing.T) {
 
 	groups := int32(3)
 	spec := servingv1.ModelServingSpec{Replicas: &groups, Roles: msRoles("engine:v1"), ConfigMapSet: setName,
-		RolloutStrategy: servingv1.RolloutStrategy{Mode: servingv1.RollingMode, MaxUnavailable: intOrStr(intstr.FromInt(1)), MaxSurge: intOrStr(intstr.FromInt(0))}}
+		RolloutStrategy: servingv1.RolloutStrategy{Mode: mode, MaxUnavailable: intOrStr(intstr.FromInt(1)), MaxSurge: intOrStr(intstr.FromInt(0))}}
 	pw := watchPods(t, ns, name)
 	pw.expect(spec)
 	pw.expectData(keys, rev1)
