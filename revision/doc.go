@@ -69,7 +69,9 @@
 //     name order. With no older current revision in the hub nothing rolls back.
 //  6. With restartInjectedContainers, changes are bounded by maxUnavailable
 //     (default 1, percent rounds down but never to 0, at most n): unavailable pods are not-ready pods and pods whose wanted revision is not
-//     confirmed (restarting); changing an already-unavailable pod is free.
+//     confirmed (restarting); changing an already-unavailable pod is free, and
+//     sending a restarting pod back to the revision it runs frees budget for pods
+//     the plan tried before it.
 //  7. Warm kept pods whose revision is not in the hub get the current revision (or U
 //     when there is none): a pod cannot load a revision the hub does not hold.
 //  8. Trim the hub to revisionHistoryLimit non-live revisions (default 10), oldest

@@ -62,7 +62,9 @@ type Result struct {
 	// every pod that is not current waits with [ReasonPartitioned] only (with
 	// partition 0, every pod runs the update revision, confirmed and ready). No pod
 	// is asked for another revision until the spec or the pods change; the plan may
-	// still write the hub (a trim) and remove the update-order label from pods that
+	// still write the hub (a trim), ask pods for the revision they already run
+	// (nothing restarts: the partition or the data changed before they confirmed
+	// the revision they wanted) and remove the update-order label from pods that
 	// just confirmed their revision.
 	Complete bool
 }

@@ -59,10 +59,14 @@ func selectPods(set *ConfigMapSet, pods []podInfo, update string, hubIndex map[s
 	}
 	// refused collects, in the order they were tried, the pods the budget kept from
 	// a change; refuse marks the first n of them, the pods that would have changed.
+	// A change costs budget when it makes an available pod unavailable, and frees
+	// budget when it makes an unavailable pod available again (a pod restarting
+	// into another revision sent back to the revision it runs).
 	var refused []int
 	change := func(i int, target string) bool {
 		p := &pods[i]
-		if !p.unavailable() {
+		switch was, will := p.unavailable(), p.unavailableAt(target); {
+		case !was && will:
 			if avail <= 0 {
 				refused = append(refused, i)
 				return false
@@ -71,9 +75,24 @@ func selectPods(set *ConfigMapSet, pods []podInfo, update string, hubIndex map[s
 			if us.RestartInjectedContainers {
 				sel.unavailable++
 			}
+		case was && !will && us.RestartInjectedContainers:
+			avail++
+			sel.unavailable--
 		}
 		p.target, p.changed = target, true
 		return true
+	}
+	// retry tries the refused pods again, in order, once a change freed budget: they
+	// come first in priority order.
+	retry := func(try func(i int)) {
+		if avail <= 0 || len(refused) == 0 {
+			return
+		}
+		again := slices.Clone(refused)
+		refused = refused[:0]
+		for _, i := range again {
+			try(i)
+		}
 	}
 	refuse := func(n int, target string) {
 		for _, i := range refused[:min(max(n, 0), len(refused))] {
@@ -109,14 +128,18 @@ func selectPods(set *ConfigMapSet, pods []podInfo, update string, hubIndex map[s
 			class[i] = priorityClass(pods[i].target, current, hubIndex, hubLen)
 		}
 		slices.SortStableFunc(cand, func(a, b int) int { return cmp.Compare(class[a], class[b]) })
+		move := func(i int) {
+			if assigned < want && change(i, update) {
+				assigned++
+				sel.updated++
+			}
+		}
 		for _, i := range cand {
 			if assigned >= want {
 				break
 			}
-			if change(i, update) {
-				assigned++
-				sel.updated++
-			}
+			move(i)
+			retry(move)
 		}
 		refuse(want-assigned, update)
 	case assigned > want && rollbackTo != "":
@@ -136,6 +159,8 @@ func selectPods(set *ConfigMapSet, pods []podInfo, update string, hubIndex map[s
 			return 0
 		}
 		slices.SortStableFunc(cand, func(a, b int) int { return cmp.Compare(confirmed(a), confirmed(b)) })
+		// No retry: the pods whose change frees budget have not confirmed the
+		// update, so they come before every pod the budget can refuse.
 		for _, i := range cand {
 			if assigned <= want {
 				break
@@ -169,5 +194,11 @@ func selectPods(set *ConfigMapSet, pods []podInfo, update string, hubIndex map[s
 // asked for a revision it has not confirmed yet (restarting). A pod without the
 // reload sidecar can never confirm a revision, so only readiness counts for it.
 func (p *podInfo) unavailable() bool {
-	return !p.ready || (p.injected && p.state.UpdateRevision != "" && p.state.UpdateRevision != p.state.CurrentRevision)
+	return p.unavailableAt(p.state.UpdateRevision)
+}
+
+// unavailableAt reports whether the pod would count against maxUnavailable if it
+// wanted revision rev.
+func (p *podInfo) unavailableAt(rev string) bool {
+	return !p.ready || (p.injected && rev != "" && rev != p.state.CurrentRevision)
 }

@@ -151,10 +151,11 @@ func Start(ctx context.Context, opts Options) (c *Cluster, err error) {
 	if err != nil {
 		return nil, err
 	}
-	c = &Cluster{LWSSource: src, dir: dir}
+	cl := &Cluster{LWSSource: src, dir: dir}
+	c = cl
 	defer func() {
 		if err != nil {
-			_ = c.Stop()
+			_ = cl.Stop() // c is nil when Start fails
 		}
 	}()
 	if c.Env, err = testenv.Start(ctx, envOpts); err != nil {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -29,6 +30,9 @@ var kubeletDelays = testenv.KubeletOptions{
 	Jitter:         0.5,
 }
 
+// kubelets are the namespaces' kubelets, by namespace.
+var kubelets sync.Map
+
 // newNamespace creates a namespace with a kubelet for its pods, both gone at the
 // end of the test.
 func newNamespace(t *testing.T, ctx context.Context, prefix string) string {
@@ -45,6 +49,7 @@ func newNamespace(t *testing.T, ctx context.Context, prefix string) string {
 		t.Fatal(err)
 	}
 	t.Cleanup(k.Stop)
+	kubelets.Store(ns, k)
 	return ns
 }
 

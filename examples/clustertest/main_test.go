@@ -9,6 +9,7 @@ import (
 
 	"github.com/go-logr/logr"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/kplan-dev/kplan/examples/clustertest"
 )
@@ -25,19 +26,28 @@ func TestMain(m *testing.M) {
 
 func run(m *testing.M) int {
 	flag.Parse()
-	ctrllog.SetLogger(logr.Discard())
+	// KPLAN_TEST_VERBOSE=1 copies the controllers' logs (kplan's operator's too) to
+	// stderr.
+	verbose := os.Getenv("KPLAN_TEST_VERBOSE") != ""
+	if verbose {
+		ctrllog.SetLogger(zap.New(zap.WriteTo(os.Stderr), zap.UseDevMode(true)))
+	} else {
+		ctrllog.SetLogger(logr.Discard())
+	}
 	if testing.Short() {
 		return m.Run()
 	}
-	// KPLAN_TEST_VERBOSE=1 copies the controllers' logs to stderr.
-	verbose := os.Getenv("KPLAN_TEST_VERBOSE") != ""
-	cluster, setupErr = clustertest.Start(context.Background(), clustertest.Options{Log: os.Stderr, Verbose: verbose})
+	cluster, setupErr = clustertest.Start(context.Background(), clustertest.Options{Log: os.Stderr, Verbose: verbose, Env: operatorEnv})
 	if setupErr == nil {
 		defer func() {
 			if err := cluster.Stop(); err != nil {
 				fmt.Fprintln(os.Stderr, "stop the cluster:", err)
 			}
 		}()
+		var stop func()
+		if stop, setupErr = startOperator(context.Background()); setupErr == nil {
+			defer stop()
+		}
 	}
 	return m.Run()
 }

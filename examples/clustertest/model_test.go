@@ -117,6 +117,8 @@ func TestKinds(t *testing.T) {
 		{name: "LWS keeping more groups is SurgeKept", lws: d(5, 5), kplan: d(4, 4), want: kindSurgeKept},
 		{name: "LWS moving fewer groups is LWSBehind", lws: d(5, 2), kplan: d(5, 3), want: kindLWSBehind},
 		{name: "LWS moving more groups is unexplained", lws: d(4, 3), kplan: d(4, 2), want: "unexplained", wantPrefix: true},
+		{name: "LWS with fewer groups, none more new, is SurgeLater", lws: d(4, 1), kplan: d(5, 2), want: kindSurgeLater},
+		{name: "LWS with fewer groups but more new is unexplained", lws: d(4, 3), kplan: d(5, 2), want: "unexplained", wantPrefix: true},
 		{name: "DS keeping old groups is OldKeptForOtherRoles", lws: d(2, 1), kplan: d(1, 1), want: kindOldKeptForOtherRoles, dsKindCheck: true},
 		{name: "DS draining before scaling up is DrainThenScaleUp", lws: d(2, 1), kplan: d(3, 2), want: kindDrainThenScaleUp, dsKindCheck: true},
 		{name: "DS ahead of kplan is unexplained", lws: d(3, 2), kplan: d(3, 1), want: "unexplained", wantPrefix: true, dsKindCheck: true},

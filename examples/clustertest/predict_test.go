@@ -53,6 +53,12 @@ const (
 	// after an update only surges, its window counts ready groups only from the
 	// highest index down, and the StatefulSet controller acts after it.
 	kindLWSBehind diffKind = "LWSBehind"
+	// kindSurgeLater: LWS has fewer groups and no more of them new than kplan:
+	// scaling up with an update, its first write adds the new replica only and
+	// the surge group comes with a later one, where kplan creates both at once
+	// (within maxSurge). Seen only when the watch sees the state between the two
+	// writes (under load, mostly).
+	kindSurgeLater diffKind = "SurgeLater"
 	// kindOldKeptForOtherRoles: the DisaggregatedSet controller keeps a role's
 	// old groups (proportional drain, never leaving one role's old revision
 	// without the others) where PlanLockstep deletes the role's surplus.
@@ -75,6 +81,8 @@ func lwsKind(c lwsComparison) diffKind {
 		return kindSurgeKept
 	case c.lws.total == c.kplan.total && c.lws.updated < c.kplan.updated:
 		return kindLWSBehind
+	case c.lws.total < c.kplan.total && c.lws.updated <= c.kplan.updated:
+		return kindSurgeLater
 	}
 	return diffKind("unexplained: " + c.String())
 }
@@ -398,7 +406,7 @@ var lwsCases = []lwsCase{
 	{name: "partition 1", replicas: 3, size: 2, maxUnavailable: intstr.FromInt32(1), maxSurge: intstr.FromInt32(0), partition: 1,
 		allowed: []diffKind{kindLWSBehind}},
 	{name: "replicas 3 to 4 with the update", replicas: 3, size: 2, maxUnavailable: intstr.FromInt32(1), maxSurge: intstr.FromInt32(1), newReplicas: 4,
-		required: []diffKind{kindSurgeKept}, allowed: []diffKind{kindLWSBehind}},
+		required: []diffKind{kindSurgeKept}, allowed: []diffKind{kindLWSBehind, kindSurgeLater}},
 	{name: "partition 1, maxSurge 1", replicas: 3, size: 2, maxUnavailable: intstr.FromInt32(1), maxSurge: intstr.FromInt32(1), partition: 1,
 		required: []diffKind{kindSurgeKept}, allowed: []diffKind{kindLWSBehind}},
 }

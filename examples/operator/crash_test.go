@@ -389,14 +389,19 @@ func startCrashRuns(t *testing.T, sc crashScenario, limits []int) crashResult {
 	for _, r := range runs {
 		sc.change(t, r)
 	}
-	// Every run either crashes or finishes without reaching its limit.
+	// Every run either crashes or finishes without reaching its limit. A run
+	// finishes only after the controller's first write: a change the generation
+	// does not show (a pod failing) leaves the old status complete and the
+	// watch converged until the controller and the watch have seen it (on a busy
+	// machine the first check came before both, counting no write at all).
 	for i, r := range runs {
 		err := waitFor(120*time.Second, func() error {
-			if _, crashed := cc.state(r.ns); crashed {
+			written, crashed := cc.state(r.ns)
+			if crashed {
 				return nil
 			}
 			cur := getMS(t, r.ms)
-			if cur.Status.ObservedGeneration == cur.Generation && isComplete(cur) && r.pw.converged() == nil {
+			if written > 0 && cur.Status.ObservedGeneration == cur.Generation && isComplete(cur) && r.pw.converged() == nil {
 				return nil
 			}
 			n, _ := cc.state(r.ns)

@@ -6,7 +6,9 @@
 //     pods it creates and rolls out with package rollout; the reference for
 //     embedding rollout.
 //   - ranktables: the rank table ConfigMaps of ModelServings annotated with a
-//     ranktable template, planned with package ranktable.
+//     ranktable template, planned with package ranktable, and of the other owner
+//     kinds Options.RanktableOwners names (LeaderWorkerSet, DisaggregatedSet,
+//     kthena's ModelServing: see OWNERS.md).
 //   - configmapset: ConfigMapSets (CRD apps.kplan.dev/v1alpha1), planned with
 //     package revision.
 //   - rdmacapacity (Options.NodeRDMACapacity): nodes' koordinator.sh/rdma capacity
@@ -16,7 +18,7 @@
 //     with webhookpatch.Diff.
 //
 // The Kubernetes mechanics the ModelServing controller needs and kplan leaves out
-// (ControllerRevision history, expectations, in-place image updates) are packages
+// (ControllerRevision history, expectations, in-place updates) are packages
 // of examples/internal. The ConfigMapSet reload sidecar is package examples/reload,
 // which depends on neither this package nor the controllers.
 //

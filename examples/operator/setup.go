@@ -6,10 +6,12 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/discovery"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
+	"github.com/kplan-dev/kplan/examples/internal/owners"
 	"github.com/kplan-dev/kplan/examples/operator/configmapset"
 	"github.com/kplan-dev/kplan/examples/operator/modelserving"
 	"github.com/kplan-dev/kplan/examples/operator/podwebhook"
@@ -43,6 +45,12 @@ type Options struct {
 	KubeVersion string
 	// Now is the clock (default time.Now).
 	Now func() time.Time
+	// RanktableOwners are the owner kinds whose rank tables the operator keeps and
+	// whose pods the webhook mounts them in (default: owners.ExampleModelServing
+	// alone). The example ModelServing gets its finalizer and RanktableReady
+	// condition; any other kind is read as unstructured objects and never written
+	// (see ranktables.OwnerReconciler). owners.Parse reads them from flags.
+	RanktableOwners []owners.Preset
 	// NodeRDMACapacity, when set, runs the rdmacapacity controller with this model, keeping
 	// nodes' koordinator.sh/rdma capacity from koordinator's Device objects (the
 	// Device CRD must be installed).
@@ -87,16 +95,44 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 		}
 		opts.KubeVersion = v.GitVersion
 	}
-	rt := &ranktables.Reconciler{
-		Client:            mgr.GetClient(),
-		APIReader:         mgr.GetAPIReader(),
-		Recorder:          mgr.GetEventRecorder("kplan-ranktable"),
-		TemplateNamespace: opts.TemplateNamespace,
-		Timeout:           opts.RanktableTimeout,
-		Now:               opts.Now,
+	kinds := opts.RanktableOwners
+	if len(kinds) == 0 {
+		kinds = []owners.Preset{owners.ExampleModelServing}
 	}
-	if err := rt.SetupWithManager(mgr); err != nil {
-		return err
+	var foreign []owners.Preset
+	seen := map[schema.GroupKind]bool{}
+	for _, kind := range kinds {
+		if seen[kind.GVK.GroupKind()] {
+			return fmt.Errorf("operator options: RanktableOwners: %s given twice", kind.GVK.GroupKind())
+		}
+		seen[kind.GVK.GroupKind()] = true
+		if kind.GVK.GroupKind() == owners.ExampleModelServing.GVK.GroupKind() {
+			rt := &ranktables.Reconciler{
+				Client:            mgr.GetClient(),
+				APIReader:         mgr.GetAPIReader(),
+				Recorder:          mgr.GetEventRecorder("kplan-ranktable"),
+				TemplateNamespace: opts.TemplateNamespace,
+				Timeout:           opts.RanktableTimeout,
+				Now:               opts.Now,
+			}
+			if err := rt.SetupWithManager(mgr); err != nil {
+				return err
+			}
+			continue
+		}
+		foreign = append(foreign, kind)
+		or := &ranktables.OwnerReconciler{
+			Client:            mgr.GetClient(),
+			APIReader:         mgr.GetAPIReader(),
+			Recorder:          mgr.GetEventRecorder("kplan-ranktable"),
+			Kind:              kind,
+			TemplateNamespace: opts.TemplateNamespace,
+			Timeout:           opts.RanktableTimeout,
+			Now:               opts.Now,
+		}
+		if err := or.SetupWithManager(mgr); err != nil {
+			return fmt.Errorf("ranktable owner %s: %w", kind.GVK, err)
+		}
 	}
 	cmsPods, err := newConfigMapSetPodCache(mgr)
 	if err != nil {
@@ -134,6 +170,7 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 		SidecarResources:  resources,
 		KubeVersion:       opts.KubeVersion,
 		Now:               opts.Now,
+		Owners:            foreign,
 	}})
 	return nil
 }

@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
+	"github.com/kplan-dev/kplan/examples/internal/owners"
 	"github.com/kplan-dev/kplan/examples/operator"
 	"github.com/kplan-dev/kplan/ranktable"
 	"github.com/kplan-dev/kplan/rdma"
@@ -36,6 +37,13 @@ func main() {
 	flag.StringVar(&opts.WaitImage, "wait-image", ranktable.DefaultWaitImage, "image of the ranktable wait init container")
 	flag.DurationVar(&opts.WaitTimeout, "ranktable-wait-timeout", 0, "how long the ranktable wait init container waits before it fails (0: forever)")
 	flag.StringVar(&opts.SidecarImage, "sidecar-image", operator.DefaultSidecarImage, "image of the ConfigMapSet reload sidecar")
+	flag.Func("ranktable-owner", `an owner kind whose rank tables the operator keeps (repeatable): modelserving (the default), kthena, leaderworkerset, disaggregatedset, or group/version/Kind,owner-label=L[,group-label=L,role-label=L,order=podindex,...] (see examples/operator/OWNERS.md)`, func(v string) error {
+		p, err := owners.Parse(v)
+		if err == nil {
+			opts.RanktableOwners = append(opts.RanktableOwners, p)
+		}
+		return err
+	})
 	rdmaModel := flag.String("node-rdma-capacity", "", `keep nodes' koordinator.sh/rdma capacity from koordinator's Device objects: "count" (VFs in VF mode, else PFs) or "percent" (100 per PF); empty: off`)
 	zopts := zap.Options{}
 	zopts.BindFlags(flag.CommandLine)

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -23,31 +22,8 @@ import (
 type inPlaceUpdateRecord struct {
 	Revision string            `json:"revision"`
 	ImageIDs map[string]string `json:"imageIDs"`
-}
-
-// imageChanges returns, when templates from and to differ only in their
-// containers' images, the new images by container name (empty when they are
-// equal); false when anything else differs.
-func imageChanges(from, to corev1.PodTemplateSpec) (map[string]string, bool) {
-	if len(from.Spec.Containers) != len(to.Spec.Containers) {
-		return nil, false
-	}
-	images := map[string]string{}
-	cp := to.DeepCopy()
-	for i := range cp.Spec.Containers {
-		c, f := &cp.Spec.Containers[i], from.Spec.Containers[i]
-		if c.Name != f.Name {
-			return nil, false
-		}
-		if c.Image != f.Image {
-			images[c.Name] = c.Image
-			c.Image = f.Image
-		}
-	}
-	if !equality.Semantic.DeepEqual(from, *cp) {
-		return nil, false
-	}
-	return images, true
+	// Resized names the containers whose resources the update changed.
+	Resized []string `json:"resized,omitempty"`
 }
 
 // HasGate reports whether pod lists the readiness gate
@@ -136,10 +112,11 @@ func ReleaseGates(ctx context.Context, c client.Client, mode servingv1.RolloutMo
 }
 
 // updating reports whether a pod's in-place update to its current revision is
-// still under way (its changed containers do not run the new images yet).
+// still under way (its changed containers do not run the new images yet, or
+// the node has not applied its resize).
 func updating(p *corev1.Pod) bool {
 	rec := inPlaceRecord(p)
-	return rec != nil && rec.Revision == p.Labels[servingv1.LabelRevision] && !imagesUpdated(p, rec)
+	return rec != nil && rec.Revision == p.Labels[servingv1.LabelRevision] && !(imagesUpdated(p, rec) && resized(p, rec))
 }
 
 // heldGroups returns the serving groups whose gates must not open: some members
@@ -192,25 +169,29 @@ type Update struct {
 	Pod *corev1.Pod
 	// Images are the new images by container name.
 	Images map[string]string
+	// Resources are the new resources by container name, written through the
+	// pod's resize subresource.
+	Resources map[string]corev1.ResourceRequirements
 }
 
 // For returns the in-place update that moves p from its revision's template from to
 // the template to, or false when p must be recreated: it lacks the gate, failed, or
-// the templates differ in more than images.
+// the templates differ in more than images and the cpu and memory requests and
+// limits the resize subresource can change (see resize.go).
 func For(p *corev1.Pod, from, to corev1.PodTemplateSpec) (Update, bool) {
 	if !Eligible(p) {
 		return Update{}, false
 	}
-	images, ok := imageChanges(from, to)
+	ch, ok := inPlaceChanges(from, to)
 	if !ok {
 		return Update{}, false
 	}
-	for name := range images {
+	for _, name := range slices.Concat(slices.Collect(maps.Keys(ch.images)), slices.Collect(maps.Keys(ch.resources))) {
 		if !slices.ContainsFunc(p.Spec.Containers, func(c corev1.Container) bool { return c.Name == name }) {
 			return Update{}, false
 		}
 	}
-	return Update{Pod: p, Images: images}, true
+	return Update{Pod: p, Images: ch.images, Resources: ch.resources}, true
 }
 
 // Eligible reports whether p may be updated in place at all: it has the gate, is not
@@ -221,22 +202,38 @@ func Eligible(p *corev1.Pod) bool {
 
 // Apply moves pods to revision rev in place: first every pod's gate is set False
 // (a gang's members all stop serving before any runs the new revision), then each
-// pod's images, revision label and record are patched, and updated is called with
-// each pod patched. It returns whether it wrote anything, also when it fails.
-func Apply(ctx context.Context, c client.Client, ups []Update, rev string, now time.Time, updated func(*corev1.Pod)) (bool, error) {
-	acted := false
+// pod is resized (when its resources change) and its images, revision label and
+// record are patched, and updated is called with each pod patched. It returns
+// the pods whose resize the API server refused, untouched but for their gates
+// (they must be recreated), and whether it wrote anything, also when it fails.
+func Apply(ctx context.Context, c client.Client, ups []Update, rev string, now time.Time, updated func(*corev1.Pod)) (refused []*corev1.Pod, acted bool, err error) {
 	for _, u := range ups {
-		if g := kube.PodCondition(u.Pod, servingv1.PodConditionImagesReady); len(u.Images) == 0 || g != nil && g.Status == corev1.ConditionFalse {
-			continue // nothing restarts, or the gate is False already
+		if g := kube.PodCondition(u.Pod, servingv1.PodConditionImagesReady); len(u.Images) == 0 && len(u.Resources) == 0 || g != nil && g.Status == corev1.ConditionFalse {
+			continue // nothing restarts or resizes, or the gate is False already
 		}
-		if err := setGate(ctx, c, u.Pod, corev1.ConditionFalse, "UpdatingImages", "moving to revision "+rev, now); err != nil {
-			return acted, err
+		if err := setGate(ctx, c, u.Pod, corev1.ConditionFalse, "UpdatingInPlace", "moving to revision "+rev, now); err != nil {
+			return nil, acted, err
 		}
 		acted = true
 	}
 	for _, u := range ups {
 		p := u.Pod
-		rec := inPlaceUpdateRecord{Revision: rev, ImageIDs: map[string]string{}}
+		if len(u.Resources) > 0 {
+			// The resize goes first: a process that dies before the patch below
+			// leaves the pod on its old revision, resized or not, and the next
+			// one moves it again; a revision label naming resources the pod
+			// was never resized to would open the gate on them.
+			wrote, ok, err := resize(ctx, c, p, u.Resources)
+			acted = acted || wrote
+			if err != nil {
+				return nil, acted, err
+			}
+			if !ok {
+				refused = append(refused, p)
+				continue
+			}
+		}
+		rec := inPlaceUpdateRecord{Revision: rev, ImageIDs: map[string]string{}, Resized: slices.Sorted(maps.Keys(u.Resources))}
 		var containers []map[string]string
 		for _, name := range slices.Sorted(maps.Keys(u.Images)) {
 			containers = append(containers, map[string]string{"name": name, "image": u.Images[name]})
@@ -249,7 +246,7 @@ func Apply(ctx context.Context, c client.Client, ups []Update, rev string, now t
 		}
 		raw, err := json.Marshal(rec)
 		if err != nil {
-			return acted, err
+			return nil, acted, err
 		}
 		body := map[string]any{"metadata": map[string]any{
 			"uid":         p.UID,
@@ -261,17 +258,17 @@ func Apply(ctx context.Context, c client.Client, ups []Update, rev string, now t
 		}
 		patch, err := json.Marshal(body)
 		if err != nil {
-			return acted, err
+			return nil, acted, err
 		}
 		if err := c.Patch(ctx, p, client.RawPatch(types.StrategicMergePatchType, patch)); err != nil {
 			if apierrors.IsNotFound(err) {
 				continue
 			}
-			return acted, fmt.Errorf("updating pod %s in place: %w", p.Name, err)
+			return nil, acted, fmt.Errorf("updating pod %s in place: %w", p.Name, err)
 		}
-		log.FromContext(ctx).Info("updated pod in place", "pod", p.Name, "from", p.Labels[servingv1.LabelRevision], "to", rev, "images", u.Images)
+		log.FromContext(ctx).Info("updated pod in place", "pod", p.Name, "from", p.Labels[servingv1.LabelRevision], "to", rev, "images", u.Images, "resized", rec.Resized)
 		acted = true
 		updated(p)
 	}
-	return acted, nil
+	return refused, acted, nil
 }

@@ -25,7 +25,8 @@ func template(images ...string) corev1.PodTemplateSpec {
 }
 
 // TestImageChangesOnlyWhenNothingElseDiffers: a template change moves a pod in
-// place only when it changes containers' images and nothing else.
+// place only when it changes containers' images and nothing else (resources:
+// TestInPlaceChangesResize).
 func TestImageChangesOnlyWhenNothingElseDiffers(t *testing.T) {
 	withEnv := template("e:v2", "p:v1")
 	withEnv.Spec.Containers[0].Env = []corev1.EnvVar{{Name: "A", Value: "b"}}
@@ -49,11 +50,14 @@ func TestImageChangesOnlyWhenNothingElseDiffers(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			from := template("e:v1", "p:v1")
-			got, ok := imageChanges(from, tc.to)
+			ch, ok := inPlaceChanges(from, tc.to)
 			if ok != tc.inPlace {
 				t.Fatalf("in place %v, want %v", ok, tc.inPlace)
 			}
-			if diff := cmp.Diff(tc.want, got); diff != "" {
+			if ok && len(ch.resources) != 0 {
+				t.Errorf("resources changed: %v", ch.resources)
+			}
+			if diff := cmp.Diff(tc.want, ch.images); diff != "" {
 				t.Errorf("images (-want +got):\n%s", diff)
 			}
 			if diff := cmp.Diff(template("e:v1", "p:v1"), from); diff != "" {

@@ -60,6 +60,12 @@ type KubeletOptions struct {
 	// refuses stays pending (or its restarting containers stay down). nil allows
 	// every pod. SetAllow replaces it.
 	Allow func(*corev1.Pod) bool
+	// ResizeInfeasible decides whether the node refuses a running pod's
+	// in-place resize (its containers' spec resources changed through the
+	// pod's resize subresource): such a pod reports PodResizePending with
+	// reason Infeasible and keeps running with the resources it had. nil
+	// accepts every resize. SetResizeInfeasible replaces it.
+	ResizeInfeasible func(*corev1.Pod) bool
 	// Poll is how often pods are listed (default DefaultKubeletPoll).
 	Poll time.Duration
 }
@@ -77,6 +83,17 @@ type KubeletOptions struct {
 //   - A container whose spec image changes is stopped (not ready, waiting, still
 //     reporting the image it ran) and runs the new image RestartDelay later, with
 //     an image ID derived from the image and its restart count raised.
+//   - A running container whose spec resources change (through the pod's resize
+//     subresource) is resized in place, as a kubelet since Kubernetes 1.33
+//     does: the pod reports PodResizeInProgress and the container's
+//     allocatedResources at once, and RestartDelay later the container's
+//     status resources are the spec's and the condition is gone. A container
+//     whose resizePolicy is RestartContainer for a changed resource is stopped
+//     when the resize begins and restarted as for a new image (restart count
+//     raised). A resize ResizeInfeasible refuses reports PodResizePending with
+//     reason Infeasible instead, and nothing changes. Running containers
+//     always report status resources (the API server refuses a resize of a
+//     pod whose running containers report none).
 //   - Conditions: PodScheduled, Initialized, ContainersReady, and Ready = every
 //     container ready and every spec.readinessGates condition True. Conditions
 //     other writers own (a readiness gate's) are kept: status is written with an
@@ -96,8 +113,9 @@ type Kubelet struct {
 	c    client.Client
 	opts KubeletOptions
 
-	mu    sync.Mutex
-	allow func(*corev1.Pod) bool
+	mu         sync.Mutex
+	allow      func(*corev1.Pod) bool
+	infeasible func(*corev1.Pod) bool
 
 	// pods holds what the kubelet saw of each pod (by UID); only its goroutine
 	// touches it.
@@ -115,7 +133,14 @@ type podTimes struct {
 	bound    time.Time            // bound by the kubelet, or first seen bound
 	deleting time.Time            // first seen with a deletionTimestamp
 	restarts map[string]time.Time // container "name@image" -> when its restart began
-	removed  bool                 // deleted with grace period 0
+	// resizing: when the resize to the spec's resources resizeTo began (zero
+	// when none is under way).
+	resizing time.Time
+	resizeTo string
+	// resizeRestarts: the restart counts, when the resize began, of the
+	// containers it changes.
+	resizeRestarts map[string]int32
+	removed        bool // deleted with grace period 0
 }
 
 // StartKubelet creates the node if missing and starts the kubelet's goroutine; it
@@ -135,7 +160,7 @@ func StartKubelet(ctx context.Context, c client.Client, opts KubeletOptions) (*K
 		return nil, err
 	}
 	ctx, cancel := context.WithCancel(ctx)
-	k := &Kubelet{c: c, opts: opts, allow: opts.Allow, pods: map[types.UID]*podTimes{}, cancel: cancel, done: make(chan struct{})}
+	k := &Kubelet{c: c, opts: opts, allow: opts.Allow, infeasible: opts.ResizeInfeasible, pods: map[types.UID]*podTimes{}, cancel: cancel, done: make(chan struct{})}
 	go k.run(ctx)
 	return k, nil
 }

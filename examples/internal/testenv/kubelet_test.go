@@ -2,6 +2,7 @@ package testenv_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"slices"
@@ -11,6 +12,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
@@ -466,3 +468,194 @@ func TestKubeletStop(t *testing.T) {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// resources is a container's requests and limits of cpu and memory.
+func resources(cpuReq, cpuLim, memReq, memLim string) corev1.ResourceRequirements {
+	return corev1.ResourceRequirements{
+		Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(cpuReq), corev1.ResourceMemory: resource.MustParse(memReq)},
+		Limits:   corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(cpuLim), corev1.ResourceMemory: resource.MustParse(memLim)},
+	}
+}
+
+// resizePod is a pod of two containers: app restarts when its memory is
+// resized, helper never restarts.
+func resizePod(ns, name string) *corev1.Pod {
+	p := newPod(ns, name)
+	p.Spec.Containers[0].Resources = resources("1", "2", "1Gi", "2Gi")
+	p.Spec.Containers[0].ResizePolicy = []corev1.ContainerResizePolicy{
+		{ResourceName: corev1.ResourceCPU, RestartPolicy: corev1.NotRequired},
+		{ResourceName: corev1.ResourceMemory, RestartPolicy: corev1.RestartContainer},
+	}
+	p.Spec.Containers = append(p.Spec.Containers, corev1.Container{Name: "helper", Image: "helper:v1", Resources: resources("100m", "200m", "64Mi", "128Mi")})
+	return p
+}
+
+// resizeTo patches the pod's resize subresource with new resources for one
+// container.
+func resizeTo(t *testing.T, c client.Client, p *corev1.Pod, container string, r corev1.ResourceRequirements) {
+	t.Helper()
+	body, err := json.Marshal(map[string]any{"spec": map[string]any{"containers": []map[string]any{{"name": container, "resources": r}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.SubResource("resize").Patch(context.Background(), p, client.RawPatch(types.StrategicMergePatchType, body)); err != nil {
+		t.Fatalf("resizing %s: %v", container, err)
+	}
+}
+
+func conditionOf(p *corev1.Pod, t corev1.PodConditionType) *corev1.PodCondition {
+	for i := range p.Status.Conditions {
+		if p.Status.Conditions[i].Type == t {
+			return &p.Status.Conditions[i]
+		}
+	}
+	return nil
+}
+
+func containerStatus(p *corev1.Pod, name string) corev1.ContainerStatus {
+	for _, s := range p.Status.ContainerStatuses {
+		if s.Name == name {
+			return s
+		}
+	}
+	return corev1.ContainerStatus{}
+}
+
+// sameResources compares resource lists by value (1000m equals 1).
+func sameResources(a, b corev1.ResourceList) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k, q := range a {
+		if o, ok := b[k]; !ok || o.Cmp(q) != 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// TestKubeletResizesInPlace: a resize through the pod's resize subresource is
+// in progress (PodResizeInProgress, allocatedResources the new requests, the
+// old resources still applied; a container whose policy restarts it for the
+// changed resource is down), then RestartDelay later applied: status resources
+// equal to the spec, the condition gone, that container restarted once, the
+// other running on, the pod the same.
+func TestKubeletResizesInPlace(t *testing.T) {
+	opts := testenv.KubeletOptions{RestartDelay: 600 * time.Millisecond, Jitter: 0.5, Seed: 4}
+	c, ns, _ := kubeletFor(t, opts)
+	ctx := context.Background()
+	events := watchPod(t, c, ns, "p")
+	if err := c.Create(ctx, resizePod(ns, "p")); err != nil {
+		t.Fatal(err)
+	}
+	running, _ := events.next("the pod ready", isReady)
+	for _, name := range []string{"app", "helper"} {
+		cs := containerStatus(running, name)
+		spec := resizePod(ns, "p").Spec.Containers[slices.IndexFunc(running.Spec.Containers, func(c corev1.Container) bool { return c.Name == name })].Resources
+		if cs.Resources == nil || !sameResources(cs.Resources.Requests, spec.Requests) || !sameResources(cs.Resources.Limits, spec.Limits) || !sameResources(cs.AllocatedResources, spec.Requests) {
+			t.Fatalf("container %s of a running pod: resources %v, allocated %v; want the spec's %v", name, cs.Resources, cs.AllocatedResources, spec)
+		}
+	}
+	start := time.Now()
+	bigger := resources("1", "2", "2Gi", "4Gi")
+	resizeTo(t, c, running, "app", bigger)
+	progress, _ := events.next("the resize in progress", func(_ watch.EventType, p *corev1.Pod) bool {
+		return conditionOf(p, corev1.PodResizeInProgress) != nil
+	})
+	app := containerStatus(progress, "app")
+	if !sameResources(app.AllocatedResources, bigger.Requests) || app.Resources == nil || sameResources(app.Resources.Limits, bigger.Limits) {
+		t.Errorf("app while resizing: allocated %v (want %v), resources %v (want the old ones)", app.AllocatedResources, bigger.Requests, app.Resources)
+	}
+	if app.Ready || app.State.Running != nil || condition(progress, corev1.PodReady) != corev1.ConditionFalse {
+		t.Errorf("app (memory policy RestartContainer) while resizing: ready %v, state %+v, pod Ready %s; want it down", app.Ready, app.State, condition(progress, corev1.PodReady))
+	}
+	if h := containerStatus(progress, "helper"); !h.Ready || h.State.Running == nil || h.RestartCount != 0 {
+		t.Errorf("helper (not resized) while resizing: %+v; want it running on", h)
+	}
+	if cond := conditionOf(progress, corev1.PodResizeInProgress); cond.Status != corev1.ConditionTrue || cond.ObservedGeneration != progress.Generation {
+		t.Errorf("PodResizeInProgress %+v: want True at generation %d", cond, progress.Generation)
+	}
+	done, doneAt := events.next("the resize applied and the pod ready", func(_ watch.EventType, p *corev1.Pod) bool {
+		return conditionOf(p, corev1.PodResizeInProgress) == nil && isReady(watch.Modified, p)
+	})
+	atLeast(t, "resized", doneAt.Sub(start), opts.RestartDelay)
+	app = containerStatus(done, "app")
+	if app.Resources == nil || !sameResources(app.Resources.Requests, bigger.Requests) || !sameResources(app.Resources.Limits, bigger.Limits) ||
+		!sameResources(app.AllocatedResources, bigger.Requests) || app.RestartCount != 1 || app.State.Running == nil {
+		t.Errorf("app after the resize: %+v; want the new resources, restarted once, running", app)
+	}
+	if h := containerStatus(done, "helper"); h.RestartCount != 0 {
+		t.Errorf("helper restarted %d times", h.RestartCount)
+	}
+	if done.UID != running.UID || conditionOf(done, corev1.PodResizePending) != nil {
+		t.Errorf("after the resize: UID %s (was %s), conditions %+v", done.UID, running.UID, done.Status.Conditions)
+	}
+
+	t.Run("a cpu resize under NotRequired keeps the container running", func(t *testing.T) {
+		cpu := resources("1500m", "3", "2Gi", "4Gi")
+		var p corev1.Pod
+		if err := c.Get(ctx, client.ObjectKeyFromObject(done), &p); err != nil {
+			t.Fatal(err)
+		}
+		resizeTo(t, c, &p, "app", cpu)
+		progress, _ := events.next("the resize in progress", func(_ watch.EventType, p *corev1.Pod) bool {
+			return conditionOf(p, corev1.PodResizeInProgress) != nil
+		})
+		if a := containerStatus(progress, "app"); !a.Ready || a.State.Running == nil {
+			t.Errorf("app during a cpu resize: %+v; want it running and ready", a)
+		}
+		done, _ := events.next("the resize applied", func(_ watch.EventType, p *corev1.Pod) bool {
+			return conditionOf(p, corev1.PodResizeInProgress) == nil
+		})
+		if a := containerStatus(done, "app"); a.Resources == nil || !sameResources(a.Resources.Limits, cpu.Limits) || a.RestartCount != 1 {
+			t.Errorf("app after a cpu resize: %+v; want the new limits, no further restart", a)
+		}
+	})
+}
+
+// TestKubeletResizeInfeasible: a resize the node refuses reports
+// PodResizePending, reason Infeasible, at the pod's generation; the container
+// keeps running with the resources it had. Once the node accepts, the resize
+// is applied.
+func TestKubeletResizeInfeasible(t *testing.T) {
+	opts := testenv.KubeletOptions{RestartDelay: 100 * time.Millisecond,
+		ResizeInfeasible: func(p *corev1.Pod) bool {
+			return p.Spec.Containers[0].Resources.Limits.Cpu().Cmp(resource.MustParse("4")) > 0
+		}}
+	c, ns, k := kubeletFor(t, opts)
+	ctx := context.Background()
+	events := watchPod(t, c, ns, "p")
+	if err := c.Create(ctx, resizePod(ns, "p")); err != nil {
+		t.Fatal(err)
+	}
+	running, _ := events.next("the pod ready", isReady)
+	huge := resources("1", "64", "1Gi", "2Gi")
+	resizeTo(t, c, running, "app", huge)
+	pending, _ := events.next("the resize pending", func(_ watch.EventType, p *corev1.Pod) bool {
+		return conditionOf(p, corev1.PodResizePending) != nil
+	})
+	cond := conditionOf(pending, corev1.PodResizePending)
+	if cond.Status != corev1.ConditionTrue || cond.Reason != corev1.PodReasonInfeasible || cond.ObservedGeneration != pending.Generation || conditionOf(pending, corev1.PodResizeInProgress) != nil {
+		t.Errorf("conditions %+v: want PodResizePending True, Infeasible, at generation %d, and no resize in progress", pending.Status.Conditions, pending.Generation)
+	}
+	app := containerStatus(pending, "app")
+	if app.Resources == nil || sameResources(app.Resources.Limits, huge.Limits) || !app.Ready || app.RestartCount != 0 || !isReady(watch.Modified, pending) {
+		t.Errorf("app under an infeasible resize: %+v; want the old resources, running and ready", app)
+	}
+	time.Sleep(300 * time.Millisecond) // several polls and restart delays: nothing changes
+	var p corev1.Pod
+	if err := c.Get(ctx, client.ObjectKeyFromObject(running), &p); err != nil {
+		t.Fatal(err)
+	}
+	if a := containerStatus(&p, "app"); conditionOf(&p, corev1.PodResizePending) == nil || a.Resources == nil || sameResources(a.Resources.Limits, huge.Limits) {
+		t.Errorf("later: conditions %+v, app %+v; want the resize still refused", p.Status.Conditions, a)
+	}
+	k.SetResizeInfeasible(nil)
+	done, _ := events.next("the resize applied once feasible", func(_ watch.EventType, p *corev1.Pod) bool {
+		a := containerStatus(p, "app")
+		return a.Resources != nil && sameResources(a.Resources.Limits, huge.Limits)
+	})
+	if conditionOf(done, corev1.PodResizePending) != nil || conditionOf(done, corev1.PodResizeInProgress) != nil {
+		t.Errorf("conditions after the resize %+v: want no resize condition", done.Status.Conditions)
+	}
+}

@@ -77,6 +77,7 @@ func (k *Kubelet) liveStatus(p *corev1.Pod, st *podTimes, now time.Time) *corev1
 		for _, c := range p.Spec.Containers {
 			s.ContainerStatuses = append(s.ContainerStatuses, runningStatus(c, at))
 		}
+		k.resize(p, st, s, now)
 		setConditions(s, p, now)
 		return s
 	}
@@ -106,6 +107,7 @@ func (k *Kubelet) liveStatus(p *corev1.Pod, st *podTimes, now time.Time) *corev1
 			delete(st.restarts, key) // the spec moved on to another image
 		}
 	}
+	k.resize(p, st, s, now)
 	setConditions(s, p, now)
 	return s
 }

@@ -25,12 +25,16 @@
 //   - examples/internal/expectations: a lagging cache never creates, deletes or
 //     updates twice;
 //   - examples/internal/inplace: a pod whose new revision differs from its current
-//     one only in container images is updated in place (same name and UID) behind
-//     the readiness gate servingv1.PodConditionImagesReady, False until its
-//     containers run the new images and are ready (in Gang mode, until every
-//     member of its group is on one revision and restarted), so the update spends
-//     the availability budget like a recreate. Any other change deletes the pod
-//     and creates it again under its name.
+//     one only in container images and in containers' cpu and memory requests and
+//     limits (written through the pod's resize subresource, Kubernetes 1.33 and
+//     later, when the QoS class stays) is updated in place (same name and UID)
+//     behind the readiness gate servingv1.PodConditionImagesReady, False until its
+//     containers run the new images, the node reports the new resources applied,
+//     and they are ready (in Gang mode, until every member of its group is on one
+//     revision and done), so the update spends the availability budget like a
+//     recreate. Any other change deletes the pod and creates it again under its
+//     name, as does a resize the node reports Infeasible or defers for five
+//     minutes.
 //
 // A serving group that lost a pod (deleted, evicted, or recreated while its old pod
 // terminated) is made whole at its revision (rollout's Step.Repair, which names the
@@ -64,6 +68,7 @@
 //
 // Files: reconciler.go (Reconcile as a list of steps), plan.go (the pure half: pods
 // in, rollout's input and plan out), execute.go and create.go (the writes of a
-// step), status.go (the status from the plan), pods.go (slots and pod names),
-// data.go (the ConfigMapSet data release).
+// step), resize.go (recreating pods whose resize the node will not apply),
+// status.go (the status from the plan), pods.go (slots and pod names), data.go
+// (the ConfigMapSet data release).
 package modelserving

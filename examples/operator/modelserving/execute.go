@@ -32,6 +32,9 @@ type execResult struct {
 	// taken describes each create that found its name taken by a pod this
 	// ModelServing does not control.
 	taken []string
+	// resizeDeferred is how soon a resize the node defers reaches its limit
+	// and the pod is recreated (0 when none is deferred).
+	resizeDeferred time.Duration
 }
 
 // msExecutor carries out one plan for one ModelServing.
@@ -198,9 +201,9 @@ func (e *msExecutor) pool(ctx context.Context, mode servingv1.RolloutMode, pl ms
 }
 
 // update moves the pods an update names to its revision: in place where only
-// their images change, else deleted and created again in their slots (once
-// their old pods are gone); it creates a serving group's missing members in
-// their slots.
+// their images and resizable resources change, else (or when the API server
+// refuses the resize) deleted and created again in their slots (once their old
+// pods are gone); it creates a serving group's missing members in their slots.
 func (e *msExecutor) update(ctx context.Context, u rollout.Update) error {
 	var inPlace []inplace.Update
 	var recreate []*corev1.Pod
@@ -215,13 +218,14 @@ func (e *msExecutor) update(ctx context.Context, u rollout.Update) error {
 			recreate = append(recreate, p)
 		}
 	}
-	acted, err := inplace.Apply(ctx, e.r.Client, inPlace, u.To, e.now, func(p *corev1.Pod) {
+	refused, acted, err := inplace.Apply(ctx, e.r.Client, inPlace, u.To, e.now, func(p *corev1.Pod) {
 		e.r.expect.Updated(e.ms.UID, p.UID, u.To, e.now)
 	})
 	e.acted = e.acted || acted
 	if err != nil {
 		return err
 	}
+	recreate = append(recreate, refused...)
 	for _, p := range recreate {
 		if _, ok := slotOf(p); !ok {
 			return fmt.Errorf("pod %s: labels %s and %s: not a slot", p.Name, servingv1.LabelGroupIndex, servingv1.LabelMemberIndex)
@@ -241,7 +245,7 @@ func (e *msExecutor) update(ctx context.Context, u rollout.Update) error {
 
 // inPlace returns the in-place update that moves p to revision rev, or false when
 // p must be recreated: it lacks the gate, failed, or its revision's template
-// differs from rev's in more than images.
+// differs from rev's in more than images and resizable resources (inplace.For).
 func (e *msExecutor) inPlace(p *corev1.Pod, rev string) (inplace.Update, bool) {
 	if !inplace.Eligible(p) {
 		return inplace.Update{}, false

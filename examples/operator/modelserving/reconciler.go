@@ -29,11 +29,14 @@ import (
 // (serving.examples.kplan.dev/v1alpha1). Each reconcile observes the owner's pods,
 // builds package rollout's input for the strategy's mode, plans one step and
 // carries it out: creates, deletes, and updates. A pod whose new revision
-// differs from its current one only in container images is updated in place
-// (same name and UID; it carries the readiness gate
-// servingv1.PodConditionImagesReady, False until its containers run the new
-// images and are ready); any other revision change deletes the pod and creates
-// it again under the same name. Pods are named
+// differs from its current one only in container images and in containers' cpu
+// and memory requests and limits (as far as the pod's resize subresource can
+// change them) is updated in place (same name and UID; it carries the readiness
+// gate servingv1.PodConditionImagesReady, False until its containers run the
+// new images, the node has applied the new resources, and they are ready); any
+// other revision change deletes the pod and creates it again under the same
+// name, as does a resize the node reports infeasible (or defers for five
+// minutes). Pods are named
 // <modelserving>-<role>-<group>-<member> and labelled with kthena's ModelServing
 // labels plus the group and member indices; the roles' templates are kept as
 // ControllerRevisions, the pods' revision label naming one.
@@ -84,7 +87,8 @@ const reconcileWorkers = 4
 //
 //  1. observe the pods it controls, once the cache shows every write of earlier
 //     reconciles (package expectations);
-//  2. open the readiness gates of pods that wait for nothing (package inplace);
+//  2. open the readiness gates of pods that wait for nothing, and delete the pods
+//     whose resize the node will not apply, to be created again (package inplace);
 //  3. find or create the update revision among the ControllerRevisions (package
 //     history);
 //  4. plan one step with package rollout (planModelServing, pure);
@@ -113,6 +117,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err != nil {
 		return ctrl.Result{}, err
 	}
+	recreated, deferred, err := r.recreateBlockedResizes(ctx, ms, pods, now)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
 	data, planErr, err := r.dataRelease(ctx, ms)
 	if err != nil {
 		return ctrl.Result{}, err
@@ -128,7 +136,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if planErr == nil {
 		plan, planErr = planModelServing(ms, view, h.Names(), h.Update.Name, data, now)
 	}
-	res := &execResult{acted: released}
+	res := &execResult{acted: released || recreated, resizeDeferred: deferred}
 	var execErr error
 	if planErr == nil {
 		execErr = r.execute(ctx, ms, h, pods, plan, now, res)
@@ -197,7 +205,7 @@ func requeue(ms *servingv1.ModelServing, view []*corev1.Pod, planErr, execErr er
 		}
 		return ctrl.Result{}, execErr
 	}
-	next := availableIn(view, ms.Spec.RolloutStrategy.MinReadySeconds, now)
+	next := minPositive(availableIn(view, ms.Spec.RolloutStrategy.MinReadySeconds, now), res.resizeDeferred)
 	switch {
 	case len(res.taken) > 0:
 		// Another owner's pod holds the name: nothing of ours changes when it

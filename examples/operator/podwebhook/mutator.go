@@ -11,13 +11,17 @@ import (
 
 	admissionv1 "k8s.io/api/admission/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	servingv1 "github.com/kplan-dev/kplan/examples/api/serving/v1alpha1"
+	"github.com/kplan-dev/kplan/examples/internal/owners"
 	"github.com/kplan-dev/kplan/examples/operator/ranktables"
 	"github.com/kplan-dev/kplan/ranktable"
 	"github.com/kplan-dev/kplan/revision"
@@ -60,6 +64,10 @@ type Mutator struct {
 	KubeVersion string
 	// Now is the clock.
 	Now func() time.Time
+	// Owners are the other owner kinds whose pods get the ranktable mount: a pod
+	// carrying a kind's owner label is that owner's, whatever its controller (a
+	// LeaderWorkerSet's pods are its StatefulSets').
+	Owners []owners.Preset
 
 	templates ranktable.TemplateCache
 }
@@ -111,17 +119,46 @@ func (m *Mutator) Mutate(ctx context.Context, pod *corev1.Pod) (*corev1.Pod, err
 }
 
 // injectRanktable injects the ranktable mount when the pod's controller is a
-// ModelServing annotated with a ranktable template.
+// ModelServing annotated with a ranktable template, or when the pod carries the
+// owner label of one of m.Owners and that owner is annotated.
 func (m *Mutator) injectRanktable(ctx context.Context, pod *corev1.Pod) error {
 	ref := metav1.GetControllerOf(pod)
-	if ref == nil || ref.Kind != "ModelServing" || ref.APIVersion != servingv1.GroupVersion.String() {
-		return nil
+	if ref != nil && ref.Kind == "ModelServing" && ref.APIVersion == servingv1.GroupVersion.String() {
+		var ms servingv1.ModelServing
+		if err := m.Client.Get(ctx, types.NamespacedName{Namespace: pod.Namespace, Name: ref.Name}, &ms); err != nil {
+			return fmt.Errorf("owner ModelServing %s/%s: %w", pod.Namespace, ref.Name, err)
+		}
+		return m.inject(ctx, pod, &ms, ranktable.Grouping{})
 	}
-	var ms servingv1.ModelServing
-	if err := m.Client.Get(ctx, types.NamespacedName{Namespace: pod.Namespace, Name: ref.Name}, &ms); err != nil {
-		return fmt.Errorf("owner ModelServing %s/%s: %w", pod.Namespace, ref.Name, err)
+	for _, kind := range m.Owners {
+		name := pod.Labels[kind.Grouping.OwnerLabel]
+		if kind.Grouping.OwnerLabel == "" || name == "" {
+			continue
+		}
+		owner := &unstructured.Unstructured{}
+		owner.SetGroupVersionKind(kind.GVK)
+		if err := m.Client.Get(ctx, types.NamespacedName{Namespace: pod.Namespace, Name: name}, owner); err != nil {
+			if apierrors.IsNotFound(err) {
+				// The label names no owner of this kind: the pod is not one of its.
+				continue
+			}
+			return fmt.Errorf("owner %s %s/%s: %w", kind.GVK.Kind, pod.Namespace, name, err)
+		}
+		if _, ok := owner.GetAnnotations()[ranktable.AnnotationTemplate]; !ok {
+			continue // another kind's label on the pod may name an annotated owner
+		}
+		return m.inject(ctx, pod, owner, kind.Grouping)
 	}
-	name, ok := ms.Annotations[ranktable.AnnotationTemplate]
+	return nil
+}
+
+// inject mounts the table of pod's group of owner, when owner is annotated with a
+// ranktable template. A pod of a foreign owner without its group labels yet is left
+// as it is: the owner's own webhook may set them after this one, and the API server
+// then calls this webhook again (reinvocationPolicy IfNeeded); the ranktable
+// controller reports a pod that never gets them.
+func (m *Mutator) inject(ctx context.Context, pod *corev1.Pod, owner metav1.Object, g ranktable.Grouping) error {
+	name, ok := owner.GetAnnotations()[ranktable.AnnotationTemplate]
 	if !ok {
 		return nil
 	}
@@ -129,12 +166,21 @@ func (m *Mutator) injectRanktable(ctx context.Context, pod *corev1.Pod) error {
 	if err != nil {
 		return err
 	}
-	cmName, err := ranktable.PodConfigMapName(&ms, tmpl, ranktable.Grouping{}, pod)
+	level, err := ranktable.ResolveLevel(owner, tmpl)
 	if err != nil {
 		return err
 	}
+	k, err := ranktable.KeyOf(pod, level, g)
+	if err != nil {
+		if _, foreign := owner.(*unstructured.Unstructured); foreign {
+			log.FromContext(ctx).Info("pod has no group labels yet; not injected on this call", "owner", owner.GetNamespace()+"/"+owner.GetName(),
+				"pod", podName(pod), "reason", err.Error())
+			return nil
+		}
+		return err
+	}
 	_, err = ranktable.Inject(pod, ranktable.InjectOptions{
-		ConfigMapName: cmName,
+		ConfigMapName: ranktable.ConfigMapName(owner.GetName(), k),
 		Template:      tmpl,
 		Image:         m.WaitImage,
 		WaitTimeout:   m.WaitTimeout,

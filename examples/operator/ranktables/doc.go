@@ -1,7 +1,28 @@
 // Package ranktables is the example operator's ranktable controller: it keeps the
-// rank table ConfigMaps of ModelServings annotated kthena.io/ranktable-template
-// (on the ModelServing, as kthena does; kthena.io/ranktable-level there overrides
-// the template's level).
+// rank table ConfigMaps of owners annotated kthena.io/ranktable-template (on the
+// owner, as kthena does; kthena.io/ranktable-level there overrides the template's
+// level). Reconciler serves the example ModelServing; OwnerReconciler serves one
+// kind another controller runs (LeaderWorkerSet, DisaggregatedSet, kthena's
+// ModelServing, or any kind its labels describe), read as unstructured objects
+// and never written (see examples/operator/OWNERS.md).
+//
+// # Logs
+//
+// Each reconcile logs one line with the plan's summary (keys owner, groups,
+// completed, waiting, failed, written, unmatched) and one line per ConfigMap it
+// creates, updates or deletes (action, configMap, group, pods); each group's
+// phase and each pod left out of every group are logged at V(1).
+//
+// # Foreign owners
+//
+// OwnerReconciler finds an owner's pods by the kind's owner label (a
+// LeaderWorkerSet's pods are controlled by its StatefulSets), through a cache of
+// the pods carrying that label; the groups each owner's spec expects come from
+// owners.Preset.Expected, and a group's table lists only pods of its leader's
+// revision (owners.SameRevision). It adds no finalizer and writes no status: the
+// tables' controller owner references let the garbage collector delete them with
+// the owner, removing the annotation deletes them at once, and the plan's events
+// go to the owner and its ConfigMaps.
 //
 // # What it embeds of kplan
 //

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -159,7 +160,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		if err != nil {
 			return err
 		}
-		written, err = r.apply(ctx, res.ConfigMaps)
+		written, err = applyPlan(ctx, r.Client, res)
 		return err
 	})
 	if err != nil {
@@ -168,7 +169,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		}
 		return ctrl.Result{}, err
 	}
-	r.record(&ms, pods.Items, written, res)
+	recordPlan(r.Recorder, &ms, pods.Items, written, res)
+	logPlan(log.FromContext(ctx).WithValues("owner", req.String(), "kind", "ModelServing"), res, written)
 	result, err := r.setCondition(ctx, &ms, readyCondition(res))
 	if result.IsZero() {
 		result.RequeueAfter = res.RequeueAfter
@@ -187,18 +189,24 @@ func retriable(err error) bool {
 // carries the UID and resourceVersion the plan saw as preconditions, so a ConfigMap
 // re-created or changed since is not deleted (the write fails with a conflict and
 // the reconcile plans again).
-func (r *Reconciler) apply(ctx context.Context, desired []ranktable.DesiredConfigMap) ([]ranktable.DesiredConfigMap, error) {
+func applyPlan(ctx context.Context, c client.Client, res ranktable.Result) ([]ranktable.DesiredConfigMap, error) {
+	logger := log.FromContext(ctx)
+	pods := map[ranktable.GroupKey]int{}
+	for _, g := range res.Groups {
+		pods[g.Group] = g.Pods
+	}
+	desired := res.ConfigMaps
 	var written []ranktable.DesiredConfigMap
 	for _, dc := range desired {
 		var err error
 		switch dc.Action {
 		case kplan.ActionCreate:
-			err = r.Client.Create(ctx, dc.ConfigMap)
+			err = c.Create(ctx, dc.ConfigMap)
 		case kplan.ActionUpdate:
-			err = r.Client.Update(ctx, dc.ConfigMap) // carries resourceVersion: optimistic lock
+			err = c.Update(ctx, dc.ConfigMap) // carries resourceVersion: optimistic lock
 		case kplan.ActionDelete:
 			uid, rv := dc.ConfigMap.UID, dc.ConfigMap.ResourceVersion
-			err = client.IgnoreNotFound(r.Client.Delete(ctx, dc.ConfigMap, client.Preconditions{UID: &uid, ResourceVersion: &rv}))
+			err = client.IgnoreNotFound(c.Delete(ctx, dc.ConfigMap, client.Preconditions{UID: &uid, ResourceVersion: &rv}))
 		default:
 			continue
 		}
@@ -206,14 +214,32 @@ func (r *Reconciler) apply(ctx context.Context, desired []ranktable.DesiredConfi
 			return written, fmt.Errorf("%s ConfigMap %s/%s: %w", dc.Action, dc.ConfigMap.Namespace, dc.ConfigMap.Name, err)
 		}
 		configMapUpdates.WithLabelValues(strings.ToLower(string(dc.Action))).Inc() // "create", "update" or "delete"
+		logger.Info("ranktable ConfigMap written", "action", strings.ToLower(string(dc.Action)),
+			"configMap", dc.ConfigMap.Name, "group", dc.Group.String(), "pods", pods[dc.Group])
 		written = append(written, dc)
 	}
 	return written, nil
 }
 
+// logPlan logs the plan's summary: one line per reconcile, each group's phase at V(1).
+func logPlan(logger logr.Logger, res ranktable.Result, written []ranktable.DesiredConfigMap) {
+	phases := map[ranktable.Phase]int{}
+	for _, g := range res.Groups {
+		phases[g.Phase]++
+		logger.V(1).Info("ranktable group", "group", g.Group.String(), "pods", g.Pods, "expected", g.Expected,
+			"phase", string(g.Phase), "reason", string(g.Reason), "message", g.Message)
+	}
+	logger.Info("ranktables planned", "groups", len(res.Groups), "completed", phases[ranktable.PhaseCompleted],
+		"waiting", phases[ranktable.PhaseWaiting], "failed", phases[ranktable.PhaseFailed],
+		"written", len(written), "unmatched", len(res.Unmatched), "requeueAfter", res.RequeueAfter.String())
+	for _, u := range res.Unmatched {
+		logger.V(1).Info("pod in no ranktable group", "pod", u.Pod, "reason", string(u.Reason), "message", u.Message)
+	}
+}
+
 // record emits the plan's events on the objects they name and counts failed groups.
 // Events about ConfigMaps are emitted only for ConfigMaps this reconcile wrote.
-func (r *Reconciler) record(ms *servingv1.ModelServing, pods []corev1.Pod, written []ranktable.DesiredConfigMap, res ranktable.Result) {
+func recordPlan(rec events.EventRecorder, owner runtime.Object, pods []corev1.Pod, written []ranktable.DesiredConfigMap, res ranktable.Result) {
 	for _, g := range res.Groups {
 		if g.Phase == ranktable.PhaseFailed {
 			generationErrors.Inc()
@@ -228,7 +254,7 @@ func (r *Reconciler) record(ms *servingv1.ModelServing, pods []corev1.Pod, writt
 		podsByKey[pods[i].Namespace+"/"+pods[i].Name] = &pods[i]
 	}
 	for _, ev := range res.Events {
-		var regarding runtime.Object = ms
+		regarding := owner
 		key := ev.Object.Namespace + "/" + ev.Object.Name
 		switch ev.Object.Kind {
 		case "ConfigMap":
@@ -242,7 +268,7 @@ func (r *Reconciler) record(ms *servingv1.ModelServing, pods []corev1.Pod, writt
 				regarding = p
 			}
 		}
-		r.Recorder.Eventf(regarding, ms, ev.Type, string(ev.Reason), "Reconcile", "%s", ev.Message)
+		rec.Eventf(regarding, owner, ev.Type, string(ev.Reason), "Reconcile", "%s", ev.Message)
 	}
 }
 

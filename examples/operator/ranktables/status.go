@@ -10,9 +10,12 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/selection"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	servingv1 "github.com/kplan-dev/kplan/examples/api/serving/v1alpha1"
 	"github.com/kplan-dev/kplan/ranktable"
@@ -64,22 +67,9 @@ func (r *Reconciler) finalize(ctx context.Context, ms *servingv1.ModelServing) e
 	if !slices.Contains(ms.Finalizers, Finalizer) {
 		return nil
 	}
-	var cms corev1.ConfigMapList
-	if err := r.Client.List(ctx, &cms, client.InNamespace(ms.Namespace), client.MatchingLabels{ranktable.LabelComponent: "ranktable"}); err != nil {
+	deleted, err := deleteTables(ctx, r.Client, ms)
+	if err != nil {
 		return err
-	}
-	var deleted []string
-	for i := range cms.Items {
-		cm := &cms.Items[i]
-		if !metav1.IsControlledBy(cm, ms) {
-			continue
-		}
-		// Preconditions: never delete a ConfigMap re-created since it was listed.
-		uid, rv := cm.UID, cm.ResourceVersion
-		if err := r.Client.Delete(ctx, cm, client.Preconditions{UID: &uid, ResourceVersion: &rv}); client.IgnoreNotFound(err) != nil {
-			return fmt.Errorf("deleting ranktable ConfigMap %s/%s: %w", cm.Namespace, cm.Name, err)
-		}
-		deleted = append(deleted, cm.Name)
 	}
 	r.planner.Forget(ms.UID)
 	if len(deleted) > 0 {
@@ -171,3 +161,39 @@ func (r *Reconciler) setCondition(ctx context.Context, ms *servingv1.ModelServin
 	}
 	return ctrl.Result{}, nil
 }
+
+// deleteTables deletes the ranktable ConfigMaps owner controls in its namespace and
+// returns their names.
+func deleteTables(ctx context.Context, c client.Client, owner client.Object) ([]string, error) {
+	var cms corev1.ConfigMapList
+	if err := c.List(ctx, &cms, client.InNamespace(owner.GetNamespace()), client.MatchingLabels{ranktable.LabelComponent: ComponentRanktable}); err != nil {
+		return nil, err
+	}
+	var deleted []string
+	for i := range cms.Items {
+		cm := &cms.Items[i]
+		if !metav1.IsControlledBy(cm, owner) {
+			continue
+		}
+		// Preconditions: never delete a ConfigMap re-created since it was listed.
+		uid, rv := cm.UID, cm.ResourceVersion
+		if err := c.Delete(ctx, cm, client.Preconditions{UID: &uid, ResourceVersion: &rv}); client.IgnoreNotFound(err) != nil {
+			return deleted, fmt.Errorf("deleting ranktable ConfigMap %s/%s: %w", cm.Namespace, cm.Name, err)
+		}
+		log.FromContext(ctx).Info("ranktable ConfigMap written", "action", "delete", "configMap", cm.Name, "reason", "OwnerNotAnnotated")
+		deleted = append(deleted, cm.Name)
+	}
+	return deleted, nil
+}
+
+// existsSelector selects objects carrying label key.
+func existsSelector(key string) (labels.Selector, error) {
+	r, err := labels.NewRequirement(key, selection.Exists, nil)
+	if err != nil {
+		return nil, err
+	}
+	return labels.NewSelector().Add(*r), nil
+}
+
+// lower is s in lower case, for controller names.
+func lower(s string) string { return strings.ToLower(s) }

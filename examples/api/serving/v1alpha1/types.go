@@ -44,22 +44,29 @@ const (
 	AnnotationSwappedAt = "serving.examples.kplan.dev/swapped-at"
 )
 
-// In-place image updates. When a pod's new revision differs from its current one
-// only in container images, the operator changes the pod's images in place
-// instead of recreating it. Every pod it creates lists PodConditionImagesReady
-// among its readiness gates, and the kubelet reports a pod ready only when every
-// gate's condition is True: the operator sets the condition False before it
-// changes the images, and True once every container reports the new image and
-// is ready, so a pod whose containers restart never counts as available.
+// In-place updates. When a pod's new revision differs from its current one
+// only in container images and in containers' cpu and memory requests and
+// limits (as far as the pod's resize subresource can change them), the operator
+// changes the pod in place instead of recreating it. Every pod it creates lists
+// PodConditionImagesReady among its readiness gates, and the kubelet reports a
+// pod ready only when every gate's condition is True: the operator sets the
+// condition False before it changes the pod, and True once every changed
+// container reports the new image and the node reports the new resources
+// applied, and the containers are ready, so a pod whose containers restart or
+// resize never counts as available.
 const (
 	// PodConditionImagesReady is the pod condition (and readiness gate) the
-	// operator owns: False while the pod's images are being replaced in place.
+	// operator owns: False while the pod's images or resources are being
+	// changed in place.
 	PodConditionImagesReady corev1.PodConditionType = "serving.examples.kplan.dev/images-ready"
 	// AnnotationInPlaceUpdate records the pod's last in-place update: a JSON
-	// object with the revision it moved to and the image IDs the updated
-	// containers ran before ({"revision": "...", "imageIDs": {"engine": "..."}}).
-	// A container that reports the new image, or another image ID than that, has
-	// been restarted on the new image.
+	// object with the revision it moved to, the image IDs the containers with
+	// a new image ran before, and the containers whose resources were resized
+	// ({"revision": "...", "imageIDs": {"engine": "..."}, "resized":
+	// ["engine"]}). A container that reports the new image, or another image
+	// ID than that, has been restarted on the new image; a resized container
+	// is done when its status reports its spec's resources and the pod has no
+	// PodResizePending or PodResizeInProgress condition.
 	AnnotationInPlaceUpdate = "serving.examples.kplan.dev/in-place-update"
 )
 
