@@ -88,6 +88,14 @@
 //     confirmed revision and n - kept pods are on U, else it waits with its cold
 //     reason. Complete: every waiting pod is [ReasonPartitioned].
 //
+// With spec.updateStrategy.type [ExternalUpdate], steps 3 to 7 are skipped: the
+// pods' owner (a workload controller that releases the data together with its
+// own pod changes, under one budget) writes each pod's wanted revision itself, and
+// Plan never changes one (partition and maxUnavailable must be unset). The hub,
+// the status, the update-order label and the waiting pods are planned as above; a
+// ready pod on an older revision waits with [ReasonUpdatedByOwner] (not
+// [ReasonPartitioned]), so Complete means every pod runs U, confirmed and ready.
+//
 // The node side ([Restarts], [MarkCurrent]) works from the pod alone: the reload
 // sidecar restarts first; once it runs since after the wanted revision's timestamp,
 // with restartInjectedContainers, every container that mounts the set's volume

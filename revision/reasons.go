@@ -53,6 +53,10 @@ const (
 	// restartInjectedContainers that would take more pods than maxUnavailable out of
 	// service; it waits for others to become available.
 	ReasonMaxUnavailableReached kplan.Reason = "MaxUnavailableReached"
+	// ReasonUpdatedByOwner: the pod is ready on an older revision, and with
+	// spec.updateStrategy.type External only its owner moves it to the update
+	// revision (see [ExternalUpdate]).
+	ReasonUpdatedByOwner kplan.Reason = "UpdatedByOwner"
 	// ReasonPartitioned: the pod is ready on an older revision that
 	// spec.updateStrategy.partition keeps it on. It is the one reason that does not
 	// stop [Result].Complete.

@@ -33,6 +33,7 @@ var allReasons = map[string]kplan.Reason{
 	"ReasonRevisionNotConfirmed":          ReasonRevisionNotConfirmed,
 	"ReasonPodNotReady":                   ReasonPodNotReady,
 	"ReasonMaxUnavailableReached":         ReasonMaxUnavailableReached,
+	"ReasonUpdatedByOwner":                ReasonUpdatedByOwner,
 	"ReasonPartitioned":                   ReasonPartitioned,
 }
 

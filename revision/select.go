@@ -24,6 +24,11 @@ func selectPods(set *ConfigMapSet, pods []podInfo, update string, hubIndex map[s
 	var sel selection
 	n := len(pods)
 	us := set.Spec.UpdateStrategy
+	if us.Type == ExternalUpdate {
+		// The pods' owner picks them: every pod is to move, none is moved here.
+		sel.want = n
+		return sel, nil
+	}
 	kept, err := ResolvePartition(us.Partition, n)
 	if err != nil {
 		return sel, err

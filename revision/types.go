@@ -77,6 +77,9 @@ type ValueFromSource struct {
 
 // ConfigMapSetUpdateStrategy says how a new revision rolls out.
 type ConfigMapSetUpdateStrategy struct {
+	// Type says who picks the pods that move to a new revision: RollingUpdate
+	// (the default, when empty) or External.
+	Type UpdateStrategyType `json:"type,omitempty"`
 	// Partition is the number or percent of pods KEPT on old revisions (default 0).
 	// Raising it rolls pods back to status.currentRevision.
 	Partition *intstr.IntOrString `json:"partition,omitempty"`
@@ -92,6 +95,23 @@ type ConfigMapSetUpdateStrategy struct {
 	// to 0).
 	MaxUnavailable *intstr.IntOrString `json:"maxUnavailable,omitempty"`
 }
+
+// UpdateStrategyType says who picks the pods that move to a new revision.
+type UpdateStrategyType string
+
+const (
+	// RollingUpdate: [Plan] picks the pods, under the partition and, with
+	// restartInjectedContainers, maxUnavailable. The default.
+	RollingUpdate UpdateStrategyType = "RollingUpdate"
+	// ExternalUpdate: the pods' owner (a workload controller that releases the
+	// data together with its own changes, under its own budget) picks them, by
+	// writing each pod's wanted revision ([Keys].UpdateRevision with its
+	// timestamp). [Plan] still writes the hub and the status and lists the
+	// waiting pods, but never changes a pod's wanted revision; partition and
+	// maxUnavailable must be unset. New pods still start on the update revision
+	// ([Inject]).
+	ExternalUpdate UpdateStrategyType = "External"
+)
 
 // RestartMethod says who restarts a pod's injected containers.
 type RestartMethod string

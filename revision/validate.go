@@ -36,7 +36,10 @@ func Validate(set *ConfigMapSet) field.ErrorList {
 //   - revisionHistoryLimit is not negative;
 //   - partition is an integer >= 0 or a percent 0%..100%;
 //   - maxUnavailable is an integer >= 1 or a percent 1%..100%;
-//   - restartMethod is empty, Signal or External.
+//   - restartMethod is empty, Signal or External;
+//   - type is empty, RollingUpdate or External; with External, partition and
+//     maxUnavailable are unset (the pods' owner picks the pods, under its own
+//     budget).
 func ValidateSpec(spec *ConfigMapSetSpec, p *field.Path) field.ErrorList {
 	var errs field.ErrorList
 	if spec.Selector == nil {
@@ -62,6 +65,18 @@ func ValidateSpec(spec *ConfigMapSetSpec, p *field.Path) field.ErrorList {
 	}
 	if v := spec.UpdateStrategy.MaxUnavailable; v != nil {
 		errs = append(errs, validateIntOrPercent(*v, 1, us.Child("maxUnavailable"))...)
+	}
+	switch t := spec.UpdateStrategy.Type; t {
+	case "", RollingUpdate:
+	case ExternalUpdate:
+		if spec.UpdateStrategy.Partition != nil {
+			errs = append(errs, field.Forbidden(us.Child("partition"), "must be unset when type is External: the pods' owner picks the pods to update"))
+		}
+		if spec.UpdateStrategy.MaxUnavailable != nil {
+			errs = append(errs, field.Forbidden(us.Child("maxUnavailable"), "must be unset when type is External: the pods' owner updates pods under its own budget"))
+		}
+	default:
+		errs = append(errs, field.NotSupported(us.Child("type"), t, []UpdateStrategyType{RollingUpdate, ExternalUpdate}))
 	}
 	switch m := spec.UpdateStrategy.RestartMethod; m {
 	case "", RestartSignal, RestartExternal:

@@ -53,6 +53,20 @@ func TestValidate(t *testing.T) {
 		{"restartMethod Signal is valid", func(s *ConfigMapSet) { s.Spec.UpdateStrategy.RestartMethod = RestartSignal }, ""},
 		{"restartMethod External is valid", func(s *ConfigMapSet) { s.Spec.UpdateStrategy.RestartMethod = RestartExternal }, ""},
 		{"another restartMethod is unsupported", func(s *ConfigMapSet) { s.Spec.UpdateStrategy.RestartMethod = "Recreate" }, `spec.updateStrategy.restartMethod: Unsupported value: "Recreate"`},
+		{"type RollingUpdate is valid", func(s *ConfigMapSet) { s.Spec.UpdateStrategy.Type = RollingUpdate }, ""},
+		{"type External is valid", func(s *ConfigMapSet) { s.Spec.UpdateStrategy.Type = ExternalUpdate }, ""},
+		{"type External with restarts is valid", func(s *ConfigMapSet) {
+			s.Spec.UpdateStrategy.Type, s.Spec.UpdateStrategy.RestartInjectedContainers = ExternalUpdate, true
+		}, ""},
+		{"another type is unsupported", func(s *ConfigMapSet) { s.Spec.UpdateStrategy.Type = "OnDelete" }, `spec.updateStrategy.type: Unsupported value: "OnDelete"`},
+		{"a partition with type External is forbidden", func(s *ConfigMapSet) {
+			v := intstr.FromInt(0)
+			s.Spec.UpdateStrategy.Type, s.Spec.UpdateStrategy.Partition = ExternalUpdate, &v
+		}, "spec.updateStrategy.partition: Forbidden: must be unset when type is External"},
+		{"maxUnavailable with type External is forbidden", func(s *ConfigMapSet) {
+			v := intstr.FromInt(1)
+			s.Spec.UpdateStrategy.Type, s.Spec.UpdateStrategy.MaxUnavailable = ExternalUpdate, &v
+		}, "spec.updateStrategy.maxUnavailable: Forbidden: must be unset when type is External"},
 		{"a bad selector is invalid", func(s *ConfigMapSet) { s.Spec.Selector.MatchLabels = map[string]string{"a b": "c"} }, "spec.selector.matchLabels"},
 	}
 	for _, tt := range tests {

@@ -17,6 +17,8 @@ import (
 //   - a warm pod the maxUnavailable budget kept from a revision: MaxUnavailableReached;
 //   - a warm pod whose target is not confirmed: RevisionNotConfirmed;
 //   - a warm pod that is not ready: PodNotReady;
+//   - a warm pod on another revision, with updateStrategy.type External:
+//     UpdatedByOwner (only the pod's owner moves it);
 //   - a warm pod on another revision: Partitioned. selectPods tries the warm pods
 //     off the update in priority order until want pods are on it, and marks as
 //     refused the first of those the budget kept back, as many as the update is
@@ -47,6 +49,9 @@ func waiting(pods []podInfo, update string, sel selection, assigned int, set *Co
 		case !p.ready:
 			r.Reason = ReasonPodNotReady
 			r.Message = "runs revision " + p.target + " but is not ready"
+		case set.Spec.UpdateStrategy.Type == ExternalUpdate:
+			r.Reason = ReasonUpdatedByOwner
+			r.Message = fmt.Sprintf("runs revision %s; with spec.updateStrategy.type External its owner moves it to revision %s", p.target, update)
 		default:
 			r.Reason = ReasonPartitioned
 			r.Message = fmt.Sprintf("kept on revision %s: spec.updateStrategy.partition keeps %d of %d pods on older revisions", p.target, sel.kept, len(pods))

@@ -355,7 +355,7 @@ func TestConfigMapSetCRDRoundTrip(t *testing.T) {
 		},
 		RevisionHistoryLimit: &limit,
 		InjectUpdateOrder:    true,
-		UpdateStrategy:       revision.ConfigMapSetUpdateStrategy{Partition: &part, RestartInjectedContainers: true, RestartMethod: revision.RestartExternal, MaxUnavailable: &maxU},
+		UpdateStrategy:       revision.ConfigMapSetUpdateStrategy{Type: revision.RollingUpdate, Partition: &part, RestartInjectedContainers: true, RestartMethod: revision.RestartExternal, MaxUnavailable: &maxU},
 		InjectStrategy:       revision.ConfigMapSetInjectStrategy{Pause: true},
 	}
 	status := revision.ConfigMapSetStatus{

@@ -34,6 +34,7 @@ import (
 
 	servingv1 "github.com/kplan-dev/kplan/examples/api/serving/v1alpha1"
 	"github.com/kplan-dev/kplan/examples/internal/kube"
+	"github.com/kplan-dev/kplan/revision"
 	"github.com/kplan-dev/kplan/rollout"
 	"github.com/kplan-dev/kplan/rollout/rollouttest"
 )
@@ -187,6 +188,11 @@ type podWatch struct {
 	violation error
 	// spec is the spec the strategies are derived from; set with expect.
 	spec servingv1.ModelServingSpec
+	// dataKeys and dataTarget, set with expectData, make the watch read each
+	// pod's served data (servedData) and check the pools under the target data
+	// revision too.
+	dataKeys   *revision.Keys
+	dataTarget string
 	// history caches the revision history (revisions); staleHistory: it is
 	// listed again on every event until its newest entry is not staleTarget.
 	history      []string
@@ -305,7 +311,11 @@ func (pw *podWatch) handle(ctx context.Context, ev watch.Event) {
 	if err != nil || len(history) == 0 {
 		return // the ModelServing is gone, or has no revision yet
 	}
-	pools, err := observedPools(pw.spec, slices.Collect(mapsValues(pw.pods)), history, time.Now())
+	observed := slices.Collect(mapsValues(pw.pods))
+	if pw.dataKeys != nil {
+		observed = servedData(observed, *pw.dataKeys)
+	}
+	pools, err := observedPools(pw.spec, observed, history, time.Now())
 	if err != nil {
 		pw.violation = fmt.Errorf("event %d (%s %s): %w", pw.events, ev.Type, pod.Name, err)
 		return
@@ -326,6 +336,7 @@ func (pw *podWatch) handle(ctx context.Context, ev watch.Event) {
 		}
 	}
 	for _, p := range pools {
+		p.strategy.TargetDataRevision = pw.dataTarget
 		m := pw.monitors[p.name]
 		if m == nil {
 			m = &rollouttest.Monitor{}
@@ -533,7 +544,7 @@ func observedPools(spec servingv1.ModelServingSpec, pods []*corev1.Pod, history 
 	rs := spec.RolloutStrategy
 	base := rollout.Strategy{TargetRevision: history[len(history)-1], History: history,
 		MaxUnavailable: rs.MaxUnavailable, MaxSurge: rs.MaxSurge}
-	opts := rollout.PodOptions{Labels: rollout.PodLabels{Revision: servingv1.LabelRevision}, MinReadySeconds: rs.MinReadySeconds, Now: now,
+	opts := rollout.PodOptions{Labels: rollout.PodLabels{Revision: servingv1.LabelRevision, DataRevision: testDataLabel}, MinReadySeconds: rs.MinReadySeconds, Now: now,
 		Annotations: rollout.PodAnnotations{ReplacementFor: servingv1.AnnotationReplacementFor, SwappedAt: servingv1.AnnotationSwappedAt}}
 	// latest is the LatestRatio of a pool of unit pods per group: the partition
 	// keeps that many groups (or that share) on the previous revision.
@@ -677,7 +688,11 @@ func (pw *podWatch) converged() error {
 	if err != nil || len(history) == 0 {
 		return fmt.Errorf("no revisions: %v", err)
 	}
-	pools, err := observedPools(pw.spec, slices.Collect(mapsValues(pw.pods)), history, time.Now())
+	observed := slices.Collect(mapsValues(pw.pods))
+	if pw.dataKeys != nil {
+		observed = servedData(observed, *pw.dataKeys)
+	}
+	pools, err := observedPools(pw.spec, observed, history, time.Now())
 	if err != nil {
 		return err
 	}

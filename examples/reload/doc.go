@@ -21,7 +21,11 @@
 //     is ready and every container that had to restart did), it patches the pod's
 //     currentRevision annotations, with the pod's UID. The operator's revision.Plan
 //     then counts the pod updated, and the set's status completes
-//     (currentRevision = updateRevision, updatedReadyPods = matchedPods);
+//     (currentRevision = updateRevision, updatedReadyPods = matchedPods). That
+//     annotation (revision.Keys.CurrentRevision) is the data revision the pod
+//     serves: a ModelServing that names the set (spec.configMapSet) reads exactly
+//     it, and counts the pod out of service from when it asks for another
+//     revision until this report;
 //  4. carries out revision.Restarts for itself: when the pod wants another revision
 //     (the partition moved it forward or back) or Restarts lists the sidecar, it
 //     exits; the kubelet restarts it (a native sidecar restarts whatever its exit

@@ -16,9 +16,10 @@ import (
 //
 //   - availability: per pool (per column in group mode), available replicas
 //     after >= min(available before, n - maxUnavailable), where replicas the
-//     world took down (still there, same revision and members, no longer
-//     available: a pod became unready or failed) count as still available, since
-//     no controller prevents that;
+//     world took down (still there, same revision, data revision and members,
+//     no longer available: a pod became unready or failed) count as still
+//     available, since no controller prevents that; a replica whose data
+//     revision changed was updated, as one whose revision changed;
 //   - surge: replicas after <= max(replicas before, n + maxSurge), per pool;
 //   - gang atomicity: no gang serves on two revisions (its members run different
 //     revisions while every one is present, ready and healthy);
@@ -142,7 +143,7 @@ func CheckTransition(before, after []rollout.Replica, strategy rollout.Strategy)
 // and, for a gang, the same members on the same revisions, none missing or
 // terminating.
 func sameShape(a, b *rollout.Replica) bool {
-	if a.Revision != b.Revision || b.State.Terminating || len(a.Members) != len(b.Members) {
+	if a.Revision != b.Revision || a.DataRevision != b.DataRevision || b.State.Terminating || len(a.Members) != len(b.Members) {
 		return false
 	}
 	for i := range a.Members {

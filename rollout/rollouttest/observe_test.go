@@ -36,6 +36,11 @@ func TestCheckTransitionCatchesViolations(t *testing.T) {
 		rs[i].Revision = rev
 		return rs
 	}
+	withData := func(rs []rollout.Replica, i int, data string) []rollout.Replica {
+		rs = rollouttest.Clone(rs)
+		rs[i].DataRevision = data
+		return rs
+	}
 	without := func(rs []rollout.Replica, names ...string) []rollout.Replica {
 		var out []rollout.Replica
 		for _, r := range rollouttest.Clone(rs) {
@@ -64,6 +69,8 @@ func TestCheckTransitionCatchesViolations(t *testing.T) {
 		{"a second one deleted", rolling, oneDown, without(oneDown, "r-1"), "below floor"},
 		{"the world takes a pod down", rolling, oneDown, withState(oneDown, 1, notReady), ""},
 		{"the new pod becomes ready", rolling, oneDown, withState(oneDown, 0, good), ""},
+		{"a second available one taken down for its data", rolling, oneDown, withData(withState(oneDown, 1, notReady), 1, "d2"), "below floor"},
+		{"one taken down for its data within the budget", rolling, old, withData(withState(old, 1, notReady), 1, "d2"), ""},
 		{"surge within maxSurge", rolling, old, plus(old, rollout.Replica{Name: "r-4", Revision: "2-b", State: notReady}), ""},
 		{"surge beyond maxSurge", rolling, plus(old, rollout.Replica{Name: "r-4", Revision: "2-b", State: notReady}),
 			plus(old, rollout.Replica{Name: "r-4", Revision: "2-b", State: notReady}, rollout.Replica{Name: "r-5", Revision: "2-b", State: notReady}), "above"},

@@ -26,7 +26,10 @@ type pendingWrites struct {
 	// updates maps pods updated in place to their new revision, until the cache
 	// shows the pod with that revision label (or drops it).
 	updates map[types.UID]string
-	since   time.Time
+	// annotations maps pods whose annotation the controller set to the key and
+	// value, until the cache shows the pod with it (or drops it).
+	annotations map[types.UID][2]string
+	since       time.Time
 }
 
 // New returns empty expectations that are dropped after timeout.
@@ -37,7 +40,7 @@ func New(timeout time.Duration) *Expectations {
 func (e *Expectations) entry(owner types.UID, now time.Time) *pendingWrites {
 	p := e.pending[owner]
 	if p == nil {
-		p = &pendingWrites{creates: map[types.UID]bool{}, deletes: map[types.UID]bool{}, updates: map[types.UID]string{}}
+		p = &pendingWrites{creates: map[types.UID]bool{}, deletes: map[types.UID]bool{}, updates: map[types.UID]string{}, annotations: map[types.UID][2]string{}}
 		e.pending[owner] = p
 	}
 	if p.empty() {
@@ -68,8 +71,15 @@ func (e *Expectations) Updated(owner, pod types.UID, rev string, now time.Time) 
 	e.entry(owner, now).updates[pod] = rev
 }
 
+// Annotated records a pod whose annotation key the controller set to value.
+func (e *Expectations) Annotated(owner, pod types.UID, key, value string, now time.Time) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.entry(owner, now).annotations[pod] = [2]string{key, value}
+}
+
 func (p *pendingWrites) empty() bool {
-	return len(p.creates) == 0 && len(p.deletes) == 0 && len(p.updates) == 0
+	return len(p.creates) == 0 && len(p.deletes) == 0 && len(p.updates) == 0 && len(p.annotations) == 0
 }
 
 // Satisfied reports whether the cache's pods of owner show every write the
@@ -84,9 +94,16 @@ func (e *Expectations) Satisfied(owner types.UID, pods []*corev1.Pod, now time.T
 	}
 	live := make(map[types.UID]bool, len(pods))
 	revs := make(map[types.UID]string, len(pods))
+	byUID := make(map[types.UID]*corev1.Pod, len(pods))
 	for _, pod := range pods {
 		live[pod.UID] = pod.DeletionTimestamp == nil
 		revs[pod.UID] = pod.Labels[servingv1.LabelRevision]
+		byUID[pod.UID] = pod
+	}
+	for uid, kv := range p.annotations {
+		if pod, ok := byUID[uid]; !ok || !live[uid] || pod.Annotations[kv[0]] == kv[1] {
+			delete(p.annotations, uid)
+		}
 	}
 	for uid := range p.creates {
 		if _, ok := live[uid]; ok {

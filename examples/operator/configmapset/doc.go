@@ -14,6 +14,12 @@
 // revisions) or False with the reason and message of the first pod that waits. The
 // plan's events are recorded on the set.
 //
+// A set with spec.updateStrategy.type External writes no pod's wanted revision:
+// the pods' owner does (the ModelServing controller, for a ModelServing that names
+// the set in spec.configMapSet, releasing the data with its pods under one
+// budget). The hub, the status and the condition are kept as above; a pod waiting
+// for its owner is UpdatedByOwner.
+//
 // The pod side is elsewhere: package podwebhook injects the set's volumes and
 // reload sidecar into new pods (revision.Inject), and the sidecar (package
 // examples/reload) writes the files and marks its pod current (revision.Restarts,

@@ -111,6 +111,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	l := log.FromContext(ctx)
 	logPlan(l, &set, res)
+	if set.Spec.UpdateStrategy.Type == revision.ExternalUpdate {
+		l.V(1).Info("pods are moved by their owner (updateStrategy.type External)", "updateRevision", res.Status.UpdateRevision, "waiting", len(res.Waiting))
+	}
 	switch cm := res.Hub.ConfigMap; res.Hub.Action {
 	case kplan.ActionCreate:
 		labelHub(cm)

@@ -46,8 +46,29 @@
 // replacement is annotated with what it replaces, the failed one with when it was
 // swapped out, and recovery actions take the reconcile before the rollout's.
 //
+// # Data released with the pods
+//
+// A ModelServing may name a ConfigMapSet of its namespace (spec.configMapSet)
+// whose spec.updateStrategy.type is External (revision.ExternalUpdate): the set's
+// own controller then writes its hub and status but moves no pod, and this one
+// releases the set's data with the pod templates, under one maxUnavailable.
+// Each reconcile reads the set: its status.updateRevision is every pool's
+// rollout.Strategy.TargetDataRevision; the set's currentRevision annotation on a
+// pod (revision.Keys.CurrentRevision, which the reload sidecar writes once it
+// serves the files) is the pod's rollout.Replica.DataRevision; and a pod whose
+// wanted revision (revision.Keys.UpdateRevision) differs from it is read as not
+// ready, so its data move spends the budget until the sidecar reports it. An
+// update that moves data (rollout.Update with DataFrom != DataTo) writes the
+// wanted revision and its timestamp on the pods the update keeps (an image change
+// and a data change of one pod are one update: it goes down once); a pod the
+// update recreates gets the update revision from the set's webhook. A set that is
+// missing, not External or not reconciled yet fails the plan (Failed=True,
+// PlanFailed, naming spec.configMapSet) until it changes; the controller watches
+// ConfigMapSets for that. Every data move is logged.
+//
 // Files: reconciler.go (Reconcile as a list of steps), plan.go (the pure half: pods
 // in, rollout's input and plan out), execute.go and create.go (the writes of a
 // step), resize.go (recreating pods whose resize the node will not apply),
-// status.go (the status from the plan), pods.go (slots and pod names).
+// status.go (the status from the plan), pods.go (slots and pod names), data.go
+// (the ConfigMapSet data release).
 package modelserving

@@ -52,6 +52,8 @@ type msExecutor struct {
 	now  time.Time
 	// templates caches decoded revisions.
 	templates map[string]map[string]corev1.PodTemplateSpec
+	// data is the plan's data release (nil without one).
+	data *dataRelease
 	*execResult
 }
 
@@ -60,7 +62,7 @@ type msExecutor struct {
 // stops at the first failed write.
 func (r *Reconciler) execute(ctx context.Context, ms *servingv1.ModelServing, h *history.History, pods []*corev1.Pod, plan *msPlan, now time.Time, res *execResult) error {
 	e := &msExecutor{r: r, ms: ms, h: h, byPod: map[string]*corev1.Pod{}, deleted: map[string]bool{}, used: map[podSlot]bool{}, now: now,
-		templates: map[string]map[string]corev1.PodTemplateSpec{}, execResult: res}
+		templates: map[string]map[string]corev1.PodTemplateSpec{}, execResult: res, data: plan.data}
 	for _, p := range pods {
 		e.byPod[p.Name] = p
 		// A terminating pod's slot is free: creating in it waits (the name is
@@ -194,6 +196,9 @@ func (e *msExecutor) pool(ctx context.Context, mode servingv1.RolloutMode, pl ms
 	}
 	for _, u := range pl.step.Update {
 		if err := e.update(ctx, u); err != nil {
+			return err
+		}
+		if err := e.moveData(ctx, u); err != nil {
 			return err
 		}
 	}

@@ -49,23 +49,30 @@ type msPlan struct {
 	// recovering: some pool's recovery step has actions; they are carried out
 	// instead of the rollout step this reconcile.
 	recovering bool
+	// data is the ConfigMapSet data the rollout releases; nil when
+	// spec.configMapSet is unset.
+	data *dataRelease
 }
 
 // planModelServing builds the rollout input from ms's pods and plans one step.
 // The pools, budgets and labels are servingv1.RolloutPools' (what kplan rollout
 // reads too); history lists the revision names oldest first, from the
-// ControllerRevisions, and update is the target.
-func planModelServing(ms *servingv1.ModelServing, pods []*corev1.Pod, history []string, update string, now time.Time) (*msPlan, error) {
+// ControllerRevisions, and update is the target. With data (nil without), pods
+// are read as dataView makes them and every pool releases data.target too.
+func planModelServing(ms *servingv1.ModelServing, pods []*corev1.Pod, history []string, update string, data *dataRelease, now time.Time) (*msPlan, error) {
 	pools, err := servingv1.RolloutPools(ms, pods)
 	if err != nil {
 		return nil, err
 	}
-	p := &msPlan{mode: cmp.Or(ms.Spec.RolloutStrategy.Mode, servingv1.RollingMode)}
+	p := &msPlan{mode: cmp.Or(ms.Spec.RolloutStrategy.Mode, servingv1.RollingMode), data: data}
 	for _, pool := range pools {
 		st := pool.Strategy
 		st.TargetRevision, st.History = update, history
 		opts := pool.Options
 		opts.Now = now
+		if data != nil {
+			st.TargetDataRevision, opts.Labels.DataRevision = data.target, dataRevisionLabel
+		}
 		reps, err := rollout.FromPods(pool.Pods, opts)
 		if err != nil {
 			return nil, inRole(pool.Role, err)

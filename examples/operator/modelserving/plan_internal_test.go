@@ -76,7 +76,7 @@ func TestPlanModelServingPools(t *testing.T) {
 	} {
 		t.Run(string(tc.mode), func(t *testing.T) {
 			ms.Spec.RolloutStrategy.Mode = tc.mode
-			p, err := planModelServing(ms, pods, []string{"m-old", "m-new"}, "m-new", now)
+			p, err := planModelServing(ms, pods, []string{"m-old", "m-new"}, "m-new", nil, now)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -97,7 +97,7 @@ func TestPlanModelServingPools(t *testing.T) {
 		})
 	}
 	ms.Spec.RolloutStrategy.Mode = "Sideways"
-	if _, err := planModelServing(ms, pods, []string{"m-new"}, "m-new", now); err == nil {
+	if _, err := planModelServing(ms, pods, []string{"m-new"}, "m-new", nil, now); err == nil {
 		t.Error("an unknown mode planned without error")
 	}
 }
@@ -126,7 +126,7 @@ func TestStatusRollingUpdateClearsOnceEveryPodIsUpdated(t *testing.T) {
 	}
 	pods := []*corev1.Pod{pod(0, corev1.ConditionTrue), pod(1, corev1.ConditionFalse)}
 	now := time.Unix(1000, 0)
-	plan, err := planModelServing(ms, pods, h.Names(), update.Name, now)
+	plan, err := planModelServing(ms, pods, h.Names(), update.Name, nil, now)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -176,7 +176,7 @@ func TestStatusCarriesThePlansReason(t *testing.T) {
 			pods = append(pods, p)
 		}
 	}
-	plan, err := planModelServing(ms, pods, h.Names(), update.Name, now)
+	plan, err := planModelServing(ms, pods, h.Names(), update.Name, nil, now)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,6 +15,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	servingv1 "github.com/kplan-dev/kplan/examples/api/serving/v1alpha1"
@@ -22,6 +23,7 @@ import (
 	"github.com/kplan-dev/kplan/examples/internal/history"
 	"github.com/kplan-dev/kplan/examples/internal/inplace"
 	"github.com/kplan-dev/kplan/examples/internal/kube"
+	"github.com/kplan-dev/kplan/revision"
 )
 
 // Reconciler creates and rolls out the pods of ModelServings
@@ -72,6 +74,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		For(&servingv1.ModelServing{}).
 		Owns(&corev1.Pod{}).
 		Owns(&appsv1.ControllerRevision{}).
+		Watches(&revision.ConfigMapSet{}, handler.EnqueueRequestsFromMapFunc(r.modelServingsOfSet)).
 		Complete(r)
 }
 
@@ -120,13 +123,21 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	// The plan and the status read pods as their readiness gates make them.
-	view := servingv1.ReadyByGates(pods)
+	data, planErr, err := r.dataRelease(ctx, ms)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	// The plan and the status read pods as their readiness gates and their data
+	// make them.
+	view := dataView(servingv1.ReadyByGates(pods), data)
 	h, err := history.Sync(ctx, r.Client, ms, r.Client.Scheme())
 	if err != nil {
 		return retryConflict(err)
 	}
-	plan, planErr := planModelServing(ms, view, h.Names(), h.Update.Name, now)
+	var plan *msPlan
+	if planErr == nil {
+		plan, planErr = planModelServing(ms, view, h.Names(), h.Update.Name, data, now)
+	}
 	logPlan(log.FromContext(ctx), ms, h.Update.Name, plan, planErr)
 	res := &execResult{acted: released || recreated, resizeDeferred: deferred}
 	var execErr error

@@ -144,6 +144,20 @@ type ModelServingSpec struct {
 	// +optional
 	RecoveryPolicy *RecoveryPolicy `json:"recoveryPolicy,omitempty"`
 
+	// ConfigMapSet names a ConfigMapSet (apps.kplan.dev/v1alpha1) in the
+	// ModelServing's namespace that selects its pods and whose
+	// spec.updateStrategy.type is External. Its data then rolls out with the pod
+	// templates under one budget (rolloutStrategy.maxUnavailable): the target is
+	// the set's status.updateRevision, the revision a pod serves is the set's
+	// currentRevision annotation on the pod (which the reload sidecar writes),
+	// and a pod whose data is moving (the set's updateRevision annotation, which
+	// this controller writes, differs from it) counts as unavailable until its
+	// reload sidecar confirms the new revision. Unset, data is left to the set.
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`
+	// +optional
+	ConfigMapSet string `json:"configMapSet,omitempty"`
+
 	// RevisionHistoryLimit is how many old ControllerRevisions no pod runs are kept
 	// for rolling back.
 	// +kubebuilder:default=10
