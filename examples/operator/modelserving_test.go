@@ -993,8 +993,9 @@ func TestModelServingValidation(t *testing.T) {
 	if err := admin.Create(ctx, &sample); err != nil {
 		t.Fatalf("config/samples/modelserving.yaml: %v", err)
 	}
-	ok.Spec.Roles[1].Replicas = 3
-	if err := admin.Update(ctx, ok); !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), "immutable") {
+	// The controller writes the object meanwhile: retryEdit reads it afresh on a
+	// conflict.
+	if err := retryEdit(ok, func(m *servingv1.ModelServing) { m.Spec.Roles[1].Replicas = 3 }); !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), "immutable") {
 		t.Errorf("changing a role's replicas: %v, want Invalid (immutable)", err)
 	}
 }
