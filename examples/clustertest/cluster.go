@@ -2,7 +2,10 @@
 // examples' integration tests: envtest's kube-apiserver and etcd,
 // kube-controller-manager (the StatefulSet and garbage collector controllers), and
 // the LeaderWorkerSet controller with its CRDs (LeaderWorkerSet, DisaggregatedSet)
-// and admission webhooks. Tests play the kubelet with testenv.StartKubelet.
+// and admission webhooks. Tests play the kubelet with testenv.StartKubelet. A test
+// may run kube-scheduler with kplan's RDMA plugin beside the cluster
+// (examples/internal/schedharness): its pods name the scheduler's profile, and its
+// kubelets run with KubeletOptions.NoBind so that the scheduler binds them.
 //
 // All binaries are built from Go modules and cached (see examples/DEVELOPERS.md);
 // Start builds what is missing. Other test packages start the operator beside the

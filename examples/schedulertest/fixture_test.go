@@ -2,13 +2,13 @@ package schedulertest
 
 import (
 	"encoding/json"
-	"fmt"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/kplan-dev/kplan/examples/internal/schedharness"
 	"github.com/kplan-dev/kplan/rdma"
 )
 
@@ -26,41 +26,7 @@ func i32(v int) *int32 { x := int32(v); return &x }
 // makeNode builds a node's inventory of the given shape. Addresses are derived from
 // the indices: PF k is 0000:<0x10+4k>:00.0 and its VF j 0000:<same bus>:<1+j/8>.<j%8>.
 func makeNode(name string, s shape) rdma.Node {
-	n := rdma.Node{Name: name}
-	g, k := 0, 0
-	for r := 0; r < s.roots; r++ {
-		root := fmt.Sprintf("pci0000:%02x", 0x10*(r+1))
-		for i := 0; i < s.gpus; i++ {
-			n.Devices = append(n.Devices, rdma.DeviceInfo{
-				UUID: fmt.Sprintf("GPU-%s-%d", name, g), Minor: i32(g), Type: rdma.GPU, Health: true,
-				Topology: &rdma.DeviceTopology{SocketID: int32(r), NodeID: int32(r), PCIEID: root, BusID: fmt.Sprintf("0000:%02x:00.0", 0x80+g)},
-			})
-			g++
-		}
-		for i := 0; i < s.pfs; i++ {
-			bus := 0x10 + 4*k
-			bdf := fmt.Sprintf("0000:%02x:00.0", bus)
-			d := rdma.DeviceInfo{
-				UUID: bdf, Minor: i32(k), Type: rdma.RDMA, Health: true, Labels: s.pfLabels,
-				Topology: &rdma.DeviceTopology{SocketID: int32(r), NodeID: int32(r), PCIEID: root, BusID: bdf},
-			}
-			groups := s.vfGroups
-			if len(groups) == 0 && s.vfs > 0 {
-				groups = []map[string]string{nil}
-			}
-			for gi, labels := range groups {
-				grp := rdma.VirtualFunctionGroup{Labels: labels}
-				per := s.vfs / len(groups)
-				for j := gi * per; j < (gi+1)*per; j++ {
-					grp.VFs = append(grp.VFs, rdma.VirtualFunction{Minor: int32(j), BusID: fmt.Sprintf("0000:%02x:%02x.%d", bus, 1+j/8, j%8)})
-				}
-				d.VFGroups = append(d.VFGroups, grp)
-			}
-			n.Devices = append(n.Devices, d)
-			k++
-		}
-	}
-	return n
+	return schedharness.MakeNode(name, schedharness.Shape{Roots: s.roots, GPUs: s.gpus, PFs: s.pfs, VFs: s.vfs, VFGroups: s.vfGroups, PFLabels: s.pfLabels})
 }
 
 // podSpec is what a test pod asks for.

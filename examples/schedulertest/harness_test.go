@@ -1,48 +1,31 @@
 package schedulertest
 
 import (
-	"bufio"
-	"bytes"
 	"context"
-	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
-	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"slices"
-	"strings"
-	"sync"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
-	rbacv1 "k8s.io/api/rbac/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/wait"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
-	"sigs.k8s.io/yaml"
 
+	"github.com/kplan-dev/kplan/examples/internal/schedharness"
 	"github.com/kplan-dev/kplan/examples/internal/testenv"
 	"github.com/kplan-dev/kplan/rdma"
 )
 
-// koordinatorModule is the koordinator release whose Device CRD the tests install.
-const koordinatorModule = "github.com/koordinator-sh/koordinator@v1.8.0"
-
-var deviceGVR = schema.GroupVersionResource{Group: "scheduling.koordinator.sh", Version: "v1alpha1", Resource: "devices"}
+var deviceGVR = schedharness.DeviceGVR
 
 var (
 	env        *testenv.Env
@@ -101,7 +84,7 @@ func setup(ctx context.Context) error {
 	if err := applyRBAC(ctx); err != nil {
 		return err
 	}
-	user, err := env.Environment().ControlPlane.AddUser(envtest.User{Name: "system:kube-scheduler"}, nil)
+	user, err := env.Environment().ControlPlane.AddUser(envtest.User{Name: schedharness.SchedulerUser}, nil)
 	if err != nil {
 		return err
 	}
@@ -122,28 +105,7 @@ func needEnv(t *testing.T) {
 
 // deviceCRD returns the path of koordinator's Device CRD manifest in the Go module
 // cache, downloading the module when needed.
-func deviceCRD(ctx context.Context) (string, error) {
-	root, err := testenv.Root()
-	if err != nil {
-		return "", err
-	}
-	cmd := exec.CommandContext(ctx, "go", "mod", "download", "-json", koordinatorModule)
-	cmd.Dir = root
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		return "", fmt.Errorf("go mod download %s: %w: %s %s", koordinatorModule, err, out, stderr.String())
-	}
-	var mod struct{ Dir, Error string }
-	if err := json.Unmarshal(out, &mod); err != nil {
-		return "", err
-	}
-	if mod.Error != "" || mod.Dir == "" {
-		return "", fmt.Errorf("go mod download %s: %s", koordinatorModule, mod.Error)
-	}
-	return filepath.Join(mod.Dir, "config", "crd", "bases", "scheduling.koordinator.sh_devices.yaml"), nil
-}
+func deviceCRD(ctx context.Context) (string, error) { return schedharness.DeviceCRD(ctx) }
 
 // applyRBAC creates the objects of the checked-in RBAC (config/rbac.yaml).
 func applyRBAC(ctx context.Context) error {
@@ -154,121 +116,21 @@ func applyRBAC(ctx context.Context) error {
 // applyConfig creates the RBAC objects and ServiceAccounts of a file of the scheduler
 // module's config directory, and returns a function deleting them.
 func applyConfig(ctx context.Context, name string) (func(), error) {
-	root, err := testenv.Root()
-	if err != nil {
-		return nil, err
-	}
-	b, err := os.ReadFile(filepath.Join(root, "scheduler", "config", name))
-	if err != nil {
-		return nil, err
-	}
-	var undo []func()
-	cleanup := func() {
-		for _, u := range slices.Backward(undo) {
-			u()
-		}
-	}
-	create := func(doc []byte, kind string) error {
-		bg := context.Background()
-		var err error
-		switch kind {
-		case "ClusterRole":
-			var r rbacv1.ClusterRole
-			if err = yaml.UnmarshalStrict(doc, &r); err == nil {
-				_, err = cs.RbacV1().ClusterRoles().Create(ctx, &r, metav1.CreateOptions{})
-				undo = append(undo, func() { _ = cs.RbacV1().ClusterRoles().Delete(bg, r.Name, metav1.DeleteOptions{}) })
-			}
-		case "ClusterRoleBinding":
-			var r rbacv1.ClusterRoleBinding
-			if err = yaml.UnmarshalStrict(doc, &r); err == nil {
-				_, err = cs.RbacV1().ClusterRoleBindings().Create(ctx, &r, metav1.CreateOptions{})
-				undo = append(undo, func() { _ = cs.RbacV1().ClusterRoleBindings().Delete(bg, r.Name, metav1.DeleteOptions{}) })
-			}
-		case "Role":
-			var r rbacv1.Role
-			if err = yaml.UnmarshalStrict(doc, &r); err == nil {
-				_, err = cs.RbacV1().Roles(r.Namespace).Create(ctx, &r, metav1.CreateOptions{})
-				undo = append(undo, func() { _ = cs.RbacV1().Roles(r.Namespace).Delete(bg, r.Name, metav1.DeleteOptions{}) })
-			}
-		case "RoleBinding":
-			var r rbacv1.RoleBinding
-			if err = yaml.UnmarshalStrict(doc, &r); err == nil {
-				_, err = cs.RbacV1().RoleBindings(r.Namespace).Create(ctx, &r, metav1.CreateOptions{})
-				undo = append(undo, func() { _ = cs.RbacV1().RoleBindings(r.Namespace).Delete(bg, r.Name, metav1.DeleteOptions{}) })
-			}
-		case "ServiceAccount":
-			var r corev1.ServiceAccount
-			if err = yaml.UnmarshalStrict(doc, &r); err == nil {
-				_, err = cs.CoreV1().ServiceAccounts(r.Namespace).Create(ctx, &r, metav1.CreateOptions{})
-				undo = append(undo, func() { _ = cs.CoreV1().ServiceAccounts(r.Namespace).Delete(bg, r.Name, metav1.DeleteOptions{}) })
-			}
-		case "":
-		default:
-			return fmt.Errorf("%s: unexpected kind %q", name, kind)
-		}
-		return err
-	}
-	dec := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(b)))
-	for {
-		doc, err := dec.Read()
-		if errors.Is(err, io.EOF) {
-			return cleanup, nil
-		}
-		if err != nil {
-			cleanup()
-			return nil, err
-		}
-		var meta metav1.TypeMeta
-		if err := yaml.Unmarshal(doc, &meta); err != nil {
-			cleanup()
-			return nil, err
-		}
-		if err := create(doc, meta.Kind); err != nil {
-			cleanup()
-			return nil, fmt.Errorf("%s: %s: %w", name, meta.Kind, err)
-		}
-	}
+	return schedharness.ApplyConfig(ctx, cs, name)
 }
 
 // scheduler is a running kube-scheduler process.
 type scheduler struct {
-	cmd  *exec.Cmd
-	log  string
-	done chan struct{}
-	once sync.Once
+	*schedharness.Scheduler
+	done <-chan struct{}
 }
 
 // schedulerConfig renders the checked-in KubeSchedulerConfiguration for the test:
 // the scheduler's kubeconfig, leader election off, and edit applied to the profile.
 func schedulerConfig(t *testing.T, dir string, edit func(cfg map[string]any)) string {
 	t.Helper()
-	root, err := testenv.Root()
+	p, err := schedharness.WriteConfig(dir, kubeconfig, edit)
 	if err != nil {
-		t.Fatal(err)
-	}
-	b, err := os.ReadFile(filepath.Join(root, "scheduler", "config", "scheduler-config.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var cfg map[string]any
-	if err := yaml.Unmarshal(b, &cfg); err != nil {
-		t.Fatal(err)
-	}
-	kc := filepath.Join(dir, "kubeconfig")
-	if err := os.WriteFile(kc, kubeconfig, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	cfg["clientConnection"].(map[string]any)["kubeconfig"] = kc
-	cfg["leaderElection"] = map[string]any{"leaderElect": false}
-	if edit != nil {
-		edit(cfg)
-	}
-	out, err := yaml.Marshal(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := filepath.Join(dir, "scheduler-config.yaml")
-	if err := os.WriteFile(p, out, 0o644); err != nil {
 		t.Fatal(err)
 	}
 	return p
@@ -280,59 +142,25 @@ func startScheduler(t *testing.T, edit func(cfg map[string]any), args ...string)
 	t.Helper()
 	dir := t.TempDir()
 	cfg := schedulerConfig(t, dir, edit)
-	s := &scheduler{log: filepath.Join(dir, "scheduler.log"), done: make(chan struct{})}
-	logf, err := os.Create(s.log)
+	h, err := schedharness.StartScheduler(schedBin, cfg, filepath.Join(dir, "scheduler.log"), args...)
 	if err != nil {
 		t.Fatal(err)
 	}
-	s.cmd = exec.Command(schedBin, append([]string{"--config=" + cfg, "--secure-port=0", "-v=2"}, args...)...)
-	s.cmd.Stdout, s.cmd.Stderr = logf, logf
-	if err := s.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	go func() {
-		_ = s.cmd.Wait()
-		logf.Close()
-		close(s.done)
-	}()
+	s := &scheduler{Scheduler: h, done: h.Done()}
 	t.Cleanup(func() {
 		s.stop()
 		if t.Failed() {
-			b, _ := os.ReadFile(s.log)
-			lines := strings.Split(string(b), "\n")
-			if len(lines) > 80 {
-				lines = lines[len(lines)-80:]
-			}
-			t.Logf("scheduler log (last lines):\n%s", strings.Join(lines, "\n"))
+			t.Logf("scheduler log (last lines):\n%s", s.Tail(80))
 		}
 	})
 	return s
 }
 
 // stop kills the scheduler (as a crash would) and waits for it to exit.
-func (s *scheduler) stop() {
-	s.once.Do(func() { _ = s.cmd.Process.Signal(syscall.SIGKILL) })
-	<-s.done
-}
+func (s *scheduler) stop() { s.Stop() }
 
 // logCount counts the scheduler log lines that contain every one of parts.
-func (s *scheduler) logCount(parts ...string) int {
-	b, _ := os.ReadFile(s.log)
-	n := 0
-	for _, line := range strings.Split(string(b), "\n") {
-		all := true
-		for _, p := range parts {
-			if !strings.Contains(line, p) {
-				all = false
-				break
-			}
-		}
-		if all {
-			n++
-		}
-	}
-	return n
-}
+func (s *scheduler) logCount(parts ...string) int { return s.LogCount(parts...) }
 
 // testNode is a node of a test with its inventory.
 type testNode struct {
@@ -367,75 +195,18 @@ func createNodes(t *testing.T, ctx context.Context, nodes ...rdma.Node) map[stri
 // createNode creates a Node object (schedulable, Ready, with koordinator.sh/rdma and
 // nvidia.com/gpu capacity as koordlet would report them) and its Device object.
 func createNode(ctx context.Context, n rdma.Node) error {
-	inv, err := rdma.NewInventory(n)
-	if err != nil {
-		return err
-	}
-	capacity, err := rdma.Capacity(inv, rdma.CountModel)
-	if err != nil {
-		return err
-	}
-	gpus := 0
-	for _, d := range n.Devices {
-		if d.Type == rdma.GPU {
-			gpus++
-		}
-	}
-	capacity[rdma.ResourceNvidiaGPU] = *resource.NewQuantity(int64(gpus), resource.DecimalSI)
-	obj, err := deviceObject(n)
-	if err != nil {
-		return err
-	}
-	if _, err := dyn.Resource(deviceGVR).Create(ctx, obj, metav1.CreateOptions{}); err != nil {
-		return fmt.Errorf("create Device %s: %w", n.Name, err)
-	}
-	return createNodeObject(ctx, n.Name, capacity)
+	return schedharness.CreateNode(ctx, cs, dyn, n)
 }
 
 // createNodeObject creates a schedulable, Ready Node with the given capacity (plus
 // CPU, memory and pods).
 func createNodeObject(ctx context.Context, name string, capacity corev1.ResourceList) error {
-	capacity = capacity.DeepCopy()
-	if capacity == nil {
-		capacity = corev1.ResourceList{}
-	}
-	capacity[corev1.ResourceCPU] = resource.MustParse("64")
-	capacity[corev1.ResourceMemory] = resource.MustParse("256Gi")
-	capacity[corev1.ResourcePods] = resource.MustParse("110")
-	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"kubernetes.io/hostname": name}}}
-	created, err := cs.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{})
-	if err != nil {
-		return fmt.Errorf("create Node %s: %w", name, err)
-	}
-	// The API server's admission taints new nodes not-ready; no node controller runs
-	// here to lift it.
-	created.Spec.Taints = nil
-	if created, err = cs.CoreV1().Nodes().Update(ctx, created, metav1.UpdateOptions{}); err != nil {
-		return err
-	}
-	created.Status.Capacity = capacity
-	created.Status.Allocatable = capacity
-	created.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue, Reason: "KubeletReady", LastHeartbeatTime: metav1.Now(), LastTransitionTime: metav1.Now()}}
-	_, err = cs.CoreV1().Nodes().UpdateStatus(ctx, created, metav1.UpdateOptions{})
-	return err
+	return schedharness.CreateNodeObject(ctx, cs, name, capacity)
 }
 
 // deviceObject is n as koordinator's Device object.
 func deviceObject(n rdma.Node) (*unstructured.Unstructured, error) {
-	b, err := json.Marshal(n.Devices)
-	if err != nil {
-		return nil, err
-	}
-	var devices []any
-	if err := json.Unmarshal(b, &devices); err != nil {
-		return nil, err
-	}
-	return &unstructured.Unstructured{Object: map[string]any{
-		"apiVersion": "scheduling.koordinator.sh/v1alpha1",
-		"kind":       "Device",
-		"metadata":   map[string]any{"name": n.Name},
-		"spec":       map[string]any{"devices": devices},
-	}}, nil
+	return schedharness.DeviceObject(n)
 }
 
 // namespace creates a namespace for the test; its pods are deleted at the end.
