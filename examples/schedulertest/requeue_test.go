@@ -59,6 +59,10 @@ func TestRetryDelays(t *testing.T) {
 				if _, err := dyn.Resource(deviceGVR).Update(ctx, obj, metav1.UpdateOptions{}); err != nil {
 					t.Fatal(err)
 				}
+				// The plugin reports the bad Device once its informer has it: only
+				// then may the pod come (on a busy machine the pod was scheduled
+				// against the good Device still cached, and bound).
+				waitEvents(t, ctx, "default", node, reasonDeviceBad, 1)
 			default:
 				// One VF, with its PF held exclusively: NodeResourcesFit lets a
 				// second 1-VF pod in, the plugin does not.
