@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sync"
 	"testing"
 	"time"
 
@@ -209,9 +210,24 @@ func deviceObject(n rdma.Node) (*unstructured.Unstructured, error) {
 	return schedharness.DeviceObject(n)
 }
 
-// namespace creates a namespace for the test; its pods are deleted at the end.
+// namespaceRuns counts the namespaces created per name: envtest runs no namespace
+// controller, so a deleted namespace never goes away, and a test run again (go test
+// -count) gets name-2, name-3, ...
+var namespaceRuns = struct {
+	sync.Mutex
+	n map[string]int
+}{n: map[string]int{}}
+
+// namespace creates a namespace for the test (name, or name-<run> when the test runs
+// again); its pods are deleted at the end.
 func namespace(t *testing.T, ctx context.Context, name string) string {
 	t.Helper()
+	namespaceRuns.Lock()
+	namespaceRuns.n[name]++
+	if run := namespaceRuns.n[name]; run > 1 {
+		name = fmt.Sprintf("%s-%d", name, run)
+	}
+	namespaceRuns.Unlock()
 	if _, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
