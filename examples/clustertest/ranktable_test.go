@@ -317,78 +317,24 @@ type serverInfo struct {
 	pod, revision, group, role string
 }
 
-// devicePlugin plays the Ascend device plugin for one namespace: every pod bound
-// to a node gets the ascend.com/ranktable annotation with a server of its own (a
-// recreated pod is a new server), as the plugin writes it on allocation.
-type devicePlugin struct {
-	ns      string
-	mu      sync.Mutex
-	byUID   map[types.UID]string
-	servers map[string]serverInfo
-}
+// devicePlugin is testenv's device plugin, with what it knew of each server's pod.
+type devicePlugin struct{ *testenv.DevicePlugin }
 
 func startDevicePlugin(t *testing.T, ctx context.Context, ns string) *devicePlugin {
-	dp := &devicePlugin{ns: ns, byUID: map[types.UID]string{}, servers: map[string]serverInfo{}}
-	ctx, cancel := context.WithCancel(ctx)
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		tick := time.NewTicker(50 * time.Millisecond)
-		defer tick.Stop()
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-tick.C:
-				dp.annotateBound(ctx)
-			}
-		}
-	}()
-	t.Cleanup(func() { cancel(); <-done })
-	return dp
+	dp, stop := testenv.StartDevicePlugin(ctx, cluster.Client, ns)
+	t.Cleanup(stop)
+	return &devicePlugin{dp}
 }
 
-func (dp *devicePlugin) annotateBound(ctx context.Context) {
-	pods, err := listPods(ctx, dp.ns, nil)
-	if err != nil {
-		return
-	}
-	for i := range pods {
-		p := &pods[i]
-		if p.Spec.NodeName == "" || p.DeletionTimestamp != nil || p.Annotations[ranktable.DefaultAnnotationName] != "" {
-			continue
-		}
-		dp.mu.Lock()
-		server, ok := dp.byUID[p.UID]
-		if !ok {
-			n := len(dp.byUID) + 1
-			server = fmt.Sprintf("192.168.%d.%d", n/250, n%250)
-			dp.byUID[p.UID] = server
-			dp.servers[server] = serverInfo{pod: p.Name, revision: p.Labels[clustertest.LabelTemplateRevisionHash],
-				group: p.Labels[clustertest.LabelGroupKey], role: p.Labels[clustertest.LabelDisaggregatedSetRole]}
-		}
-		dp.mu.Unlock()
-		devs := make([]map[string]string, 8)
-		for d := range devs {
-			devs[d] = map[string]string{"device_id": fmt.Sprint(d), "device_ip": fmt.Sprintf("10.%s.%d", strings.TrimPrefix(server, "192.168."), d)}
-		}
-		value, _ := json.Marshal(map[string]any{"pod_name": p.Name, "server_id": server, "devices": devs})
-		patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{
-			"uid": p.UID, "annotations": map[string]string{ranktable.DefaultAnnotationName: string(value)}}})
-		_ = cluster.Client.Patch(ctx, p, client.RawPatch(types.MergePatchType, patch)) // retried at the next tick
-	}
-}
-
-func (dp *devicePlugin) server(uid types.UID) string {
-	dp.mu.Lock()
-	defer dp.mu.Unlock()
-	return dp.byUID[uid]
-}
+func (dp *devicePlugin) server(uid types.UID) string { return dp.Server(uid) }
 
 func (dp *devicePlugin) info(server string) serverInfo {
-	dp.mu.Lock()
-	defer dp.mu.Unlock()
-	return dp.servers[server]
+	p := dp.Pod(server)
+	if p == nil {
+		return serverInfo{}
+	}
+	return serverInfo{pod: p.Name, revision: p.Labels[clustertest.LabelTemplateRevisionHash],
+		group: p.Labels[clustertest.LabelGroupKey], role: p.Labels[clustertest.LabelDisaggregatedSetRole]}
 }
 
 // tableServers reads the table p mounts and returns its servers when complete.

@@ -3,10 +3,8 @@ package operator_test
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -18,72 +16,17 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	servingv1 "github.com/kplan-dev/kplan/examples/api/serving/v1alpha1"
+	"github.com/kplan-dev/kplan/examples/internal/testenv"
 	"github.com/kplan-dev/kplan/examples/operator/ranktables"
 	"github.com/kplan-dev/kplan/ranktable"
 )
 
-// devicePlugin plays the Ascend device plugin for one namespace: every pod bound to
-// a node gets the ascend.com/ranktable annotation, a server of its own per pod (by
-// UID: a recreated pod is a new server), as the plugin writes it on allocation.
-type devicePlugin struct {
-	ns     string
-	mu     sync.Mutex
-	server map[types.UID]string
-}
-
-// startDevicePlugin annotates the namespace's bound pods until the test ends.
-func startDevicePlugin(t *testing.T, ns string) *devicePlugin {
-	t.Helper()
-	dp := &devicePlugin{ns: ns, server: map[types.UID]string{}}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		tick := time.NewTicker(50 * time.Millisecond)
-		defer tick.Stop()
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-tick.C:
-				dp.annotateBound(ctx)
-			}
-		}
-	}()
-	t.Cleanup(func() { cancel(); <-done })
-	return dp
-}
-
-func (dp *devicePlugin) annotateBound(ctx context.Context) {
-	var pods corev1.PodList
-	if err := admin.List(ctx, &pods, client.InNamespace(dp.ns)); err != nil {
-		return
-	}
-	for i := range pods.Items {
-		p := &pods.Items[i]
-		if p.Spec.NodeName == "" || p.DeletionTimestamp != nil || p.Annotations[ranktable.DefaultAnnotationName] != "" {
-			continue
-		}
-		dp.mu.Lock()
-		n := len(dp.server) + 1
-		server := fmt.Sprintf("192.168.%d.%d", n/250, n%250)
-		dp.server[p.UID] = server
-		dp.mu.Unlock()
-		value := deviceAnnotation(p.Name, server, fmt.Sprintf("10.%d.%d", n/250, n%250), 0)
-		patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{
-			"uid": p.UID, "annotations": map[string]string{ranktable.DefaultAnnotationName: value}}})
-		_ = admin.Patch(ctx, p, client.RawPatch(types.MergePatchType, patch)) // retried at the next tick
-	}
-}
-
 // tableComplete reports whether the rank table a pod mounts is complete and lists
 // the pod's own server: what the engine's wait container checks before it lets
 // the engine start.
-func tableComplete(ctx context.Context, p *corev1.Pod) bool {
-	var own struct {
-		ServerID string `json:"server_id"`
-	}
-	if json.Unmarshal([]byte(p.Annotations[ranktable.DefaultAnnotationName]), &own) != nil || own.ServerID == "" {
+func tableComplete(ctx context.Context, dp *testenv.DevicePlugin, p *corev1.Pod) bool {
+	own := dp.Server(p.UID)
+	if own == "" || p.Annotations[ranktable.DefaultAnnotationName] == "" {
 		return false
 	}
 	name := mountedConfigMap(p)
@@ -96,7 +39,7 @@ func tableComplete(ctx context.Context, p *corev1.Pod) bool {
 		return false
 	}
 	for _, s := range tab.ServerList {
-		if s.ServerID == own.ServerID {
+		if s.ServerID == own {
 			return true
 		}
 	}
@@ -115,8 +58,9 @@ func TestRanktableDefaultStrategyCompletes(t *testing.T) {
 	ctx := context.Background()
 	ns := newNamespace(t)
 	k := startMSKubelet(t, ns, kubeletDefaults.StartDelay)
-	k.setReady(func(p *corev1.Pod) bool { return tableComplete(ctx, p) })
-	startDevicePlugin(t, ns)
+	dp, stop := testenv.StartDevicePlugin(ctx, admin, ns)
+	t.Cleanup(stop)
+	k.setReady(func(p *corev1.Pod) bool { return tableComplete(ctx, dp, p) })
 
 	const groups = 2
 	pw := watchPods(t, ns, "defaults")
@@ -151,7 +95,7 @@ func TestRanktableDefaultStrategyCompletes(t *testing.T) {
 		if err != nil || g >= groups {
 			t.Errorf("pod %s in serving group %q: only groups 0-%d should ever exist", name, p.Labels[servingv1.LabelGroupIndex], groups-1)
 		}
-		if !tableComplete(ctx, p) {
+		if !tableComplete(ctx, dp, p) {
 			t.Errorf("pod %s: its table is not complete with its server", name)
 		}
 	}
