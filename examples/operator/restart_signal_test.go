@@ -107,8 +107,15 @@ func TestConfigMapSetCompletesBySignal(t *testing.T) {
 	case <-time.After(60 * time.Second):
 		t.Fatalf("main's process got no signal; agent log:\n%s", k.logs())
 	}
-	if want := fmt.Sprintf("sent SIGTERM to container main (pid %d", main.cmd.Process.Pid); !strings.Contains(k.logs(), want) {
-		t.Errorf("the agent log lacks %q:\n%s", want, k.logs())
+	// The agent logs the signal once kill returns, which can be after main has ended.
+	want := fmt.Sprintf("sent SIGTERM to container main (pid %d", main.cmd.Process.Pid)
+	if err := waitFor(30*time.Second, func() error {
+		if !strings.Contains(k.logs(), want) {
+			return fmt.Errorf("the agent log lacks %q", want)
+		}
+		return nil
+	}); err != nil {
+		t.Errorf("%v:\n%s", err, k.logs())
 	}
 	if st := podState(t, ns, "web-0", set); st.UpdateRevision != r2 || st.CurrentRevision != r1 {
 		t.Fatalf("before main restarted: %+v, want wanted %s and current still %s", st, r2, r1)
