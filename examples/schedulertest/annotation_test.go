@@ -58,15 +58,15 @@ func setAllocated(t *testing.T, ctx context.Context, ns, name string, value *str
 }
 
 // eventsFor lists the events (events.k8s.io) in namespace ns about the object named
-// name with the given reason.
-func eventsFor(ctx context.Context, ns, name, reason string) ([]eventsv1.Event, error) {
+// name (and, unless uid is empty, with that UID) with the given reason.
+func eventsFor(ctx context.Context, ns, name string, uid types.UID, reason string) ([]eventsv1.Event, error) {
 	l, err := cs.EventsV1().Events(ns).List(ctx, metav1.ListOptions{})
 	if err != nil {
 		return nil, err
 	}
 	var out []eventsv1.Event
 	for _, e := range l.Items {
-		if e.Regarding.Name == name && e.Reason == reason {
+		if e.Regarding.Name == name && (uid == "" || e.Regarding.UID == uid) && e.Reason == reason {
 			out = append(out, e)
 		}
 	}
@@ -77,10 +77,27 @@ func eventsFor(ctx context.Context, ns, name, reason string) ([]eventsv1.Event, 
 // them; it fails on more.
 func waitEvents(t *testing.T, ctx context.Context, ns, name, reason string, n int) []eventsv1.Event {
 	t.Helper()
+	return waitEventsUID(t, ctx, ns, name, "", reason, n)
+}
+
+// waitDeviceEvents is waitEvents for the node's Device object as it is now: the
+// events of an earlier object of the same name (a test run again with go test -count
+// recreates its nodes; events stay behind in namespace default) do not count.
+func waitDeviceEvents(t *testing.T, ctx context.Context, node, reason string, n int) []eventsv1.Event {
+	t.Helper()
+	obj, err := dyn.Resource(deviceGVR).Get(ctx, node, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return waitEventsUID(t, ctx, metav1.NamespaceDefault, node, obj.GetUID(), reason, n)
+}
+
+func waitEventsUID(t *testing.T, ctx context.Context, ns, name string, uid types.UID, reason string, n int) []eventsv1.Event {
+	t.Helper()
 	var got []eventsv1.Event
 	waitFor(t, ctx, 30*time.Second, fmt.Sprintf("%d %s events on %s", n, reason, name), func(ctx context.Context) (bool, error) {
 		var err error
-		if got, err = eventsFor(ctx, ns, name, reason); err != nil {
+		if got, err = eventsFor(ctx, ns, name, uid, reason); err != nil {
 			return false, nil // the poll's deadline, reported with what was waited for
 		}
 		if len(got) > n {

@@ -119,7 +119,7 @@ func TestDeviceProblemsReported(t *testing.T) {
 	port := freePort(t)
 	s := startScheduler(t, nil, metricsArgs(port)...)
 
-	ev := waitEvents(t, ctx, "default", n.Name, reasonDeviceSkip, 1)
+	ev := waitDeviceEvents(t, ctx, n.Name, reasonDeviceSkip, 1)
 	if !strings.Contains(ev[0].Note, "3 VFs left out") || !strings.Contains(ev[0].Note, "0000:10:00.8") {
 		t.Errorf("event note %q does not say which VFs were left out", ev[0].Note)
 	}
@@ -136,7 +136,7 @@ func TestDeviceProblemsReported(t *testing.T) {
 	// A change that leaves the problems as they were: nothing new.
 	updateDevice(t, ctx, n, map[string]string{"touched": "yes"})
 	time.Sleep(2 * time.Second)
-	waitEvents(t, ctx, "default", n.Name, reasonDeviceSkip, 1)
+	waitDeviceEvents(t, ctx, n.Name, reasonDeviceSkip, 1)
 	if c := s.logCount(`reason="`+reasonDeviceSkip+`"`, n.Name); c != 1 {
 		t.Errorf("%d log lines report the Device object's VFs after an unrelated change, want 1", c)
 	}
@@ -144,7 +144,7 @@ func TestDeviceProblemsReported(t *testing.T) {
 	invalid := valid
 	invalid.Devices = append(slices.Clone(valid.Devices), valid.Devices[0])
 	updateDevice(t, ctx, invalid, nil)
-	ev = waitEvents(t, ctx, "default", n.Name, reasonDeviceBad, 1)
+	ev = waitDeviceEvents(t, ctx, n.Name, reasonDeviceBad, 1)
 	if !strings.Contains(ev[0].Note, "Duplicate value") {
 		t.Errorf("event note %q does not name the duplicate", ev[0].Note)
 	}

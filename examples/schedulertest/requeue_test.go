@@ -62,7 +62,7 @@ func TestRetryDelays(t *testing.T) {
 				// The plugin reports the bad Device once its informer has it: only
 				// then may the pod come (on a busy machine the pod was scheduled
 				// against the good Device still cached, and bound).
-				waitEvents(t, ctx, "default", node, reasonDeviceBad, 1)
+				waitDeviceEvents(t, ctx, node, reasonDeviceBad, 1)
 			default:
 				// One VF, with its PF held exclusively: NodeResourcesFit lets a
 				// second 1-VF pod in, the plugin does not.
