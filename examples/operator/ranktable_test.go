@@ -272,6 +272,12 @@ func checkRegenerated(s string) error {
 // waitEvent waits for an event with reason regarding the named object (events.k8s.io).
 func waitEvent(t *testing.T, ns, reason, regarding string) *eventsv1.Event {
 	t.Helper()
+	return waitEventUID(t, ns, reason, regarding, "")
+}
+
+// waitEventUID is waitEvent for the object with that UID (any, when uid is empty).
+func waitEventUID(t *testing.T, ns, reason, regarding string, uid types.UID) *eventsv1.Event {
+	t.Helper()
 	var found *eventsv1.Event
 	eventually(t, fmt.Sprintf("event %s about %s", reason, regarding), func() error {
 		var list eventsv1.EventList
@@ -281,7 +287,7 @@ func waitEvent(t *testing.T, ns, reason, regarding string) *eventsv1.Event {
 		var seen []string
 		for i := range list.Items {
 			e := &list.Items[i]
-			if e.Reason == reason && e.Regarding.Name == regarding {
+			if e.Reason == reason && e.Regarding.Name == regarding && (uid == "" || e.Regarding.UID == uid) {
 				found = e
 				return nil
 			}

@@ -83,6 +83,20 @@ func rdmaOf(t *testing.T, node, want, what string) {
 	})
 }
 
+// removeNodesAtEnd deletes the nodes and their Device objects (the same names) when
+// the test ends, so it can run again (go test -count).
+func removeNodesAtEnd(t *testing.T, names ...string) {
+	t.Cleanup(func() {
+		for _, name := range names {
+			dev := &unstructured.Unstructured{}
+			dev.SetGroupVersionKind(rdmacapacity.DeviceGVK)
+			dev.SetName(name)
+			_ = admin.Delete(context.Background(), dev)
+			_ = admin.Delete(context.Background(), &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}})
+		}
+	})
+}
+
 func newNode(t *testing.T, name string) {
 	t.Helper()
 	n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}}
@@ -131,6 +145,7 @@ func TestNodeRDMACapacity(t *testing.T) {
 			restartManager(t, &managerOptions{rdma: &model.model})
 			t.Cleanup(func() { restartManager(t, nil) })
 			prefix := "rdma-" + model.name + "-"
+			removeNodesAtEnd(t, prefix+"pf", prefix+"vf", prefix+"bad", prefix+"mixed")
 
 			t.Run("a PF-mode Device sets capacity and allocatable", func(t *testing.T) {
 				newNode(t, prefix+"pf")
@@ -207,11 +222,17 @@ func TestNodeRDMACapacity(t *testing.T) {
 	}
 }
 
-// waitEventCluster waits for an event with reason about a cluster-scoped object (its
-// events live in the default namespace) and returns its note.
-func waitEventCluster(t *testing.T, reason, regarding string) string {
+// waitEventCluster waits for an event with reason about the node (a cluster-scoped
+// object: its events live in the default namespace) and returns its note. Only
+// events about the node as it is now count: a test run again (go test -count)
+// recreates its nodes, and the first run's events stay behind.
+func waitEventCluster(t *testing.T, reason, node string) string {
 	t.Helper()
-	ev := waitEvent(t, metav1.NamespaceDefault, reason, regarding)
+	var n corev1.Node
+	if err := admin.Get(context.Background(), types.NamespacedName{Name: node}, &n); err != nil {
+		t.Fatal(err)
+	}
+	ev := waitEventUID(t, metav1.NamespaceDefault, reason, node, n.UID)
 	if ev == nil {
 		t.Fatal(errors.New("no event"))
 	}
