@@ -34,7 +34,8 @@ func TestWebhookFailsClosedOnlyWhereSelected(t *testing.T) {
 	plain := newNamespace(t, podwebhook.LabelNamespaceInjection, "-")
 	optedIn := newNamespace(t)
 	certManager := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "cert-manager"}}
-	if err := admin.Create(ctx, certManager); err != nil {
+	// Kept from an earlier run (go test -count): envtest never removes a namespace.
+	if err := admin.Create(ctx, certManager); client.IgnoreAlreadyExists(err) != nil {
 		t.Fatal(err)
 	}
 	if err := stopManager(); err != nil {
@@ -64,6 +65,9 @@ func TestWebhookFailsClosedOnlyWhereSelected(t *testing.T) {
 			err := admin.Create(ctx, c.pod)
 			if c.created && err != nil {
 				t.Fatalf("create: %v", err)
+			}
+			if c.created {
+				t.Cleanup(func() { _ = admin.Delete(context.Background(), c.pod) })
 			}
 			if !c.created && (err == nil || !strings.Contains(err.Error(), "failed calling webhook")) {
 				t.Fatalf("create: %v, want the unreachable webhook's refusal", err)
