@@ -96,7 +96,8 @@ func TestLWSDecisionOf(t *testing.T) {
 		{"0:BB 1:BB 2:BB 3:BB 4:-x", 4, 0, lwsDecision{total: 4, updated: 4}},
 	} {
 		t.Run(fmt.Sprintf("%s r=%d p=%d", c.state, c.replicas, c.partition), func(t *testing.T) {
-			s := lwsObservation{state: parseGroups(t, c.state), replicas: c.replicas, partition: c.partition}
+			s := parseGroups(t, c.state)
+			s.replicas, s.partition = c.replicas, c.partition
 			if got := lwsDecisionOf(s); got != c.want {
 				t.Errorf("got %s, want %s", got, c.want)
 			}

@@ -144,14 +144,14 @@ func (d lwsDecision) String() string { return fmt.Sprintf("groups %d, new %d", d
 // lwsDecisionOf is the LWS controller's decision: the leader StatefulSet's
 // replicas r and partition p mean groups 0..r-1 exist, those at index >= p run the
 // new template, and those below p keep theirs.
-func lwsDecisionOf(o lwsObservation) lwsDecision {
-	d := lwsDecision{total: int(o.replicas)}
-	for i := range int(o.replicas) {
-		if int32(i) >= o.partition {
+func lwsDecisionOf(s lwsState) lwsDecision {
+	d := lwsDecision{total: int(s.replicas)}
+	for i := range int(s.replicas) {
+		if int32(i) >= s.partition {
 			d.updated++
 			continue
 		}
-		if g := o.state.groups[i]; groupRevision(g) == 'b' {
+		if g := s.groups[i]; groupRevision(g) == 'b' {
 			d.updated++
 		}
 	}
@@ -386,7 +386,7 @@ func runLWSCase(t *testing.T, ctx context.Context, c lwsCase) []lwsComparison {
 		if err != nil {
 			t.Fatalf("state %s: %v", o.groups, err)
 		}
-		out = append(out, lwsComparison{groups: o.groups, lws: lwsDecisionOf(o), kplan: kplanDecision(replicas, step), step: step})
+		out = append(out, lwsComparison{groups: o.groups, lws: lwsDecisionOf(o.state), kplan: kplanDecision(replicas, step), step: step})
 	}
 	return out
 }
