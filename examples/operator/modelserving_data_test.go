@@ -141,16 +141,6 @@ type outOfService struct {
 
 func watchOutOfService(t *testing.T, ns, name string, spec servingv1.ModelServingSpec, keys revision.Keys, budget int) *outOfService {
 	t.Helper()
-	wc, err := client.NewWithWatch(env.Config, client.Options{Scheme: scheme})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	w, err := wc.Watch(ctx, &corev1.PodList{}, client.InNamespace(ns), client.MatchingLabels{servingv1.LabelName: name})
-	if err != nil {
-		cancel()
-		t.Fatal(err)
-	}
 	o := &outOfService{}
 	pods := map[string]*corev1.Pod{}
 	want := map[string]int{}
@@ -162,52 +152,52 @@ func watchOutOfService(t *testing.T, ns, name string, spec servingv1.ModelServin
 	if spec.RolloutStrategy.Mode == servingv1.GangMode {
 		want = map[string]int{"groups": int(*spec.Replicas)}
 	}
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		defer w.Stop()
-		for ev := range w.ResultChan() {
-			p, ok := ev.Object.(*corev1.Pod)
-			if !ok {
-				continue
-			}
-			if ev.Type == watch.Deleted {
-				delete(pods, p.Name)
-			} else {
-				pods[p.Name] = p
-			}
-			serving := map[string]int{}
-			groupServing := map[string]int{}
-			for _, q := range pods {
-				if q.DeletionTimestamp == nil && isReady(q) && gatesTrue(q) && !dataMoving(q, keys) {
-					serving[q.Labels[servingv1.LabelRole]]++
-					groupServing[q.Labels[servingv1.LabelGroupIndex]]++
-				}
-			}
-			if spec.RolloutStrategy.Mode == servingv1.GangMode {
-				serving = map[string]int{"groups": 0}
-				for _, n := range groupServing {
-					if n == perGroup {
-						serving["groups"]++
-					}
-				}
-			}
-			o.mu.Lock()
-			if o.armed {
-				o.checked++
-				for _, role := range slices.Sorted(maps.Keys(want)) {
-					out := want[role] - serving[role]
-					o.worst = max(o.worst, out)
-					if out > budget && o.violation == nil {
-						o.violation = fmt.Errorf("%s %s: role %s has %d of %d pods out of service, budget %d\npods:\n%s",
-							ev.Type, p.Name, role, out, want[role], budget, describeData(pods, keys))
-					}
-				}
-			}
-			o.mu.Unlock()
+	onPodEvents(t, ns, name, func(_ context.Context, ev watch.Event) {
+		p, ok := ev.Object.(*corev1.Pod)
+		if !ok {
+			return
 		}
-	}()
-	t.Cleanup(func() { cancel(); <-done })
+		if ev.Type == watch.Deleted {
+			delete(pods, p.Name)
+		} else {
+			pods[p.Name] = p
+		}
+		serving := map[string]int{}
+		groupServing := map[string]int{}
+		for _, q := range pods {
+			if q.DeletionTimestamp == nil && isReady(q) && gatesTrue(q) && !dataMoving(q, keys) {
+				serving[q.Labels[servingv1.LabelRole]]++
+				groupServing[q.Labels[servingv1.LabelGroupIndex]]++
+			}
+		}
+		if spec.RolloutStrategy.Mode == servingv1.GangMode {
+			serving = map[string]int{"groups": 0}
+			for _, n := range groupServing {
+				if n == perGroup {
+					serving["groups"]++
+				}
+			}
+		}
+		o.mu.Lock()
+		if o.armed {
+			o.checked++
+			for _, role := range slices.Sorted(maps.Keys(want)) {
+				out := want[role] - serving[role]
+				o.worst = max(o.worst, out)
+				if out > budget && o.violation == nil {
+					o.violation = fmt.Errorf("%s %s: role %s has %d of %d pods out of service, budget %d\npods:\n%s",
+						ev.Type, p.Name, role, out, want[role], budget, describeData(pods, keys))
+				}
+			}
+		}
+		o.mu.Unlock()
+	}, func(err error) {
+		o.mu.Lock()
+		defer o.mu.Unlock()
+		if o.violation == nil {
+			o.violation = err
+		}
+	})
 	return o
 }
 

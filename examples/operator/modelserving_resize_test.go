@@ -2,7 +2,6 @@ package operator_test
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"strconv"
@@ -98,8 +97,7 @@ func applied(s corev1.ContainerStatus, r corev1.ResourceRequirements) bool {
 // running container reporting status resources reports its spec's, and no
 // resize is pending or in progress.
 type resizeGate struct {
-	stop func()
-	done chan struct{}
+	stop func() // ends the watch
 
 	mu        sync.Mutex
 	events    int
@@ -108,36 +106,12 @@ type resizeGate struct {
 
 func watchResizeGate(t *testing.T, ns, name string) *resizeGate {
 	t.Helper()
-	wc, err := client.NewWithWatch(env.Config, client.Options{Scheme: scheme})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	w, err := wc.Watch(ctx, &corev1.PodList{}, client.InNamespace(ns), client.MatchingLabels{servingv1.LabelName: name})
-	if err != nil {
-		cancel()
-		t.Fatal(err)
-	}
-	g := &resizeGate{stop: cancel, done: make(chan struct{})}
-	go func() {
-		defer close(g.done)
-		defer w.Stop()
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case ev, ok := <-w.ResultChan():
-				if !ok {
-					g.fail(errors.New("the pod watch closed"))
-					return
-				}
-				if p, isPod := ev.Object.(*corev1.Pod); isPod && ev.Type != watch.Deleted {
-					g.check(p)
-				}
-			}
+	g := &resizeGate{}
+	g.stop = onPodEvents(t, ns, name, func(_ context.Context, ev watch.Event) {
+		if p, isPod := ev.Object.(*corev1.Pod); isPod && ev.Type != watch.Deleted {
+			g.check(p)
 		}
-	}()
-	t.Cleanup(func() { cancel(); <-g.done })
+	}, g.fail)
 	return g
 }
 
@@ -174,7 +148,6 @@ func (g *resizeGate) check(p *corev1.Pod) {
 func (g *resizeGate) finish(t *testing.T) {
 	t.Helper()
 	g.stop()
-	<-g.done
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if g.violation != nil {

@@ -150,8 +150,7 @@ func isReady(p *corev1.Pod) bool {
 type podWatch struct {
 	t    *testing.T
 	ms   *servingv1.ModelServing
-	stop context.CancelFunc
-	done chan struct{}
+	stop func() // ends the watch
 
 	mu       sync.Mutex
 	pods     map[string]*corev1.Pod
@@ -204,6 +203,19 @@ type podWatch struct {
 // finish, which fails the test on a violation.
 func watchPods(t *testing.T, ns, name string) *podWatch {
 	t.Helper()
+	pw := &podWatch{t: t, ms: &servingv1.ModelServing{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}},
+		pods:     map[string]*corev1.Pod{},
+		monitors: map[string]*rollouttest.Monitor{}, strategy: map[string]rollout.Strategy{}, replaced: map[string]bool{}, world: map[string]bool{}, healing: map[string]types.UID{}}
+	pw.stop = onPodEvents(t, ns, name, pw.handle, pw.fail)
+	return pw
+}
+
+// onPodEvents watches the pods of the ModelServing name in ns and calls handle with
+// each event, one at a time, from a goroutine; fail is called if the watch closes.
+// The returned stop ends the watch and waits for the goroutine; the test's cleanup
+// calls it too.
+func onPodEvents(t *testing.T, ns, name string, handle func(context.Context, watch.Event), fail func(error)) (stop func()) {
+	t.Helper()
 	wc, err := client.NewWithWatch(env.Config, client.Options{Scheme: scheme})
 	if err != nil {
 		t.Fatal(err)
@@ -214,11 +226,9 @@ func watchPods(t *testing.T, ns, name string) *podWatch {
 		cancel()
 		t.Fatal(err)
 	}
-	pw := &podWatch{t: t, ms: &servingv1.ModelServing{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}},
-		stop: cancel, done: make(chan struct{}), pods: map[string]*corev1.Pod{},
-		monitors: map[string]*rollouttest.Monitor{}, strategy: map[string]rollout.Strategy{}, replaced: map[string]bool{}, world: map[string]bool{}, healing: map[string]types.UID{}}
+	done := make(chan struct{})
 	go func() {
-		defer close(pw.done)
+		defer close(done)
 		defer w.Stop()
 		for {
 			select {
@@ -226,15 +236,16 @@ func watchPods(t *testing.T, ns, name string) *podWatch {
 				return
 			case ev, ok := <-w.ResultChan():
 				if !ok {
-					pw.fail(errors.New("the pod watch closed"))
+					fail(errors.New("the pod watch closed"))
 					return
 				}
-				pw.handle(ctx, ev)
+				handle(ctx, ev)
 			}
 		}
 	}()
-	t.Cleanup(func() { cancel(); <-pw.done })
-	return pw
+	stop = sync.OnceFunc(func() { cancel(); <-done })
+	t.Cleanup(stop)
+	return stop
 }
 
 func (pw *podWatch) fail(err error) {
@@ -624,7 +635,6 @@ func (pw *podWatch) finish() (creates, deletes int) {
 func (pw *podWatch) finishNamed(run string) (creates, deletes int) {
 	pw.t.Helper()
 	pw.stop()
-	<-pw.done
 	pw.mu.Lock()
 	defer pw.mu.Unlock()
 	if run != "" {
