@@ -133,6 +133,28 @@ func eventually(t *testing.T, ctx context.Context, timeout time.Duration, what s
 	}
 }
 
+// waitPodsReady waits until the pods the labels select in ns are n, every one of
+// them Ready, and returns them; a timeout's message lists them with the given
+// labels.
+func waitPodsReady(t *testing.T, ctx context.Context, ns string, sel client.MatchingLabels, n int, describe ...string) []corev1.Pod {
+	t.Helper()
+	var pods []corev1.Pod
+	eventually(t, ctx, 60*time.Second, fmt.Sprintf("%d pods Running and Ready", n), func(ctx context.Context) (bool, string, error) {
+		var err error
+		if pods, err = listPods(ctx, ns, sel); err != nil {
+			return false, "", err
+		}
+		ready := 0
+		for i := range pods {
+			if podReady(&pods[i]) {
+				ready++
+			}
+		}
+		return len(pods) == n && ready == n, describePods(pods, describe...), nil
+	})
+	return pods
+}
+
 // describePods is one line per pod: name, phase, ready, and the given labels.
 func describePods(pods []corev1.Pod, labels ...string) string {
 	var b strings.Builder

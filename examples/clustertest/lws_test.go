@@ -27,21 +27,7 @@ func TestLeaderWorkerSetComesUp(t *testing.T) {
 	if err := cluster.Client.Create(ctx, lwsObject(ns, name, replicas, size, "engine:v1", nil)); err != nil {
 		t.Fatal(err)
 	}
-	var pods []corev1.Pod
-	eventually(t, ctx, 60*time.Second, "8 pods Running and Ready", func(ctx context.Context) (bool, string, error) {
-		var err error
-		pods, err = listPods(ctx, ns, client.MatchingLabels{clustertest.LabelName: name})
-		if err != nil {
-			return false, "", err
-		}
-		ready := 0
-		for i := range pods {
-			if podReady(&pods[i]) {
-				ready++
-			}
-		}
-		return len(pods) == replicas*size && ready == replicas*size, describePods(pods, clustertest.LabelGroupIndex, clustertest.LabelWorkerIndex), nil
-	})
+	pods := waitPodsReady(t, ctx, ns, client.MatchingLabels{clustertest.LabelName: name}, replicas*size, clustertest.LabelGroupIndex, clustertest.LabelWorkerIndex)
 
 	t.Run("pods are named and labeled by group and worker index", func(t *testing.T) {
 		groupKeys := map[string]string{}
@@ -129,19 +115,7 @@ func TestDisaggregatedSetComesUp(t *testing.T) {
 	if err := cluster.Client.Create(ctx, ds); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, ctx, 60*time.Second, "7 pods Running and Ready", func(ctx context.Context) (bool, string, error) {
-		pods, err := listPods(ctx, ns, client.MatchingLabels{clustertest.LabelDisaggregatedSetName: "pd"})
-		if err != nil {
-			return false, "", err
-		}
-		ready := 0
-		for i := range pods {
-			if podReady(&pods[i]) {
-				ready++
-			}
-		}
-		return len(pods) == 7 && ready == 7, describePods(pods, clustertest.LabelDisaggregatedSetRole, clustertest.LabelGroupIndex, clustertest.LabelWorkerIndex), nil
-	})
+	waitPodsReady(t, ctx, ns, client.MatchingLabels{clustertest.LabelDisaggregatedSetName: "pd"}, 7, clustertest.LabelDisaggregatedSetRole, clustertest.LabelGroupIndex, clustertest.LabelWorkerIndex)
 	l := &unstructured.UnstructuredList{}
 	l.SetGroupVersionKind(clustertest.LeaderWorkerSetGVK.GroupVersion().WithKind("LeaderWorkerSetList"))
 	if err := cluster.Client.List(ctx, l, client.InNamespace(ns)); err != nil {

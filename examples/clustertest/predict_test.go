@@ -316,21 +316,7 @@ func runLWSCase(t *testing.T, ctx context.Context, c lwsCase) []lwsComparison {
 	if err := cluster.Client.Create(ctx, lwsObject(ns, name, c.replicas, c.size, "engine:v1", c.rollingUpdateConfiguration())); err != nil {
 		t.Fatal(err)
 	}
-	var oldHash string
-	eventually(t, ctx, 60*time.Second, "the groups ready", func(ctx context.Context) (bool, string, error) {
-		pods, err := listPods(ctx, ns, client.MatchingLabels{clustertest.LabelName: name})
-		if err != nil {
-			return false, "", err
-		}
-		ready := 0
-		for i := range pods {
-			if podReady(&pods[i]) {
-				ready++
-				oldHash = pods[i].Labels[clustertest.LabelTemplateRevisionHash]
-			}
-		}
-		return ready == c.replicas*c.size && len(pods) == ready, describePods(pods), nil
-	})
+	oldHash := waitPodsReady(t, ctx, ns, client.MatchingLabels{clustertest.LabelName: name}, c.replicas*c.size)[0].Labels[clustertest.LabelTemplateRevisionHash]
 	rec := recordLWS(t, ctx, ns, name, c.size, oldHash)
 	full := strings.TrimSpace(strings.Repeat("A", c.size))
 	eventually(t, ctx, 10*time.Second, "the watch sees every group", func(ctx context.Context) (bool, string, error) {

@@ -6,9 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
-	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/dynamic"
@@ -128,21 +126,7 @@ func TestLeaderWorkerSetPodsPlacedByRDMAPlugin(t *testing.T) {
 	if err := cluster.Client.Create(ctx, lws); err != nil {
 		t.Fatal(err)
 	}
-	var pods []corev1.Pod
-	eventually(t, ctx, 60*time.Second, "4 pods Running and Ready", func(ctx context.Context) (bool, string, error) {
-		var err error
-		pods, err = listPods(ctx, ns, client.MatchingLabels{clustertest.LabelName: name})
-		if err != nil {
-			return false, "", err
-		}
-		ready := 0
-		for i := range pods {
-			if podReady(&pods[i]) {
-				ready++
-			}
-		}
-		return len(pods) == replicas*size && ready == replicas*size, describePods(pods, clustertest.LabelGroupIndex, clustertest.LabelWorkerIndex), nil
-	})
+	pods := waitPodsReady(t, ctx, ns, client.MatchingLabels{clustertest.LabelName: name}, replicas*size, clustertest.LabelGroupIndex, clustertest.LabelWorkerIndex)
 
 	holder := map[string]string{} // node and VF BDF -> pod
 	perNode := map[string]int{}
