@@ -98,7 +98,7 @@ func PlanLockstep(roles []Role) (LockstepStep, error) {
 			return LockstepStep{}, fmt.Errorf("role %s: strategy: %w", r.Name, err)
 		}
 		in := countRole(r)
-		in.final, in.step = f, max(b.Step(), 1)
+		in.final, in.step, in.surge = f, max(b.Step(), 1), b.MaxSurge
 		infos[i] = in
 		steps = max(steps, (f+in.step-1)/in.step)
 	}
@@ -107,6 +107,15 @@ func PlanLockstep(roles []Role) (LockstepStep, error) {
 			return f
 		}
 		return (k*f + steps - 1) / steps
+	}
+	// oldAt is a role's share of the old revision at step k: the complement
+	// of at rounded the other way, d - floor(k*f/S), as the DisaggregatedSet
+	// controller drains it; d - f from the last step.
+	oldAt := func(k, d, f int) int {
+		if k >= steps {
+			return d - f
+		}
+		return d - k*f/steps
 	}
 	k := steps
 	for _, in := range infos {
@@ -126,9 +135,16 @@ func PlanLockstep(roles []Role) (LockstepStep, error) {
 		if in.have > in.final {
 			t = in.final
 		}
+		keep := 0
+		if in.have <= in.final {
+			// The old side in lockstep: at step k the role keeps its share of
+			// the old revision, D - floor(k*F/S), but never the room its
+			// target count needs within its surge.
+			keep = min(oldAt(k, s.Replicas, in.final), max(0, s.Replicas+in.surge-t))
+		}
 		ratio := intstr.FromInt32(int32(t))
 		s.LatestRatio = &ratio
-		st, err := Plan(r.Replicas, s)
+		st, err := plan(r.Replicas, s, keep)
 		if err != nil {
 			return LockstepStep{}, fmt.Errorf("role %s: %w", r.Name, err)
 		}
@@ -158,7 +174,7 @@ func PlanLockstep(roles []Role) (LockstepStep, error) {
 
 // roleCount is what PlanLockstep needs to know about one role.
 type roleCount struct {
-	final, step int
+	final, step, surge int
 	// have and haveAvail count the role's target replicas and the available
 	// ones (in group mode, its smallest column's).
 	have, haveAvail int

@@ -26,6 +26,7 @@ type unit struct {
 	stale        bool // serves data other than Strategy.TargetDataRevision
 	done         bool // acted on in this step
 	rowWait      bool // group mode: beyond its version's whole rows, kept by the floor
+	held         bool // kept by keepOld (PlanLockstep) where it would have changed
 }
 
 // pool is the set of replicas one availability floor applies to: all replicas in
@@ -79,6 +80,9 @@ type planner struct {
 	// and the stable one.
 	rowMin    []int
 	otherRows int
+	// keepOld is how many replicas not at the target each pool keeps while
+	// moving forward (PlanLockstep's old side); 0 for Plan.
+	keepOld int
 }
 
 // Size limits. [Plan], [PlanRecover] and [PlanLockstep] reject larger input with
@@ -104,7 +108,14 @@ const (
 // without a column, malformed budgets, a TargetDataRevision with maxUnavailable
 // 0) returns an error naming the replica and field.
 func Plan(replicas []Replica, strategy Strategy) (Step, error) {
-	p := planner{s: &strategy, n: strategy.Replicas}
+	return plan(replicas, strategy, 0)
+}
+
+// plan is [Plan] keeping at least keepOld replicas (per pool) that do not run
+// the target revision, where they exist: it deletes none of them and moves
+// none to the target below that count (see PlanLockstep).
+func plan(replicas []Replica, strategy Strategy, keepOld int) (Step, error) {
+	p := planner{s: &strategy, n: strategy.Replicas, keepOld: keepOld}
 	if err := strategy.validate(); err != nil {
 		return Step{}, err
 	}
