@@ -23,10 +23,9 @@ type unit struct {
 	partial      bool
 	missing      bool // a gang with missing members: repaired unless done or recovering
 	recovering   bool
-	stale        bool // serves data other than Strategy.TargetDataRevision
-	done         bool // acted on in this step
-	rowWait      bool // group mode: beyond its version's whole rows, kept by the floor
-	held         bool // kept by keepOld (PlanLockstep) where it would have changed
+	stale        bool   // serves data other than Strategy.TargetDataRevision
+	done         bool   // acted on in this step
+	kept         keptBy // left alone on purpose, and why
 }
 
 // pool is the set of replicas one availability floor applies to: all replicas in
@@ -84,6 +83,17 @@ type planner struct {
 	// moving forward (PlanLockstep's old side); 0 for Plan.
 	keepOld int
 }
+
+// keptBy says why a unit that would change was left alone: one byte, so
+// that a unit stays 40 bytes.
+type keptBy uint8
+
+const (
+	// keptByRows: group mode; beyond its version's whole rows, kept by the floor.
+	keptByRows keptBy = 1 + iota
+	// keptByLockstep: kept by keepOld (PlanLockstep's old share).
+	keptByLockstep
+)
 
 // Size limits. [Plan], [PlanRecover] and [PlanLockstep] reject larger input with
 // an error.

@@ -156,7 +156,7 @@ func (p *planner) planPool(k, t int) bool {
 				}
 				if !isNew && oldCnt <= p.keepOld {
 					// Kept for the other roles (PlanLockstep's old share).
-					u.held = true
+					u.kept = keptByLockstep
 					oldOver--
 					continue
 				}
@@ -220,7 +220,7 @@ func (p *planner) planPool(k, t int) bool {
 		if u.done || u.recovering {
 			continue
 		}
-		candidate := need > 0 && forward != (u.rev == p.target) && !u.held
+		candidate := need > 0 && forward != (u.rev == p.target) && u.kept != keptByLockstep
 		if !candidate {
 			if u.partial {
 				// Finish a half-updated gang at its own revision: it is unavailable, so free.
@@ -232,7 +232,7 @@ func (p *planner) planPool(k, t int) bool {
 			continue
 		}
 		if forward && oldCnt-moved <= p.keepOld {
-			u.held = true
+			u.kept = keptByLockstep
 			heldMoves++
 			need--
 			continue
@@ -263,7 +263,9 @@ func (p *planner) planPool(k, t int) bool {
 			}
 			if u.avail {
 				if avail-1 < p.minAvail {
-					u.rowWait = true
+					if u.kept == 0 {
+						u.kept = keptByRows
+					}
 					continue
 				}
 				avail--
@@ -415,11 +417,11 @@ func (p *planner) reason(u *unit, w *waits) kplan.Reason {
 	switch {
 	case u.recovering:
 		return ReasonRecovering
-	case u.held:
+	case u.kept == keptByLockstep:
 		return ReasonLockstep
 	case (isNew && w.newOver) || (!isNew && w.oldOver):
 		return ReasonScaleDown
-	case u.rowWait:
+	case u.kept == keptByRows:
 		return ReasonBudget
 	case w.short > 0 && w.forward != isNew:
 		w.short--
