@@ -166,6 +166,10 @@
 // when every role has T_r(k) available, and each role is planned by Plan with
 // LatestRatio T_r(k+1), so old+new <= n_r + surge_r per role. Replicas a role
 // lacks (fresh deploy, scale-up) are created at the target at once, up to F_r.
+// Old replicas drain in lockstep: at step k role r keeps
+// O_r(k) = n_r - floor(k F_r / S) of them (at least 1 until step S), capped at
+// n_r + surge_r - T_r(k+1); it surges where Plan would update in place below
+// that share.
 //
 // # Invariants
 //

@@ -383,6 +383,45 @@ func ExamplePlanLockstep() {
 	// decode: latest 1, updates 1
 }
 
+// Old replicas drain in lockstep too. Prefill (2 gangs) and decode (1) each
+// run one available gang at 2-b beside their old ones, with maxSurge 1 and
+// maxUnavailable 0: S = 2 steps, step 1 reached. At step 1 each role keeps
+// D - floor(1*F/2) old gangs: decode 1 - 0 = 1, prefill 2 - 1 = 1. Decode
+// keeps its only old gang, so the old revision still runs in every role,
+// while prefill drains one and surges its second new gang.
+func ExamplePlanLockstep_drain() {
+	gang := func(name, rev string) rollout.Replica {
+		available := rollout.State{Ready: true, Available: true, Healthy: true}
+		return rollout.Replica{Name: name, Revision: rev, Members: []rollout.Member{
+			{Name: name + "-0", Column: "0", State: available}, {Name: name + "-1", Column: "1", State: available}}}
+	}
+	role := func(name string, n int, rs ...rollout.Replica) rollout.Role {
+		zero, one := intstr.FromInt32(0), intstr.FromInt32(1)
+		for i := range rs {
+			rs[i].Index = i
+		}
+		return rollout.Role{Name: name, Replicas: rs, Strategy: rollout.Strategy{
+			Mode: rollout.Gang, TargetRevision: "2-b", Replicas: n, Columns: []string{"0", "1"},
+			History: []string{"1-a", "2-b"}, MaxUnavailable: &zero, MaxSurge: &one,
+		}}
+	}
+	step, err := rollout.PlanLockstep([]rollout.Role{
+		role("prefill", 2, gang("prefill-a0", "1-a"), gang("prefill-a1", "1-a"), gang("prefill-b0", "2-b")),
+		role("decode", 1, gang("decode-a0", "1-a"), gang("decode-b0", "2-b")),
+	})
+	if err != nil {
+		panic(err)
+	}
+	fmt.Printf("step %d of %d\n", step.Index, step.Steps)
+	for _, r := range step.Roles {
+		fmt.Printf("%s: %s: %s\n", r.Name, r.Step.Reason, r.Step.Message)
+	}
+	// Output:
+	// step 2 of 2
+	// prefill: Updating: create 1; delete prefill-a0; maxUnavailable budget exhausted: prefill-a1
+	// decode: WaitingForOtherRoles: old, kept while the other roles drain theirs: decode-a0
+}
+
 // FromPods groups kthena pods into gangs by their group-name label, each pod
 // in the column its role label names. With the columns every group has, a
 // group lacking a pod gets a missing member in that column.

@@ -64,13 +64,31 @@ type LockstepStep struct {
 // revision at once, up to F_r, as StatefulSet, LeaderWorkerSet and OpenKruise do:
 // creating costs no availability, so it is not held to the step.
 //
+// Old replicas drain in lockstep too, as LeaderWorkerSet's DisaggregatedSet
+// drains them: a revision serves only while every role of it runs (a request
+// needs a prefill and a decode replica of one revision), so no role should lose
+// its old replicas while another's still serve. At step k a role with desired
+// count D_r keeps O_r(k) = D_r - floor(k * F_r / S) replicas that do not run
+// the target (D_r - F_r from step S): it deletes none of them and updates none
+// in place below that count, and creates by surge the target replicas such
+// updates would have made. The old share is the complement of T_r(k) rounded
+// the other way, so it is at least 1 until step S, when every role runs its
+// final count: until then a role's last old replica goes only when the role has
+// no surge to keep it beside its target count (maxSurge 0; then it is updated
+// in place when its target count reaches D_r). The share is capped at
+// D_r + surge_r - T_r(k+1), so that keeping it never stops a role from
+// reaching the next step. With maxSurge above 0 a role therefore moves to the
+// next step by surge and drains its old replicas once every role has reached
+// it, where [Plan] alone would update in place; the replicas it keeps are
+// listed in its Step's Waiting with ReasonLockstep.
+//
 // Consequences: one role never runs ahead of another by more than one step,
 // except by replicas it created; each role's old+new stays within its desired
 // count plus surge ([Plan]'s rule). Since T_r(k) rounds up, a role may reach
 // F_r before step S (a role of one replica does at step 1), as in
 // LeaderWorkerSet. A role that already runs F_r target replicas (it was ahead
-// before lockstep began) is not held back, and roles that roll back (more target
-// replicas than F_r) are planned on their own.
+// before lockstep began) is not held back (it keeps its old share), and roles
+// that roll back (more target replicas than F_r) are planned on their own.
 //
 // roles and their replicas are not modified. An error names the role.
 func PlanLockstep(roles []Role) (LockstepStep, error) {
@@ -98,7 +116,7 @@ func PlanLockstep(roles []Role) (LockstepStep, error) {
 			return LockstepStep{}, fmt.Errorf("role %s: strategy: %w", r.Name, err)
 		}
 		in := countRole(r)
-		in.final, in.step = f, max(b.Step(), 1)
+		in.final, in.step, in.surge = f, max(b.Step(), 1), b.MaxSurge
 		infos[i] = in
 		steps = max(steps, (f+in.step-1)/in.step)
 	}
@@ -107,6 +125,15 @@ func PlanLockstep(roles []Role) (LockstepStep, error) {
 			return f
 		}
 		return (k*f + steps - 1) / steps
+	}
+	// oldAt is a role's share of the old revision at step k: the complement
+	// of at rounded the other way, d - floor(k*f/S), as the DisaggregatedSet
+	// controller drains it; d - f from the last step.
+	oldAt := func(k, d, f int) int {
+		if k >= steps {
+			return d - f
+		}
+		return d - k*f/steps
 	}
 	k := steps
 	for _, in := range infos {
@@ -126,9 +153,16 @@ func PlanLockstep(roles []Role) (LockstepStep, error) {
 		if in.have > in.final {
 			t = in.final
 		}
+		keep := 0
+		if in.have <= in.final {
+			// The old side in lockstep: at step k the role keeps its share of
+			// the old revision, D - floor(k*F/S), but never the room its
+			// target count needs within its surge.
+			keep = min(oldAt(k, s.Replicas, in.final), max(0, s.Replicas+in.surge-t))
+		}
 		ratio := intstr.FromInt32(int32(t))
 		s.LatestRatio = &ratio
-		st, err := Plan(r.Replicas, s)
+		st, err := plan(r.Replicas, s, keep)
 		if err != nil {
 			return LockstepStep{}, fmt.Errorf("role %s: %w", r.Name, err)
 		}
@@ -158,7 +192,7 @@ func PlanLockstep(roles []Role) (LockstepStep, error) {
 
 // roleCount is what PlanLockstep needs to know about one role.
 type roleCount struct {
-	final, step int
+	final, step, surge int
 	// have and haveAvail count the role's target replicas and the available
 	// ones (in group mode, its smallest column's).
 	have, haveAvail int

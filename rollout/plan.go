@@ -23,9 +23,9 @@ type unit struct {
 	partial      bool
 	missing      bool // a gang with missing members: repaired unless done or recovering
 	recovering   bool
-	stale        bool // serves data other than Strategy.TargetDataRevision
-	done         bool // acted on in this step
-	rowWait      bool // group mode: beyond its version's whole rows, kept by the floor
+	stale        bool   // serves data other than Strategy.TargetDataRevision
+	done         bool   // acted on in this step
+	kept         keptBy // left alone on purpose, and why
 }
 
 // pool is the set of replicas one availability floor applies to: all replicas in
@@ -79,7 +79,21 @@ type planner struct {
 	// and the stable one.
 	rowMin    []int
 	otherRows int
+	// keepOld is how many replicas not at the target each pool keeps while
+	// moving forward (PlanLockstep's old side); 0 for Plan.
+	keepOld int
 }
+
+// keptBy says why a unit that would change was left alone: one byte, so
+// that a unit stays 40 bytes.
+type keptBy uint8
+
+const (
+	// keptByRows: group mode; beyond its version's whole rows, kept by the floor.
+	keptByRows keptBy = 1 + iota
+	// keptByLockstep: kept by keepOld (PlanLockstep's old share).
+	keptByLockstep
+)
 
 // Size limits. [Plan], [PlanRecover] and [PlanLockstep] reject larger input with
 // an error.
@@ -104,7 +118,14 @@ const (
 // without a column, malformed budgets, a TargetDataRevision with maxUnavailable
 // 0) returns an error naming the replica and field.
 func Plan(replicas []Replica, strategy Strategy) (Step, error) {
-	p := planner{s: &strategy, n: strategy.Replicas}
+	return plan(replicas, strategy, 0)
+}
+
+// plan is [Plan] keeping at least keepOld replicas (per pool) that do not run
+// the target revision, where they exist: it deletes none of them and moves
+// none to the target below that count (see PlanLockstep).
+func plan(replicas []Replica, strategy Strategy, keepOld int) (Step, error) {
+	p := planner{s: &strategy, n: strategy.Replicas, keepOld: keepOld}
 	if err := strategy.validate(); err != nil {
 		return Step{}, err
 	}

@@ -151,10 +151,16 @@ func (p *planner) planPool(k, t int) bool {
 					// replicas beyond their rows); delete those replicas instead.
 					continue
 				}
+				if u.avail && avail-1 < p.minAvail {
+					continue
+				}
+				if !isNew && oldCnt <= p.keepOld {
+					// Kept for the other roles (PlanLockstep's old share).
+					u.kept = keptByLockstep
+					oldOver--
+					continue
+				}
 				if u.avail {
-					if avail-1 < p.minAvail {
-						continue
-					}
 					avail--
 				}
 				u.done = true
@@ -206,12 +212,15 @@ func (p *planner) planPool(k, t int) bool {
 		need = newCnt - t
 		to = p.stable
 	}
+	// Moving forward, in-place moves leave at least keepOld old replicas; the
+	// target replicas they would have made are created by surge (step 4).
+	heldMoves, moved := 0, 0
 	for i := range pl.units {
 		u := &pl.units[i]
 		if u.done || u.recovering {
 			continue
 		}
-		candidate := need > 0 && forward != (u.rev == p.target)
+		candidate := need > 0 && forward != (u.rev == p.target) && u.kept != keptByLockstep
 		if !candidate {
 			if u.partial {
 				// Finish a half-updated gang at its own revision: it is unavailable, so free.
@@ -219,10 +228,16 @@ func (p *planner) planPool(k, t int) bool {
 			}
 			continue
 		}
+		if u.avail && avail-1 < p.minAvail {
+			continue
+		}
+		if forward && oldCnt-moved <= p.keepOld {
+			u.kept = keptByLockstep
+			heldMoves++
+			need--
+			continue
+		}
 		if u.avail {
-			if avail-1 < p.minAvail {
-				continue
-			}
 			avail--
 		}
 		p.update(u, p.revs.names[to], pl.column)
@@ -230,7 +245,12 @@ func (p *planner) planPool(k, t int) bool {
 			extra[u.rev]--
 		}
 		need--
+		moved++
 	}
+	// short is what the floor kept from moving; the moves keepOld refused are
+	// added back for the surge.
+	short := need
+	need += heldMoves
 	// 3b. Group mode, when the column's target is the requested count (so the
 	// old replicas left stay old): move replicas beyond their version's whole
 	// rows to the stable revision with the budget step 3 left, so that every row
@@ -243,7 +263,9 @@ func (p *planner) planPool(k, t int) bool {
 			}
 			if u.avail {
 				if avail-1 < p.minAvail {
-					u.rowWait = true
+					if u.kept == 0 {
+						u.kept = keptByRows
+					}
 					continue
 				}
 				avail--
@@ -264,8 +286,8 @@ func (p *planner) planPool(k, t int) bool {
 			total += c
 		}
 	}
-	// 4. Surge: when the floor blocks in-place moves, create replicas above n.
-	short := need
+	// 4. Surge: when the floor (or keepOld) blocks in-place moves, create
+	// replicas above n.
 	if need > 0 {
 		if room := n + p.b.MaxSurge - total; room > 0 {
 			c := min(need, room)
@@ -395,9 +417,11 @@ func (p *planner) reason(u *unit, w *waits) kplan.Reason {
 	switch {
 	case u.recovering:
 		return ReasonRecovering
+	case u.kept == keptByLockstep:
+		return ReasonLockstep
 	case (isNew && w.newOver) || (!isNew && w.oldOver):
 		return ReasonScaleDown
-	case u.rowWait:
+	case u.kept == keptByRows:
 		return ReasonBudget
 	case w.short > 0 && w.forward != isNew:
 		w.short--

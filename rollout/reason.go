@@ -16,6 +16,7 @@ var messages = map[kplan.Reason]string{
 	ReasonNotAvailable:    "not available yet",
 	ReasonRecovering:      "being replaced by recovery",
 	ReasonScaleDown:       "surplus, kept until others are available",
+	ReasonLockstep:        "old, kept while the other roles drain theirs",
 	ReasonFailed:          "failed",
 	ReasonLost:            "lost",
 	ReasonStartTimeout:    "not ready for longer than StartTimeout",
@@ -33,7 +34,7 @@ func wait(replica string, reason kplan.Reason) Wait {
 
 // waitOrder is the order a step's waits are summarized in: what holds the
 // rollout back first.
-var waitOrder = [...]kplan.Reason{ReasonBudget, ReasonWindow, ReasonScaleDown, ReasonRecovering, ReasonNotAvailable}
+var waitOrder = [...]kplan.Reason{ReasonBudget, ReasonWindow, ReasonScaleDown, ReasonLockstep, ReasonRecovering, ReasonNotAvailable}
 
 // namesShown is how many replica names a step's message lists per kind.
 const namesShown = 5

@@ -119,6 +119,11 @@ const (
 	// ReasonScaleDown: the replica is surplus, but deleting it now would take
 	// availability below the floor.
 	ReasonScaleDown kplan.Reason = "SurplusKept"
+	// ReasonLockstep: [PlanLockstep] only. In Waiting, the old replica is kept
+	// as the role's share of the old revision while the other roles drain
+	// theirs. As a Step's Reason, the role waits for the other roles: it has
+	// reached the step they are moving to, or keeps only such old replicas.
+	ReasonLockstep kplan.Reason = "WaitingForOtherRoles"
 )
 
 // Reasons [Plan] and [PlanLockstep] give only in [Step].Reason and
@@ -128,9 +133,6 @@ const (
 	ReasonComplete kplan.Reason = "RolloutComplete"
 	// ReasonUpdating: the step has actions to carry out.
 	ReasonUpdating kplan.Reason = "Updating"
-	// ReasonLockstep: [PlanLockstep]; the role has reached the step the roles
-	// are moving to and waits for the others.
-	ReasonLockstep kplan.Reason = "WaitingForOtherRoles"
 )
 
 // Step is one reconcile's actions. Lists are in the order replicas were chosen
@@ -152,8 +154,8 @@ type Step struct {
 	// Reason says where the rollout stands, to set a condition from as is:
 	// ReasonComplete when Complete; ReasonUpdating when the step has actions;
 	// otherwise why it waits, the first of ReasonBudget, ReasonWindow,
-	// ReasonScaleDown, ReasonRecovering and ReasonNotAvailable among Waiting
-	// (ReasonNotAvailable when Waiting is empty).
+	// ReasonScaleDown, ReasonLockstep, ReasonRecovering and ReasonNotAvailable
+	// among Waiting (ReasonNotAvailable when Waiting is empty).
 	Reason kplan.Reason
 	// Message says the same for people: the actions, then the waiting
 	// replicas by reason (the first five names of each); empty when Complete.

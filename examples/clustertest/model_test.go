@@ -82,6 +82,60 @@ func TestKplanDecision(t *testing.T) {
 	}
 }
 
+// parseDSGroups parses a DisaggregatedSet state as dsState.groupsKey renders
+// it: "decode a0:AA b0:BB | prefill a0:AA a1:AA b0:BB".
+func parseDSGroups(t *testing.T, s string) dsState {
+	t.Helper()
+	st := dsState{groups: map[dsGroupKey]map[int]lwsMember{}}
+	for _, role := range strings.Split(s, " | ") {
+		words := strings.Fields(role)
+		if len(words) < 2 {
+			t.Fatalf("bad role %q", role)
+		}
+		for _, word := range words[1:] {
+			one := parseGroups(t, word[1:])
+			for g, members := range one.groups {
+				st.groups[dsGroupKey{role: words[0], rev: word[0], index: g}] = members
+			}
+		}
+	}
+	return st
+}
+
+// TestKplanDecisionDisaggregatedSet: PlanLockstep's decision per role in
+// DisaggregatedSet states (prefill 2 groups of 2, decode 1), including the one
+// where it once deleted decode's old group while prefill's old groups still
+// ran (OldKeptForOtherRoles in LWS.md): decode now keeps it, as the
+// controller does.
+func TestKplanDecisionDisaggregatedSet(t *testing.T) {
+	roles := []dsRole{{"prefill", 2, 2}, {"decode", 1, 2}}
+	for _, c := range []struct {
+		state string
+		want  map[string]string // role -> decision and actions
+	}{
+		{"decode a0:AA | prefill a0:AA a1:AA", map[string]string{
+			"prefill": "groups 3, new 1 (create 2)", "decode": "groups 2, new 1 (create 1)"}},
+		{"decode a0:AA b0:BB | prefill a0:AA a1:AA b0:BB", map[string]string{
+			"prefill": "groups 3, new 2 (delete prefill-a-1, create 2)", "decode": "groups 2, new 1 (WaitingForOtherRoles)"}},
+		{"decode a0:AA b0:BB | prefill a1:AA b0:BB b1:BB", map[string]string{
+			"prefill": "groups 2, new 2 (delete prefill-a-1)", "decode": "groups 1, new 1 (delete decode-a-0)"}},
+	} {
+		t.Run(c.state, func(t *testing.T) {
+			lr := dsLockstepRoles(parseDSGroups(t, c.state), roles)
+			ls, err := rollout.PlanLockstep(lr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i, role := range roles {
+				got := kplanDecision(lr[i].Replicas, ls.Roles[i].Step).String() + " " + stepSummary(ls.Roles[i].Step)
+				if got != c.want[role.name] {
+					t.Errorf("%s: got %s, want %s", role.name, got, c.want[role.name])
+				}
+			}
+		})
+	}
+}
+
 func TestLWSDecisionOf(t *testing.T) {
 	for _, c := range []struct {
 		state               string
@@ -108,11 +162,12 @@ func TestLWSDecisionOf(t *testing.T) {
 func TestKinds(t *testing.T) {
 	d := func(total, updated int) lwsDecision { return lwsDecision{total: total, updated: updated} }
 	for _, c := range []struct {
-		name        string
-		lws, kplan  lwsDecision
-		want        diffKind
-		wantPrefix  bool
-		dsKindCheck bool
+		name         string
+		lws, kplan   lwsDecision
+		want         diffKind
+		wantPrefix   bool
+		dsKindCheck  bool
+		otherDrained bool
 	}{
 		{name: "equal decisions are no difference", lws: d(4, 2), kplan: d(4, 2), want: ""},
 		{name: "LWS keeping more groups is SurgeKept", lws: d(5, 5), kplan: d(4, 4), want: kindSurgeKept},
@@ -121,13 +176,17 @@ func TestKinds(t *testing.T) {
 		{name: "LWS with fewer groups, none more new, is SurgeLater", lws: d(4, 1), kplan: d(5, 2), want: kindSurgeLater},
 		{name: "LWS with fewer groups but more new is unexplained", lws: d(4, 3), kplan: d(5, 2), want: "unexplained", wantPrefix: true},
 		{name: "DS keeping old groups is OldKeptForOtherRoles", lws: d(2, 1), kplan: d(1, 1), want: kindOldKeptForOtherRoles, dsKindCheck: true},
+		{name: "DS keeping old groups after draining another role is DrainInFlight", lws: d(2, 1), kplan: d(1, 1), want: kindDrainInFlight,
+			dsKindCheck: true, otherDrained: true},
+		{name: "DS keeping old groups kplan keeps some of is OldKeptForOtherRoles", lws: d(3, 1), kplan: d(2, 1), want: kindOldKeptForOtherRoles,
+			dsKindCheck: true, otherDrained: true},
 		{name: "DS draining before scaling up is DrainThenScaleUp", lws: d(2, 1), kplan: d(3, 2), want: kindDrainThenScaleUp, dsKindCheck: true},
 		{name: "DS ahead of kplan is unexplained", lws: d(3, 2), kplan: d(3, 1), want: "unexplained", wantPrefix: true, dsKindCheck: true},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			var got diffKind
 			if c.dsKindCheck {
-				got = dsKind(c.lws, c.kplan)
+				got = dsKind(c.lws, c.kplan, c.otherDrained)
 			} else {
 				got = lwsKind(lwsComparison{lws: c.lws, kplan: c.kplan})
 			}

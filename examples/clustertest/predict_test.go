@@ -61,8 +61,15 @@ const (
 	kindSurgeLater diffKind = "SurgeLater"
 	// kindOldKeptForOtherRoles: the DisaggregatedSet controller keeps a role's
 	// old groups (proportional drain, never leaving one role's old revision
-	// without the others) where PlanLockstep deletes the role's surplus.
+	// without the others) where PlanLockstep deletes the role's surplus. No
+	// longer expected: PlanLockstep drains old replicas in lockstep too.
 	kindOldKeptForOtherRoles diffKind = "OldKeptForOtherRoles"
+	// kindDrainInFlight: the DisaggregatedSet controller still keeps a role's
+	// old groups that kplan deletes, in a state where it has already scaled
+	// another role's old LeaderWorkerSet to 0: its step drains every role, one
+	// write per role, and the watch saw the state between the writes. Seen
+	// only with that timing.
+	kindDrainInFlight diffKind = "DrainInFlight"
 	// kindDrainThenScaleUp: the DisaggregatedSet controller scales an old group
 	// down in one step and the new one up in a later step; Plan deletes and
 	// creates in the same step, within maxSurge. Seen only when the watch sees
