@@ -101,21 +101,7 @@ func TestDisaggregatedSetUpdatePrediction(t *testing.T) {
 	if err := cluster.Client.Create(ctx, dsObject(ns, name, "engine:v1", roles...)); err != nil {
 		t.Fatal(err)
 	}
-	var oldRev string
-	eventually(t, ctx, 60*time.Second, "the roles ready", func(ctx context.Context) (bool, string, error) {
-		pods, err := listPods(ctx, ns, client.MatchingLabels{clustertest.LabelDisaggregatedSetName: name})
-		if err != nil {
-			return false, "", err
-		}
-		ready := 0
-		for i := range pods {
-			if podReady(&pods[i]) {
-				ready++
-				oldRev = pods[i].Labels[clustertest.LabelDisaggregatedSetRevision]
-			}
-		}
-		return ready == 6 && len(pods) == 6, describePods(pods), nil
-	})
+	oldRev := waitPodsReady(t, ctx, ns, client.MatchingLabels{clustertest.LabelDisaggregatedSetName: name}, 6)[0].Labels[clustertest.LabelDisaggregatedSetRevision]
 	rec := recordDS(t, ctx, ns, name, 2, oldRev)
 	eventually(t, ctx, 10*time.Second, "the watch sees every group", func(ctx context.Context) (bool, string, error) {
 		s := rec.current()
