@@ -2,10 +2,12 @@ package operator
 
 import (
 	"cmp"
+	"context"
 	"fmt"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/discovery"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -68,7 +70,11 @@ const DefaultSidecarImage = "ghcr.io/kplan-dev/configmapset-reload:v0.1.0"
 // mutating webhook at podwebhook.Path on its webhook server. mgr's scheme must hold
 // ConfigMapSet and ModelServing (see NewScheme), and the cluster their CRDs
 // (examples/config/crd). Create mgr with CacheOptions(opts) as its cache options so
-// that it caches only what the operator reconciles.
+// that it caches only what the operator reconciles. For every other owner kind in
+// opts.RanktableOwners, Setup registers an informer in mgr's cache, which starts
+// with the cache on every replica (the webhook serves on all of them): the kind's
+// CRD must be installed and the operator allowed to get, list and watch it. Call
+// Setup before starting mgr.
 func Setup(mgr ctrl.Manager, opts Options) error {
 	opts.TemplateNamespace = cmp.Or(opts.TemplateNamespace, ranktable.DefaultTemplateNamespace)
 	opts.SidecarImage = cmp.Or(opts.SidecarImage, DefaultSidecarImage)
@@ -121,9 +127,20 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 			continue
 		}
 		foreign = append(foreign, kind)
+		// The manager's cache keeps the kind's owners on every replica: the
+		// webhook reads them there, and the controller (on the leader) watches and
+		// reads them through the same informer. Registered before the manager
+		// starts, the informer starts and syncs with the cache rather than on the
+		// first webhook call.
+		owner := &unstructured.Unstructured{}
+		owner.SetGroupVersionKind(kind.GVK)
+		if _, err := mgr.GetCache().GetInformer(context.Background(), owner); err != nil {
+			return fmt.Errorf("ranktable owner %s: cache: %w", kind.GVK, err)
+		}
 		or := &ranktables.OwnerReconciler{
 			Client:            mgr.GetClient(),
 			APIReader:         mgr.GetAPIReader(),
+			Owners:            mgr.GetCache(),
 			Recorder:          mgr.GetEventRecorder("kplan-ranktable"),
 			Kind:              kind,
 			TemplateNamespace: opts.TemplateNamespace,
@@ -171,6 +188,8 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 		KubeVersion:       opts.KubeVersion,
 		Now:               opts.Now,
 		Owners:            foreign,
+		OwnerCache:        mgr.GetCache(),
+		APIReader:         mgr.GetAPIReader(),
 	}})
 	return nil
 }

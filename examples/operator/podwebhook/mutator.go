@@ -3,6 +3,7 @@ package podwebhook
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"slices"
@@ -16,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
@@ -68,6 +70,20 @@ type Mutator struct {
 	// carrying a kind's owner label is that owner's, whatever its controller (a
 	// LeaderWorkerSet's pods are its StatefulSets').
 	Owners []owners.Preset
+	// OwnerCache reads the owners of the Owners kinds: the manager's cache
+	// (mgr.GetCache()), whose informers for those kinds must be registered before
+	// the manager starts (operator.Setup does), so that every replica keeps them
+	// and no webhook call waits for an informer to start and sync. Required when
+	// Owners is not empty.
+	OwnerCache cache.Cache
+	// APIReader reads an owner from the API server when OwnerCache does not have
+	// it: while the kind's informer has not synced yet (a replica starting), or
+	// when the cache has no owner of that name. A pod of a just-created owner can
+	// reach the webhook before the owner's watch event reaches the cache; reading
+	// the API server once then, instead of concluding the pod has no owner, keeps
+	// such a pod from being admitted without its rank table mount. Every other
+	// owner read is served by the cache. Required when Owners is not empty.
+	APIReader client.Reader
 
 	templates ranktable.TemplateCache
 }
@@ -177,7 +193,7 @@ func (m *Mutator) injectRanktable(ctx context.Context, pod *corev1.Pod) (string,
 		}
 		owner := &unstructured.Unstructured{}
 		owner.SetGroupVersionKind(kind.GVK)
-		if err := m.Client.Get(ctx, types.NamespacedName{Namespace: pod.Namespace, Name: name}, owner); err != nil {
+		if err := m.getOwner(ctx, types.NamespacedName{Namespace: pod.Namespace, Name: name}, owner); err != nil {
 			if apierrors.IsNotFound(err) {
 				// The label names no owner of this kind: the pod is not one of its.
 				continue
@@ -190,6 +206,34 @@ func (m *Mutator) injectRanktable(ctx context.Context, pod *corev1.Pod) (string,
 		return m.inject(ctx, pod, owner, kind.Grouping)
 	}
 	return "", nil
+}
+
+// getOwner reads a foreign owner from m.OwnerCache, or, when the kind's informer
+// has not synced yet or the cache does not have the owner, once from the API
+// server.
+func (m *Mutator) getOwner(ctx context.Context, key types.NamespacedName, owner *unstructured.Unstructured) error {
+	if m.OwnerCache == nil {
+		return errors.New("the webhook has no owner cache (Mutator.OwnerCache is nil)")
+	}
+	if m.APIReader == nil {
+		return errors.New("the webhook has no API reader (Mutator.APIReader is nil)")
+	}
+	// Not BlockUntilSynced: a replica whose cache is still syncing reads the API
+	// server rather than holding the call up to the API server's webhook timeout.
+	inf, err := m.OwnerCache.GetInformer(ctx, owner, cache.BlockUntilSynced(false))
+	if err != nil {
+		return err
+	}
+	why := "the owner cache has not synced yet"
+	if inf.HasSynced() {
+		err := m.OwnerCache.Get(ctx, key, owner)
+		if !apierrors.IsNotFound(err) {
+			return err
+		}
+		why = "the owner is not in the cache (yet)"
+	}
+	log.FromContext(ctx).V(1).Info("reading the owner from the API server", "owner", key.String(), "kind", owner.GetKind(), "reason", why)
+	return m.APIReader.Get(ctx, key, owner)
 }
 
 // inject mounts the table of pod's group of owner, when owner is annotated with a

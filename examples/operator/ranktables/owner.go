@@ -40,6 +40,13 @@ type OwnerReconciler struct {
 	Client client.Client
 	// APIReader reads from the API server directly (after a write conflict).
 	APIReader client.Reader
+	// Owners reads the owners (in Reconcile, and to list them when a template
+	// changes). Give it the manager's cache (mgr.GetCache()), which holds every
+	// owner of the kind already: the controller watches them. nil:
+	// SetupWithManager sets it to mgr.GetCache(). Client does not serve them from
+	// the cache unless the manager's client caches unstructured objects, so each
+	// read would go to the API server.
+	Owners client.Reader
 	// Pods reads the kind's pods (those carrying Kind.Grouping.OwnerLabel); nil:
 	// SetupWithManager makes a cache of its own for them.
 	Pods     client.Reader
@@ -70,6 +77,9 @@ func (r *OwnerReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		return fmt.Errorf("ranktable owner kind %s: no owner label: its pods could not be found", r.Kind.GVK)
 	}
 	r.planner = ranktable.NewPlanner()
+	if r.Owners == nil {
+		r.Owners = mgr.GetCache()
+	}
 	podCache := r.Pods
 	var podSource source.TypedSource[reconcile.Request]
 	if podCache == nil {
@@ -140,7 +150,7 @@ func (r *OwnerReconciler) ownersOfTemplate(ctx context.Context, o client.Object)
 	}
 	list := &unstructured.UnstructuredList{}
 	list.SetGroupVersionKind(r.Kind.GVK.GroupVersion().WithKind(r.Kind.GVK.Kind + "List"))
-	if err := r.Client.List(ctx, list); err != nil {
+	if err := r.Owners.List(ctx, list); err != nil {
 		log.FromContext(ctx).Error(err, "listing owners for a template change", "kind", r.Kind.GVK.String())
 		return nil
 	}
@@ -159,7 +169,7 @@ func (r *OwnerReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl
 	ctx = log.IntoContext(ctx, logger)
 	owner := &unstructured.Unstructured{}
 	owner.SetGroupVersionKind(r.Kind.GVK)
-	if err := r.Client.Get(ctx, req.NamespacedName, owner); err != nil {
+	if err := r.Owners.Get(ctx, req.NamespacedName, owner); err != nil {
 		if apierrors.IsNotFound(err) {
 			// Its ConfigMaps go with it (owner references); forget its plan.
 			if uid, ok := r.uids.LoadAndDelete(req.NamespacedName); ok {
