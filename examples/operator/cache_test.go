@@ -14,6 +14,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -21,6 +22,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
 	servingv1 "github.com/kplan-dev/kplan/examples/api/serving/v1alpha1"
+	"github.com/kplan-dev/kplan/examples/internal/owners"
 	"github.com/kplan-dev/kplan/examples/operator"
 	"github.com/kplan-dev/kplan/examples/operator/configmapset"
 	"github.com/kplan-dev/kplan/ranktable"
@@ -111,6 +113,22 @@ func TestOperatorCachesOnlyWhatItReconciles(t *testing.T) {
 	}
 	if !slices.Contains(got, ranktable.LibraryMindIERole) {
 		t.Errorf("the cache misses the library template %s: %v", ranktable.LibraryMindIERole, got)
+	}
+
+	// A foreign ranktable owner, read as an unstructured object (Setup keeps an
+	// informer of its kind), is cached without its managedFields too.
+	newLWS(t, ns, "lws", ranktable.LibraryVLLMGroup, 1, 1)
+	key := client.ObjectKey{Namespace: ns, Name: "lws"}
+	stored := &unstructured.Unstructured{}
+	stored.SetGroupVersionKind(owners.LeaderWorkerSet.GVK)
+	if err := admin.Get(ctx, key, stored); err != nil || stored.GetManagedFields() == nil {
+		t.Fatalf("the API server's LeaderWorkerSet: %v, managedFields %v", err, stored.GetManagedFields())
+	}
+	cached := &unstructured.Unstructured{}
+	cached.SetGroupVersionKind(owners.LeaderWorkerSet.GVK)
+	eventually(t, "the cache has the LeaderWorkerSet", func() error { return c.Get(ctx, key, cached) })
+	if cached.GetManagedFields() != nil {
+		t.Errorf("the cached LeaderWorkerSet keeps its managedFields")
 	}
 }
 

@@ -5,8 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -25,6 +27,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
+	"github.com/kplan-dev/kplan/examples/internal/owners"
 	"github.com/kplan-dev/kplan/examples/internal/testenv"
 	"github.com/kplan-dev/kplan/examples/operator"
 	"github.com/kplan-dev/kplan/examples/operator/podwebhook"
@@ -89,7 +92,8 @@ func run(m *testing.M) (int, error) {
 	}
 	env, err = testenv.Start(ctx, testenv.Options{
 		CRDDirectoryPaths: []string{"config/crd", "operator/testdata/crd"},
-		WebhookPaths:      []string{"config/webhook"},
+		// The sample's webhook sends LeaderWorkerSet pods to the operator too.
+		WebhookPaths: []string{"config/webhook", "config/samples/ranktable-owners.yaml"},
 		APIServerArgs: map[string][]string{
 			// The API server presents config/apiserver's client certificate to the webhook.
 			"admission-control-config-file": {webhookClient.admissionConfig},
@@ -139,6 +143,11 @@ func setupCluster(ctx context.Context) error {
 	if err := applyManifests(ctx, filepath.Join("..", "config", "rbac")); err != nil {
 		return err
 	}
+	// The sample's ClusterRole for the foreign owner kinds (its webhook
+	// configuration is installed by the environment).
+	if err := applyManifests(ctx, filepath.Join("..", "config", "samples", "ranktable-owners.yaml"), "ClusterRole", "ClusterRoleBinding"); err != nil {
+		return err
+	}
 	if err := waitPoliciesActive(ctx); err != nil {
 		return err
 	}
@@ -151,8 +160,8 @@ func setupCluster(ctx context.Context) error {
 }
 
 // applyManifests creates every object of the YAML files at path (a file or a
-// directory).
-func applyManifests(ctx context.Context, path string) error {
+// directory), or with kinds only the objects of those kinds.
+func applyManifests(ctx context.Context, path string, kinds ...string) error {
 	files := []string{path}
 	if entries, err := os.ReadDir(path); err == nil {
 		files = files[:0]
@@ -168,6 +177,9 @@ func applyManifests(ctx context.Context, path string) error {
 			return err
 		}
 		for _, o := range objs {
+			if len(kinds) > 0 && !slices.Contains(kinds, o.GetObjectKind().GroupVersionKind().Kind) {
+				continue
+			}
 			if err := admin.Create(ctx, o); err != nil {
 				return fmt.Errorf("applying %s: %s %s: %w", f, o.GetObjectKind().GroupVersionKind().Kind, o.GetName(), err)
 			}
@@ -214,11 +226,14 @@ func readManifests(path string) ([]client.Object, error) {
 }
 
 // managerOptions lets a test wrap the operator's client (to inject a concurrent
-// writer) or set the ranktable timeout.
+// writer) or its HTTP transport (to see its requests), set the ranktable timeout
+// or the owner kinds.
 type managerOptions struct {
-	wrap    func(client.Client) client.Client
-	timeout time.Duration
-	rdma    *rdma.CapacityModel
+	wrap      func(client.Client) client.Client
+	transport func(http.RoundTripper) http.RoundTripper
+	timeout   time.Duration
+	rdma      *rdma.CapacityModel
+	owners    []owners.Preset
 }
 
 // startManager starts the operator (both controllers and the webhook) as its
@@ -253,11 +268,16 @@ func startManager(o *managerOptions) error {
 			return o.wrap(c), nil
 		}
 	}
-	mgr, err := ctrl.NewManager(operCfg, opts)
+	cfg := operCfg
+	if o.transport != nil {
+		cfg = rest.CopyConfig(operCfg)
+		cfg.Wrap(o.transport)
+	}
+	mgr, err := ctrl.NewManager(cfg, opts)
 	if err != nil {
 		return err
 	}
-	if err := operator.Setup(mgr, operator.Options{RanktableTimeout: o.timeout, NodeRDMACapacity: o.rdma}); err != nil {
+	if err := operator.Setup(mgr, operator.Options{RanktableTimeout: o.timeout, NodeRDMACapacity: o.rdma, RanktableOwners: o.owners}); err != nil {
 		return err
 	}
 	ctx, cancel := context.WithCancel(context.Background())
