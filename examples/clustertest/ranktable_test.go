@@ -44,6 +44,8 @@ const groupTemplate = "ascend-ranktable-template-vllm-group"
 //   - A rolling update (a new image) replaces both groups; each ends with a
 //     complete table of its new pods, and at every pod event no table lists servers
 //     of two revisions or of another group, and no Ready pod's table leaves it out.
+//     Meanwhile the operator sends no GET or LIST of LeaderWorkerSets: its
+//     controller and webhook read the set from its cache.
 //   - A DisaggregatedSet (prefill and decode, one replica of 2 each) gets a table
 //     per role replica, each listing only its role's servers.
 func TestRanktablesBesideLWS(t *testing.T) {
@@ -100,10 +102,17 @@ func TestRanktablesBesideLWS(t *testing.T) {
 			"spec", "leaderWorkerTemplate", "workerTemplate", "spec", "containers"); err != nil {
 			t.Fatal(err)
 		}
+		lwsReads.take()
 		if err := cluster.Client.Update(ctx, &cur); err != nil {
 			t.Fatal(err)
 		}
 		waitGroupsServed(t, ctx, ns, name, dp, "engine:v2", replicas, size)
+		// The LeaderWorkerSet is in the operator's cache: the webhook (every new
+		// pod, twice for a leader) and the controller (every pod event) read it
+		// there.
+		if gets, lists := lwsReads.take(); gets != 0 || lists != 0 {
+			t.Errorf("during the rolling update the operator sent %d GETs and %d LISTs of LeaderWorkerSets to the API server, want none", gets, lists)
+		}
 		if v := inv.violations(); len(v) > 0 {
 			t.Errorf("%d violations at pod events, first: %s", len(v), strings.Join(v[:min(len(v), 5)], "\n"))
 		}
