@@ -243,3 +243,27 @@ func measureOperatorHeap(t *testing.T, ctx context.Context, opts cache.Options) 
 	}
 	return grown, len(cms.Items)
 }
+
+// TestSetupRefusesAnOwnerKindNotServed: an owner kind the API server does not serve
+// (its CRD not installed) stops Setup with an error naming the kind, before the
+// manager starts, rather than a controller that never syncs.
+func TestSetupRefusesAnOwnerKindNotServed(t *testing.T) {
+	mgr, err := ctrl.NewManager(operCfg, ctrl.Options{
+		Scheme: scheme, Cache: operator.CacheOptions(operator.Options{}), Metrics: metricsserver.Options{BindAddress: "0"},
+		WebhookServer: webhook.NewServer(webhook.Options{Port: -1}), Controller: ctrlConfig(),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	kind, err := owners.Parse("example.com/v1/Absent,owner-label=example.com/name")
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = operator.Setup(mgr, operator.Options{RanktableOwners: []owners.Preset{kind}})
+	if err == nil || !strings.Contains(err.Error(), "example.com/v1, Kind=Absent") {
+		t.Fatalf("Setup: %v, want an error naming example.com/v1, Kind=Absent", err)
+	}
+	if !strings.Contains(err.Error(), "no matches for kind") {
+		t.Errorf("Setup: %v, want the API server's reason (no matches for kind)", err)
+	}
+}
