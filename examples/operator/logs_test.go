@@ -371,6 +371,18 @@ func TestOperatorLogFollowsAConfigMapSet(t *testing.T) {
 		return nil
 	})
 	waitCondition(t, set, metav1.ConditionTrue, revision.ReasonRolloutComplete, "every pod runs revision "+r2)
+	// The controller logs the condition once its status write has returned: the
+	// status can be read before the line is written.
+	if err := waitFor(30*time.Second, func() error {
+		for _, e := range capture.snapshot() {
+			if e.msg == "rollout complete" && e.get("controller") == "configmapset" && e.get("name") == set.Name && e.get("revision") == r2 {
+				return nil
+			}
+		}
+		return fmt.Errorf("no completion at %s logged", r2)
+	}); err != nil {
+		t.Error(err) // the checks below say what the log holds
+	}
 
 	var entries []logEntry
 	for _, e := range capture.snapshot() {
