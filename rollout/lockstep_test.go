@@ -150,28 +150,9 @@ func lockstepOf(sims []*rollouttest.Simulator) []rollout.Role {
 func TestPlanLockstepAlwaysCompletes(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		sims := lockstepRoles(t)
-		bound := -1
-		for reconcile := 0; bound < 0 || reconcile < bound; reconcile++ {
-			step, err := rollout.PlanLockstep(lockstepOf(sims))
-			if err != nil {
-				t.Fatalf("reconcile %d: %v", reconcile, err)
-			}
-			if bound < 0 {
-				bound = 3*step.Steps + 3
-			}
-			if step.Complete {
-				for i, s := range sims {
-					if err := rollouttest.Converged(s.Replicas, s.Strategy); err != nil {
-						t.Fatalf("role %d: %v", i, err)
-					}
-				}
-				return
-			}
+		driveLockstep(t, sims, func(reconcile int, step rollout.LockstepStep) {
 			for i, s := range sims {
 				rs := step.Roles[i].Step
-				if err := rollouttest.Check(s.Replicas, s.Strategy, rs); err != nil {
-					t.Fatalf("reconcile %d: role %d: %v", reconcile, i, err)
-				}
 				// Every role asks for its share of the step, rounded up, so a
 				// small role advances beside a large one.
 				final, _ := rollout.ResolveRatio(s.Strategy.LatestRatio, s.Strategy.Replicas)
@@ -193,14 +174,48 @@ func TestPlanLockstepAlwaysCompletes(t *testing.T) {
 							reconcile, i, c, created, s.Strategy.TargetRevision, lack, rs.Create)
 					}
 				}
-				s.Apply(rs)
 			}
-			for _, s := range sims {
-				s.Settle(nil)
+		})
+		for i, s := range sims {
+			if err := rollouttest.Converged(s.Replicas, s.Strategy); err != nil {
+				t.Fatalf("role %d: %v", i, err)
 			}
 		}
-		t.Fatalf("lockstep rollout not complete after %d reconciles", bound)
 	})
+}
+
+// driveLockstep runs the lockstep rollout of sims to completion: at each reconcile
+// it plans, checks each role's step with rollouttest.Check, calls check (which may
+// fail the test) before anything is applied, applies each role's step and lets
+// the replicas settle. It fails the test when the rollout is not complete within 3
+// reconciles per step plus 3.
+func driveLockstep(t *rapid.T, sims []*rollouttest.Simulator, check func(reconcile int, step rollout.LockstepStep)) {
+	bound := -1
+	for reconcile := 0; bound < 0 || reconcile < bound; reconcile++ {
+		step, err := rollout.PlanLockstep(lockstepOf(sims))
+		if err != nil {
+			t.Fatalf("reconcile %d: %v", reconcile, err)
+		}
+		if bound < 0 {
+			bound = 3*step.Steps + 3
+		}
+		if step.Complete {
+			return
+		}
+		for i, s := range sims {
+			if err := rollouttest.Check(s.Replicas, s.Strategy, step.Roles[i].Step); err != nil {
+				t.Fatalf("reconcile %d: role %d: %v", reconcile, i, err)
+			}
+		}
+		check(reconcile, step)
+		for i, s := range sims {
+			s.Apply(step.Roles[i].Step)
+		}
+		for _, s := range sims {
+			s.Settle(nil)
+		}
+	}
+	t.Fatalf("lockstep rollout not complete after %d reconciles", bound)
 }
 
 func TestPlanLockstepCreatesOnTheUpdateRevision(t *testing.T) {
