@@ -6,10 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net/http"
 	"os"
 	"strings"
-	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -70,7 +68,7 @@ func startOperator(ctx context.Context) (func(), error) {
 		Groups:   []string{"system:serviceaccounts", "system:serviceaccounts:kplan-system", "system:authenticated"},
 	}
 	// The operator's reads of LeaderWorkerSets are counted (lwsReads).
-	cfg.Wrap(lwsReads.wrap)
+	cfg.Wrap(lwsReads.Wrap)
 	scheme, err := operator.NewScheme()
 	if err != nil {
 		return nil, err
@@ -138,44 +136,4 @@ func createRBAC(ctx context.Context, file string) error {
 
 // lwsReads counts the GETs and LISTs of LeaderWorkerSets the operator sends to the
 // API server (not its watches): it reads them from its cache.
-var lwsReads = &ownerReads{resource: "leaderworkersets"}
-
-// ownerReads counts the GETs of one object and the LISTs of a resource sent
-// through a transport it wraps, watches aside.
-type ownerReads struct {
-	resource string // the resource's plural name
-
-	mu          sync.Mutex
-	gets, lists int
-}
-
-func (o *ownerReads) wrap(rt http.RoundTripper) http.RoundTripper {
-	return roundTripperFunc(func(req *http.Request) (*http.Response, error) {
-		segs := strings.Split(strings.Trim(req.URL.Path, "/"), "/")
-		n := len(segs)
-		if watch := req.URL.Query().Get("watch"); req.Method == http.MethodGet && watch != "true" && watch != "1" {
-			o.mu.Lock()
-			switch {
-			case segs[n-1] == o.resource:
-				o.lists++
-			case n >= 2 && segs[n-2] == o.resource:
-				o.gets++
-			}
-			o.mu.Unlock()
-		}
-		return rt.RoundTrip(req)
-	})
-}
-
-// take returns the counts and resets them.
-func (o *ownerReads) take() (gets, lists int) {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	gets, lists = o.gets, o.lists
-	o.gets, o.lists = 0, 0
-	return gets, lists
-}
-
-type roundTripperFunc func(*http.Request) (*http.Response, error)
-
-func (f roundTripperFunc) RoundTrip(req *http.Request) (*http.Response, error) { return f(req) }
+var lwsReads = &testenv.ResourceReads{Resource: "leaderworkersets"}

@@ -102,7 +102,7 @@ func TestRanktablesBesideLWS(t *testing.T) {
 			"spec", "leaderWorkerTemplate", "workerTemplate", "spec", "containers"); err != nil {
 			t.Fatal(err)
 		}
-		lwsReads.take()
+		lwsReads.Take()
 		if err := cluster.Client.Update(ctx, &cur); err != nil {
 			t.Fatal(err)
 		}
@@ -110,7 +110,7 @@ func TestRanktablesBesideLWS(t *testing.T) {
 		// The LeaderWorkerSet is in the operator's cache: the webhook (every new
 		// pod, twice for a leader) and the controller (every pod event) read it
 		// there.
-		if gets, lists := lwsReads.take(); gets != 0 || lists != 0 {
+		if gets, lists := lwsReads.Take(); gets != 0 || lists != 0 {
 			t.Errorf("during the rolling update the operator sent %d GETs and %d LISTs of LeaderWorkerSets to the API server, want none", gets, lists)
 		}
 		if v := inv.violations(); len(v) > 0 {

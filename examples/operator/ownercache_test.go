@@ -3,10 +3,7 @@ package operator_test
 import (
 	"context"
 	"fmt"
-	"io"
-	"net/http"
 	"strings"
-	"sync"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -15,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/kplan-dev/kplan/examples/internal/owners"
+	"github.com/kplan-dev/kplan/examples/internal/testenv"
 	"github.com/kplan-dev/kplan/examples/operator/podwebhook"
 	"github.com/kplan-dev/kplan/examples/operator/ranktables"
 	"github.com/kplan-dev/kplan/ranktable"
@@ -31,8 +29,8 @@ import (
 // server, exactly once.
 func TestForeignOwnersReadFromTheCache(t *testing.T) {
 	ctx := context.Background()
-	reqs := &ownerRequests{resource: "leaderworkersets"}
-	restartManager(t, &managerOptions{owners: []owners.Preset{owners.ExampleModelServing, owners.LeaderWorkerSet}, transport: reqs.wrap})
+	reqs := &testenv.ResourceReads{Resource: "leaderworkersets"}
+	restartManager(t, &managerOptions{owners: []owners.Preset{owners.ExampleModelServing, owners.LeaderWorkerSet}, transport: reqs.Wrap})
 	t.Cleanup(func() { restartManager(t, nil) })
 	// Only the LeaderWorkerSet webhook sees the pods: one call each.
 	ns := newNamespace(t, podwebhook.LabelNamespaceInjection, "-")
@@ -51,7 +49,7 @@ func TestForeignOwnersReadFromTheCache(t *testing.T) {
 	eventually(t, "the group's table is written", func() error {
 		return admin.Get(ctx, types.NamespacedName{Namespace: ns, Name: "serve-0-ranktable"}, &corev1.ConfigMap{})
 	})
-	reqs.reset()
+	reqs.Take()
 
 	for w := range 2 {
 		pod := newLWSPod(t, ns, "serve", 0, w)
@@ -69,23 +67,23 @@ func TestForeignOwnersReadFromTheCache(t *testing.T) {
 		t.Fatal(err)
 	}
 	tableHas(t, ns, "serve-0-ranktable", `"version": "1.1"`)
-	if gets, lists := reqs.counts(); gets != 0 || lists != 0 {
+	if gets, lists := reqs.Counts(); gets != 0 || lists != 0 {
 		t.Errorf("in the steady state the operator sent %d GETs and %d LISTs of LeaderWorkerSets to the API server, want none", gets, lists)
 	}
 
 	// The owner's watch event is held back: the cache does not have it when its
 	// pod comes.
-	reqs.reset()
-	reqs.hold()
+	reqs.Take()
+	reqs.Hold()
 	newLWS(t, ns, "late", tmpl.Name, 1, 1)
 	pod := newLWSPod(t, ns, "late", 0, 0)
-	reqs.release()
+	reqs.Release()
 	if got := mountedTable(pod); got != "late-0-ranktable" {
 		t.Errorf("a pod of an owner not in the cache yet mounts %q, want late-0-ranktable", got)
 	}
 	annotate(t, ns, "late-0", deviceAnnotation("late-0", "10.0.0.3", "192.168.3", 0))
 	tableHas(t, ns, "late-0-ranktable", `"status": "completed"`)
-	if gets, lists := reqs.counts(); gets != 1 || lists != 0 {
+	if gets, lists := reqs.Counts(); gets != 1 || lists != 0 {
 		t.Errorf("for a pod of an owner not in the cache the operator sent %d GETs and %d LISTs of LeaderWorkerSets, want 1 GET (the webhook's) and no LIST", gets, lists)
 	}
 }
@@ -151,89 +149,3 @@ func tableHas(t *testing.T, ns, name, want string) {
 		return nil
 	})
 }
-
-// ownerRequests counts the GETs of one object and the LISTs of a resource the
-// operator sends (not its watches), and can hold back the events of its watches
-// of that resource.
-type ownerRequests struct {
-	resource string // the resource's plural name
-
-	mu          sync.Mutex
-	gets, lists int
-	held        chan struct{} // closed on release; nil when not held
-}
-
-func (o *ownerRequests) wrap(rt http.RoundTripper) http.RoundTripper {
-	return roundTripperFunc(func(req *http.Request) (*http.Response, error) {
-		segs := strings.Split(strings.Trim(req.URL.Path, "/"), "/")
-		n := len(segs)
-		watch := req.URL.Query().Get("watch")
-		if req.Method == http.MethodGet && (watch == "true" || watch == "1") {
-			resp, err := rt.RoundTrip(req)
-			if err == nil && segs[n-1] == o.resource {
-				resp.Body = &heldBody{ReadCloser: resp.Body, o: o}
-			}
-			return resp, err
-		}
-		if req.Method == http.MethodGet {
-			o.mu.Lock()
-			switch {
-			case segs[n-1] == o.resource:
-				o.lists++
-			case n >= 2 && segs[n-2] == o.resource:
-				o.gets++
-			}
-			o.mu.Unlock()
-		}
-		return rt.RoundTrip(req)
-	})
-}
-
-func (o *ownerRequests) counts() (gets, lists int) {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	return o.gets, o.lists
-}
-
-func (o *ownerRequests) reset() {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	o.gets, o.lists = 0, 0
-}
-
-// hold holds back what the watches of the resource receive from now on, until
-// release.
-func (o *ownerRequests) hold() {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	o.held = make(chan struct{})
-}
-
-func (o *ownerRequests) release() {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	close(o.held)
-	o.held = nil
-}
-
-// heldBody is a watch's response body whose reads return only when its
-// ownerRequests is not holding.
-type heldBody struct {
-	io.ReadCloser
-	o *ownerRequests
-}
-
-func (b *heldBody) Read(p []byte) (int, error) {
-	n, err := b.ReadCloser.Read(p)
-	b.o.mu.Lock()
-	held := b.o.held
-	b.o.mu.Unlock()
-	if held != nil {
-		<-held
-	}
-	return n, err
-}
-
-type roundTripperFunc func(*http.Request) (*http.Response, error)
-
-func (f roundTripperFunc) RoundTrip(req *http.Request) (*http.Response, error) { return f(req) }
