@@ -31,6 +31,8 @@ type dsComparison struct {
 	// drained lists the roles whose old LeaderWorkerSet the controller has
 	// already scaled to 0 while their old groups still run in the state.
 	drained []string
+	// newStable: the controller counts the new revision stable (dsState.newStable).
+	newStable bool
 }
 
 func (c dsComparison) differs() bool {
@@ -138,7 +140,7 @@ func TestDisaggregatedSetUpdatePrediction(t *testing.T) {
 		if err != nil {
 			t.Fatalf("state %s: %v", o.groups, err)
 		}
-		c := dsComparison{groups: o.groups, ds: map[string]lwsDecision{}, kplan: map[string]lwsDecision{}, steps: map[string]rollout.Step{}}
+		c := dsComparison{groups: o.groups, ds: map[string]lwsDecision{}, kplan: map[string]lwsDecision{}, steps: map[string]rollout.Step{}, newStable: o.state.newStable}
 		for i, role := range roles {
 			c.roles = append(c.roles, role.name)
 			byRev := o.state.replicas[role.name]
@@ -159,7 +161,7 @@ func TestDisaggregatedSetUpdatePrediction(t *testing.T) {
 		lines = append(lines, c.String())
 		for _, r := range c.roles {
 			other := slices.ContainsFunc(c.drained, func(d string) bool { return d != r })
-			if k := dsKind(c.ds[r], c.kplan[r], other); k != "" {
+			if k := dsKind(c.ds[r], c.kplan[r], other, c.newStable); k != "" {
 				observed[k]++
 				if strings.HasPrefix(string(k), "unexplained") {
 					t.Errorf("role %s in state %s: %s", r, c.groups, k)
@@ -171,7 +173,7 @@ func TestDisaggregatedSetUpdatePrediction(t *testing.T) {
 	// PlanLockstep drains old groups in lockstep as the controller does, so
 	// OldKeptForOtherRoles is neither required nor allowed: seeing it again is
 	// a regression.
-	checkKinds(t, observed, nil, []diffKind{kindDrainThenScaleUp, kindDrainInFlight})
+	checkKinds(t, observed, nil, []diffKind{kindDrainThenScaleUp, kindDrainInFlight, kindNotStable})
 	if last := cmp[len(cmp)-1]; last.differs() {
 		t.Errorf("final state %s: the DisaggregatedSet controller and kplan disagree", last)
 	}
@@ -180,13 +182,16 @@ func TestDisaggregatedSetUpdatePrediction(t *testing.T) {
 // dsKind classifies a difference in one role between the DisaggregatedSet
 // controller's decision and kplan's; "" when they agree. otherDrained: the
 // controller has already scaled another role's old LeaderWorkerSet to 0 in
-// this state (its old groups still run).
-func dsKind(ds, kplan lwsDecision, otherDrained bool) diffKind {
+// this state (its old groups still run). newStable: the controller counts the
+// new revision stable (its LeaderWorkerSets' status says every replica ready).
+func dsKind(ds, kplan lwsDecision, otherDrained, newStable bool) diffKind {
 	switch {
 	case ds == kplan:
 		return ""
 	case ds.total > kplan.total && ds.updated == kplan.updated && otherDrained && kplan.total == kplan.updated:
 		return kindDrainInFlight
+	case ds.total > kplan.total && ds.updated == kplan.updated && !newStable:
+		return kindNotStable
 	case ds.total > kplan.total && ds.updated == kplan.updated:
 		return kindOldKeptForOtherRoles
 	case ds.total < kplan.total && ds.updated < kplan.updated:

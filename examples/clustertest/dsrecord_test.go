@@ -28,6 +28,10 @@ type dsGroupKey struct {
 type dsState struct {
 	groups   map[dsGroupKey]map[int]lwsMember
 	replicas map[string]map[byte]int // role -> revision -> LeaderWorkerSet spec.replicas
+	// newStable: the new revision is stable by the controller's rule (each
+	// role's new LeaderWorkerSet has status.readyReplicas == spec.replicas); it
+	// takes no step before.
+	newStable bool
 }
 
 // groupsKey renders the groups role by role (sorted), then old before new, then
@@ -88,6 +92,7 @@ func dsStateOf(pods map[string]*corev1.Pod, lws map[string]client.Object, oldRev
 		return 'b'
 	}
 	s := dsState{groups: map[dsGroupKey]map[int]lwsMember{}, replicas: map[string]map[byte]int{}}
+	stable := map[string]bool{} // role -> its new LeaderWorkerSet is stable
 	for _, o := range lws {
 		u, ok := o.(*unstructured.Unstructured)
 		if !ok {
@@ -95,11 +100,22 @@ func dsStateOf(pods map[string]*corev1.Pod, lws map[string]client.Object, oldRev
 		}
 		labels := u.GetLabels()
 		role := labels[clustertest.LabelDisaggregatedSetRole]
-		n, _, _ := unstructured.NestedInt64(u.Object, "spec", "replicas")
+		n, found, _ := unstructured.NestedInt64(u.Object, "spec", "replicas")
+		if !found {
+			n = 1 // the API's default
+		}
+		if rev(labels[clustertest.LabelDisaggregatedSetRevision]) == 'b' {
+			ready, _, _ := unstructured.NestedInt64(u.Object, "status", "readyReplicas")
+			stable[role] = ready == n
+		}
 		if s.replicas[role] == nil {
 			s.replicas[role] = map[byte]int{}
 		}
 		s.replicas[role][rev(labels[clustertest.LabelDisaggregatedSetRevision])] += int(n)
+	}
+	s.newStable = len(s.replicas) > 0
+	for role := range s.replicas {
+		s.newStable = s.newStable && stable[role]
 	}
 	for _, p := range pods {
 		g, err1 := strconv.Atoi(p.Labels[clustertest.LabelGroupIndex])

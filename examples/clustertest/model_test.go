@@ -168,6 +168,7 @@ func TestKinds(t *testing.T) {
 		wantPrefix   bool
 		dsKindCheck  bool
 		otherDrained bool
+		notStable    bool
 	}{
 		{name: "equal decisions are no difference", lws: d(4, 2), kplan: d(4, 2), want: ""},
 		{name: "LWS keeping more groups is SurgeKept", lws: d(5, 5), kplan: d(4, 4), want: kindSurgeKept},
@@ -180,13 +181,15 @@ func TestKinds(t *testing.T) {
 			dsKindCheck: true, otherDrained: true},
 		{name: "DS keeping old groups kplan keeps some of is OldKeptForOtherRoles", lws: d(3, 1), kplan: d(2, 1), want: kindOldKeptForOtherRoles,
 			dsKindCheck: true, otherDrained: true},
+		{name: "DS keeping old groups before its new revision is stable is NotStable", lws: d(2, 1), kplan: d(1, 1), want: kindNotStable,
+			dsKindCheck: true, notStable: true},
 		{name: "DS draining before scaling up is DrainThenScaleUp", lws: d(2, 1), kplan: d(3, 2), want: kindDrainThenScaleUp, dsKindCheck: true},
 		{name: "DS ahead of kplan is unexplained", lws: d(3, 2), kplan: d(3, 1), want: "unexplained", wantPrefix: true, dsKindCheck: true},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			var got diffKind
 			if c.dsKindCheck {
-				got = dsKind(c.lws, c.kplan, c.otherDrained)
+				got = dsKind(c.lws, c.kplan, c.otherDrained, !c.notStable)
 			} else {
 				got = lwsKind(lwsComparison{lws: c.lws, kplan: c.kplan})
 			}

@@ -70,6 +70,14 @@ const (
 	// write per role, and the watch saw the state between the writes. Seen
 	// only with that timing.
 	kindDrainInFlight diffKind = "DrainInFlight"
+	// kindNotStable: the DisaggregatedSet controller still keeps a role's old
+	// groups that kplan deletes, in a state where its new revision is not yet
+	// stable by its rule (a new LeaderWorkerSet's status.readyReplicas below its
+	// replicas): it reads readiness from its LeaderWorkerSets' status, which
+	// follows the pods through the StatefulSet and LWS controllers; kplan reads
+	// the pods. Seen only when the watch sees the state before the status
+	// catches up (under load, mostly).
+	kindNotStable diffKind = "NotStable"
 	// kindDrainThenScaleUp: the DisaggregatedSet controller scales an old group
 	// down in one step and the new one up in a later step; Plan deletes and
 	// creates in the same step, within maxSurge. Seen only when the watch sees
