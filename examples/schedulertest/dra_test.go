@@ -11,6 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/kplan-dev/kplan/rdma"
 )
@@ -94,6 +95,24 @@ func createDRANodes(t *testing.T, ctx context.Context, nodes ...rdma.Node) map[s
 	return out
 }
 
+// removeClaimsAtEnd deletes the namespace's pods and ResourceClaims when the test
+// ends, clearing the claims' finalizers (no resourceclaim controller runs here):
+// envtest never removes a namespace, and the scheduler counts every allocated
+// claim, so a test run again (go test -count) would find its devices taken.
+func removeClaimsAtEnd(t *testing.T, ns string) {
+	t.Cleanup(func() {
+		ctx := context.Background()
+		claims, err := cs.ResourceV1().ResourceClaims(ns).List(ctx, metav1.ListOptions{})
+		if err == nil {
+			for _, c := range claims.Items {
+				_, _ = cs.ResourceV1().ResourceClaims(ns).Patch(ctx, c.Name, types.MergePatchType, []byte(`{"metadata":{"finalizers":null}}`), metav1.PatchOptions{})
+			}
+		}
+		_ = cs.ResourceV1().ResourceClaims(ns).DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{})
+		_ = cs.CoreV1().Pods(ns).DeleteCollection(ctx, *metav1.NewDeleteOptions(0), metav1.ListOptions{})
+	})
+}
+
 // TestDRAParity publishes the nodes' inventories as ResourceSlices (and no Device
 // objects: the plugin refuses a node whose devices both publish) and lets the real
 // scheduler's DRA plugin allocate the same requests as ResourceClaims, one pod at a
@@ -105,6 +124,7 @@ func TestDRAParity(t *testing.T) {
 	needEnv(t)
 	ctx := context.Background()
 	ns := namespace(t, ctx, "dra")
+	removeClaimsAtEnd(t, ns)
 	s := shape{roots: 2, gpus: 2, pfs: 1, vfs: 8, vfGroups: []map[string]string{{"rdma-type": "storage"}, {"rdma-type": "compute"}}}
 	nodes := createDRANodes(t, ctx, makeNode("dra-1", s), makeNode("dra-2", s))
 	publishDRA(t, ctx, nodes)
@@ -303,6 +323,7 @@ func TestDRAAndDevicesOnOneNode(t *testing.T) {
 	needEnv(t)
 	ctx := context.Background()
 	ns := namespace(t, ctx, "dra-overlap")
+	removeClaimsAtEnd(t, ns)
 	nodes := createNodes(t, ctx, makeNode("overlap-1", shape{roots: 1, gpus: 1, pfs: 1, vfs: 4}))
 	publishDRA(t, ctx, nodes)
 	first := startScheduler(t, nil)
