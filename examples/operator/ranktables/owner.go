@@ -11,7 +11,6 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
-	"k8s.io/client-go/util/retry"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -219,7 +218,7 @@ func (r *OwnerReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl
 		Now:      r.Now(),
 		Timeout:  r.Timeout,
 	}
-	res, written, err := r.planAndApply(ctx, owner.GetNamespace(), in)
+	res, written, err := planAndApply(ctx, r.Client, r.APIReader, r.planner, owner.GetNamespace(), in)
 	if err != nil {
 		if !retriable(err) && !apierrors.IsNotFound(err) {
 			generationErrors.Inc()
@@ -229,36 +228,6 @@ func (r *OwnerReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl
 	recordPlan(r.Recorder, owner, pods.Items, written, res)
 	logPlan(logger, res, written)
 	return ctrl.Result{RequeueAfter: res.RequeueAfter}, nil
-}
-
-// planAndApply plans and writes, re-reading the namespace's ConfigMaps from the API
-// server and planning again after a write conflict.
-func (r *OwnerReconciler) planAndApply(ctx context.Context, ns string, in ranktable.Input) (ranktable.Result, []ranktable.DesiredConfigMap, error) {
-	var res ranktable.Result
-	var written []ranktable.DesiredConfigMap
-	reader := client.Reader(r.Client)
-	attempt := 0
-	err := retry.OnError(retry.DefaultBackoff, retriable, func() error {
-		attempt++
-		if attempt > 1 {
-			reader = r.APIReader
-		}
-		var cms corev1.ConfigMapList
-		if err := reader.List(ctx, &cms, client.InNamespace(ns)); err != nil {
-			return err
-		}
-		in.ConfigMaps = kube.Pointers(cms.Items)
-		start := time.Now()
-		var err error
-		res, err = r.planner.Plan(in)
-		generationDuration.Observe(time.Since(start).Seconds())
-		if err != nil {
-			return err
-		}
-		written, err = applyPlan(ctx, r.Client, res)
-		return err
-	})
-	return res, written, err
 }
 
 // removeTables deletes the ranktable ConfigMaps owner controls (its annotation is

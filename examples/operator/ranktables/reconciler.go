@@ -138,31 +138,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		Timeout:  r.Timeout,
 	}
 
-	var res ranktable.Result
-	var written []ranktable.DesiredConfigMap
-	reader := client.Reader(r.Client)
-	attempt := 0
-	err = retry.OnError(retry.DefaultBackoff, retriable, func() error {
-		attempt++
-		if attempt > 1 {
-			reader = r.APIReader // the cache may still hold what we conflicted with
-		}
-		var cms corev1.ConfigMapList
-		// Every ConfigMap of the namespace: Plan picks its own by name, and must see a
-		// same-named ConfigMap someone else owns to report it instead of colliding.
-		if err := reader.List(ctx, &cms, client.InNamespace(ms.Namespace)); err != nil {
-			return err
-		}
-		in.ConfigMaps = kube.Pointers(cms.Items)
-		start := time.Now()
-		res, err = r.planner.Plan(in)
-		generationDuration.Observe(time.Since(start).Seconds())
-		if err != nil {
-			return err
-		}
-		written, err = applyPlan(ctx, r.Client, res)
-		return err
-	})
+	res, written, err := planAndApply(ctx, r.Client, r.APIReader, r.planner, ms.Namespace, in)
 	if err != nil {
 		if !retriable(err) && !apierrors.IsNotFound(err) {
 			generationErrors.Inc()
@@ -300,4 +276,37 @@ func expected(ms *servingv1.ModelServing, level ranktable.Level, pods []corev1.P
 		}
 	}
 	return out
+}
+
+// planAndApply plans the owner's tables and writes them, re-reading the namespace's
+// ConfigMaps from the API server (apiReader) and planning again after a write
+// conflict: the cache may still hold what the write conflicted with.
+func planAndApply(ctx context.Context, c client.Client, apiReader client.Reader, planner *ranktable.Planner, ns string, in ranktable.Input) (ranktable.Result, []ranktable.DesiredConfigMap, error) {
+	var res ranktable.Result
+	var written []ranktable.DesiredConfigMap
+	reader := client.Reader(c)
+	attempt := 0
+	err := retry.OnError(retry.DefaultBackoff, retriable, func() error {
+		attempt++
+		if attempt > 1 {
+			reader = apiReader
+		}
+		var cms corev1.ConfigMapList
+		// Every ConfigMap of the namespace: Plan picks its own by name, and must see a
+		// same-named ConfigMap someone else owns to report it instead of colliding.
+		if err := reader.List(ctx, &cms, client.InNamespace(ns)); err != nil {
+			return err
+		}
+		in.ConfigMaps = kube.Pointers(cms.Items)
+		start := time.Now()
+		var err error
+		res, err = planner.Plan(in)
+		generationDuration.Observe(time.Since(start).Seconds())
+		if err != nil {
+			return err
+		}
+		written, err = applyPlan(ctx, c, res)
+		return err
+	})
+	return res, written, err
 }
